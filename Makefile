@@ -1,0 +1,48 @@
+# Two commands on a fresh machine: `make figures` and `make test`. Each sets itself up.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PROFILE ?= quick
+KERNEL := concurrency-lab
+
+.PHONY: setup test test-stress figures lab bench lint format lock clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Concurrency Lab needs Python 3.11 or newer")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (Concurrency Lab)" >/dev/null
+	@touch $(STAMP)
+	@echo "setup done: $(VENV) with kernel '$(KERNEL)'"
+
+test: setup
+	$(PY) -m pytest
+
+test-stress: setup
+	$(PY) -m pytest -m stress tests/test_stress.py
+
+figures: setup
+	$(PY) -m labserver.batch --profile $(PROFILE)
+
+lab: setup
+	$(VENV)/bin/jupyter lab notebooks/
+
+bench: setup
+	$(PY) -m labserver.bench
+
+lint: setup
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
+
+# Refresh constraints.txt from what is installed now (after changing a pin in pyproject.toml).
+lock: setup
+	$(PY) -m pip freeze --exclude-editable | grep -v '^concurrency-lab' > constraints.txt
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

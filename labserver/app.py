@@ -1,0 +1,111 @@
+"""The demo FastAPI app: one route per pattern, plus /health and /info.
+
+Run by uvicorn as `labserver.app:create_app` with `--factory`; settings arrive through
+the environment (see settings.py) so that every `--workers` process sees the same ones.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from fastapi import FastAPI
+
+from labserver.patterns import PATTERNS
+from labserver.procs import die_with_parent
+from labserver.settings import Settings
+
+
+class InFlight:
+    """ASGI middleware: counts requests in flight and served, and names the worker in a header."""
+
+    def __init__(self, app):
+        self.app = app
+        self.in_flight = 0
+        self.served = 0
+        self.pid_header = (b"x-worker-pid", str(os.getpid()).encode())
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_pid(message):
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), self.pid_header]
+            await send(message)
+
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send_with_pid)
+        finally:
+            self.in_flight -= 1
+            self.served += 1
+
+
+def _start_pool(procs: int) -> ProcessPoolExecutor | None:
+    if procs == 0:
+        return None
+    # spawn, not fork: a forked child would inherit uvicorn's listening socket and signal
+    # handlers, and keep the port busy if it outlived the server.
+    pool = ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent)
+    # Start every worker now, so that the first measured requests do not pay for it.
+    list(pool.map(abs, range(procs * 2)))
+    return pool
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI):
+    settings: Settings = app.state.settings
+    anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
+    app.state.pool = _start_pool(settings.procs)
+    try:
+        yield
+    finally:
+        if app.state.pool is not None:
+            # wait=True: a pool left running would outlive uvicorn and hold its port.
+            app.state.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+    settings.check()
+    app = FastAPI(title="Concurrency Lab demo server", lifespan=lifespan)
+    app.state.settings = settings
+    app.state.pool = None
+    app.add_middleware(InFlight)  # Starlette builds the instance; /info finds it in the middleware stack
+
+    for name, endpoint in PATTERNS.items():
+        summary = sys.modules[endpoint.__module__].__doc__.splitlines()[0]
+        app.add_api_route(f"/{name}", endpoint, methods=["GET"], name=name, summary=summary)
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"status": "ok", "pid": os.getpid()}
+
+    @app.get("/info")
+    async def info() -> dict:
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        middleware = _in_flight_counter(app)
+        return {
+            "pid": os.getpid(),
+            "workers": settings.workers,
+            "threads": int(limiter.total_tokens),
+            "threads_busy": limiter.borrowed_tokens,
+            "procs": settings.procs,
+            "in_flight": middleware.in_flight if middleware else None,
+            "served": middleware.served if middleware else None,
+            "patterns": list(PATTERNS),
+        }
+
+    return app
+
+
+def _in_flight_counter(app: FastAPI) -> InFlight | None:
+    stack = app.middleware_stack
+    while stack is not None and not isinstance(stack, InFlight):
+        stack = getattr(stack, "app", None)
+    return stack

@@ -1,0 +1,94 @@
+"""`python -m labserver.batch`: run every lesson through papermill and report every claim.
+
+Executed notebooks land in data/executed/, figures in data/figures/, and one table of
+claims is printed at the end; the exit code is non-zero if a claim failed or a lesson broke.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from labserver import profiles
+from labserver.paths import NOTEBOOKS, data_dir, figures_dir
+
+KERNEL = "concurrency-lab"
+
+
+def lessons(selected: list[str] | None = None) -> list[Path]:
+    """The lesson notebooks, in order; `selected` keeps those whose name starts with one of its items."""
+    found = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    if selected:
+        found = [nb for nb in found if any(nb.stem.startswith(s) for s in selected)]
+        if not found:
+            raise SystemExit(f"no lesson matches {selected}; lessons are: {', '.join(nb.stem for nb in lessons())}")
+    return found
+
+
+def run_lesson(notebook: Path, profile: str, out_dir: Path) -> tuple[list[dict], str | None, float]:
+    """Execute one lesson; return its claim verdicts, the error that stopped it (if any) and its wall time."""
+    import papermill  # ~2.5 s to import: only when a lesson is really run
+
+    params = {**profiles.parameters(notebook.stem, profile), "strict": True}
+    fd, claims_file = tempfile.mkstemp(prefix="claims-", suffix=".jsonl")
+    os.close(fd)
+    os.environ["LAB_CLAIMS_FILE"] = claims_file
+    started = time.perf_counter()
+    error = None
+    try:
+        papermill.execute_notebook(
+            str(notebook), str(out_dir / notebook.name), parameters=params, kernel_name=KERNEL,
+            cwd=str(NOTEBOOKS), progress_bar=False,
+        )  # fmt: skip
+    except papermill.PapermillExecutionError as e:
+        error = f"{e.ename}: {e.evalue}"
+    finally:
+        os.environ.pop("LAB_CLAIMS_FILE", None)
+    with open(claims_file) as f:
+        verdicts = [json.loads(line) for line in f if line.strip()]
+    os.unlink(claims_file)
+    return verdicts, error, time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labserver.batch", description=__doc__)
+    parser.add_argument("lessons", nargs="*", help="lesson names or prefixes (default: all), e.g. 00 01_async")
+    parser.add_argument("--profile", default="quick", choices=profiles.NAMES, help="run sizes (default: quick)")
+    args = parser.parse_args(argv)
+
+    notebooks = lessons(args.lessons)
+    out_dir = data_dir() / "executed"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("LAB_FIGURES_DIR", str(figures_dir()))
+    os.environ["LAB_PROGRESS"] = "0"  # no progress bars inside executed notebooks
+    print(f"Running {len(notebooks)} lesson(s), profile {args.profile}, into {out_dir}", flush=True)
+
+    all_verdicts, broken, started = [], [], time.perf_counter()
+    for nb in notebooks:
+        print(f"  {nb.stem} …", end=" ", flush=True)
+        verdicts, error, wall_s = run_lesson(nb, args.profile, out_dir)
+        passed = sum(v["passed"] for v in verdicts)
+        print(f"{passed}/{len(verdicts)} claims passed in {wall_s:.0f} s" + (f" — stopped: {error}" if error else ""))
+        all_verdicts += verdicts
+        if error and not (verdicts and "ClaimFailed" in error):
+            broken.append((nb.stem, error))
+
+    print(f"\nClaims ({time.perf_counter() - started:.0f} s in all):")
+    for v in all_verdicts:
+        mark = "PASS" if v["passed"] else "FAIL"
+        print(f"  {mark}  {v['lesson']:<20} {v['claim']}: {v['measured']:.3g} (expected {v['bound']})")
+    for name, error in broken:
+        print(f"  BROKEN {name}: {error}")
+    failed = [v for v in all_verdicts if not v["passed"]]
+    print(f"\n{len(all_verdicts) - len(failed)} passed, {len(failed)} failed")
+    print(f"Figures: {os.environ['LAB_FIGURES_DIR']}   Executed notebooks: {out_dir}")
+    return 1 if failed or broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""A lesson's claims, checked against its own data, with a verdict a person can read.
+
+Each check prints its verdict as it is made; `Claims.report()` shows them all and, when
+the lesson's `strict` parameter is true, raises if any failed. A batch run collects the
+verdicts of every lesson through the file named by LAB_CLAIMS_FILE.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+
+class ClaimFailed(AssertionError):
+    """A lesson's claim does not hold on this machine's data."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    lesson: str
+    claim: str
+    measured: float
+    bound: str
+    passed: bool
+    detail: str = ""
+
+    def __str__(self) -> str:
+        mark = "PASS" if self.passed else "FAIL"
+        detail = f" — {self.detail}" if self.detail else ""
+        return f"[{mark}] {self.claim}: measured {self.measured:.3g}, expected {self.bound}{detail}"
+
+
+class Claims:
+    """The claims of one lesson."""
+
+    def __init__(self, lesson: str, strict: bool = False):
+        self.lesson = lesson
+        self.strict = strict
+        self.verdicts: list[Verdict] = []
+
+    def between(self, claim: str, value: float, low: float = -math.inf, high: float = math.inf, detail: str = "") -> Verdict:
+        """`value` lies in [low, high]; NaN never passes."""
+        if low > -math.inf and high < math.inf:
+            bound = f"between {low:.3g} and {high:.3g}"
+        elif low > -math.inf:
+            bound = f"≥ {low:.3g}"
+        else:
+            bound = f"≤ {high:.3g}"
+        passed = bool(not math.isnan(value) and low <= value <= high)
+        return self._record(Verdict(self.lesson, claim, float(value), bound, passed, detail))
+
+    def ratio(self, claim: str, numerator: float, denominator: float, at_least: float = -math.inf,
+              at_most: float = math.inf, detail: str = "") -> Verdict:  # fmt: skip
+        """numerator / denominator lies in [at_least, at_most]."""
+        value = numerator / denominator if denominator else math.nan
+        detail = detail or f"{numerator:.4g} / {denominator:.4g}"
+        return self.between(claim, value, at_least, at_most, detail)
+
+    def near(self, claim: str, measured: float, predicted: float, tolerance: float, detail: str = "") -> Verdict:
+        """measured / predicted lies within 1 ± tolerance."""
+        detail = detail or f"measured {measured:.4g}, predicted {predicted:.4g}"
+        return self.ratio(claim, measured, predicted, 1 - tolerance, 1 + tolerance, detail)
+
+    def valid(self, claim: str, frame: pd.DataFrame) -> Verdict:
+        """Every run in `frame` is a valid measurement."""
+        bad = frame[~frame["valid"].astype(bool)]
+        detail = "; ".join(f"{r.pattern} at {r.users} users: {r.problems}" for r in bad.itertuples()) or "all runs valid"
+        share = 1 - len(bad) / len(frame) if len(frame) else math.nan
+        return self.between(claim, share, 1.0, 1.0, detail)
+
+    def _record(self, verdict: Verdict) -> Verdict:
+        self.verdicts.append(verdict)
+        print(verdict)
+        path = os.environ.get("LAB_CLAIMS_FILE")
+        if path:
+            with open(path, "a") as f:
+                f.write(json.dumps(asdict(verdict)) + "\n")
+        return verdict
+
+    @property
+    def failed(self) -> list[Verdict]:
+        return [v for v in self.verdicts if not v.passed]
+
+    def report(self) -> pd.DataFrame:
+        """All verdicts as a table; raises ClaimFailed if strict and any claim failed."""
+        table = pd.DataFrame([asdict(v) for v in self.verdicts])
+        if self.strict and self.failed:
+            names = "; ".join(v.claim for v in self.failed)
+            raise ClaimFailed(f"{len(self.failed)} of {len(self.verdicts)} claims failed in {self.lesson}: {names}")
+        return table

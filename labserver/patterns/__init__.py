@@ -1,0 +1,22 @@
+"""The registry of concurrency patterns: one module each, served at `/{pattern}`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from labserver.patterns import blocking, gather, processpool, sequential, threadpool
+
+PATTERNS: dict[str, Callable] = {
+    "sequential": sequential.endpoint,
+    "gather": gather.endpoint,
+    "threadpool": threadpool.endpoint,
+    "processpool": processpool.endpoint,
+    "blocking": blocking.endpoint,
+}
+
+
+def check_pattern(name: str) -> str:
+    """Return `name` if it is a known pattern; otherwise raise ValueError listing the valid ones."""
+    if name not in PATTERNS:
+        raise ValueError(f"unknown pattern {name!r}; choose one of: {', '.join(PATTERNS)}")
+    return name

@@ -1,0 +1,124 @@
+"""The course's charts: one seaborn theme, measured beside predicted, titles that state the finding.
+
+Every function takes the tidy frame of runs (see load.sweep) and a title written by the
+lesson from its own data, and returns the matplotlib Figure. In a batch run (papermill,
+LAB_FIGURES_DIR set) `save` also writes it as PNG.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+# One colour per pattern across every lesson, so "gather" is always the same green.
+COLORS = dict(zip(
+    ["sequential", "gather", "threadpool", "processpool", "blocking", "dependent"],
+    sns.color_palette("colorblind", 6), strict=True,
+))  # fmt: skip
+INVALID = "#d62728"
+
+
+def theme() -> None:
+    sns.set_theme(style="whitegrid", context="notebook", rc={"figure.figsize": (8, 4.5), "axes.titleweight": "bold"})
+
+
+theme()
+
+
+def _color(pattern: str):
+    return COLORS.get(pattern, "grey")
+
+
+def _mark_invalid(ax, frame: pd.DataFrame, x: str, y: str) -> None:
+    bad = frame[~frame["valid"].astype(bool)]
+    if not bad.empty:
+        ax.scatter(bad[x], bad[y], marker="X", s=140, color=INVALID, zorder=5, label="invalid run (see problems)")
+
+
+def throughput(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "pattern", ax=None) -> plt.Figure:
+    """Measured req/s (solid, dots) beside the model's prediction (dashed), one colour per `hue`."""
+    fig, ax = _axes(ax)
+    for key, group in frame.sort_values(x).groupby(hue, sort=False):
+        color = _color(key) if hue == "pattern" else None
+        line = ax.plot(group[x], group["rps"], "o-", color=color, label=f"{key} measured")[0]
+        ax.plot(group[x], group["predicted_rps"], "--", color=line.get_color(), alpha=0.8, label=f"{key} predicted")
+    _mark_invalid(ax, frame, x, "rps")
+    ax.set(title=title, xlabel=_label(x), ylabel="throughput (req/s)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small", ncol=2)
+    return fig
+
+
+def latency(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "pattern", ax=None) -> plt.Figure:
+    """p50 (dotted) and p95 (solid) latency, with the model's mean latency (dashed)."""
+    fig, ax = _axes(ax)
+    for key, group in frame.sort_values(x).groupby(hue, sort=False):
+        color = _color(key) if hue == "pattern" else None
+        line = ax.plot(group[x], group["p95_ms"], "o-", color=color, label=f"{key} p95")[0]
+        ax.plot(group[x], group["p50_ms"], ":", color=line.get_color(), label=f"{key} p50")
+        ax.plot(group[x], group["predicted_ms"], "--", color=line.get_color(), alpha=0.6, label=f"{key} predicted mean")
+    _mark_invalid(ax, frame, x, "p95_ms")
+    ax.set(title=title, xlabel=_label(x), ylabel="latency (ms)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small", ncol=2)
+    return fig
+
+
+def history(histories: dict[str, pd.DataFrame], title: str, ax=None) -> plt.Figure:
+    """Requests finished per second over each run: a flat line is a steady state."""
+    fig, ax = _axes(ax)
+    for label, h in histories.items():
+        ax.plot(h["second"], h["rps"], "o-", ms=3, label=label)
+    ax.set(title=title, xlabel="time since the run started (s)", ylabel="requests finished (req/s)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def bars(frame: pd.DataFrame, title: str, x: str = "pattern", ax=None) -> plt.Figure:
+    """Measured and predicted req/s side by side, one pair of bars per `x`."""
+    fig, ax = _axes(ax)
+    tidy = frame.melt(id_vars=[x], value_vars=["rps", "predicted_rps"], var_name="what", value_name="req/s")
+    tidy["what"] = tidy["what"].map({"rps": "measured", "predicted_rps": "predicted"})
+    sns.barplot(tidy, x=x, y="req/s", hue="what", ax=ax, palette=["#4c72b0", "#c4c4c4"])
+    ax.set(title=title, xlabel=_label(x), ylabel="throughput (req/s)")
+    return fig
+
+
+def _axes(ax):
+    if ax is None:
+        fig, ax = plt.subplots()
+        return fig, ax
+    return ax.figure, ax
+
+
+def _label(column: str) -> str:
+    return {"users": "concurrent users", "cpu_n": "CPU work per sub-task: fib(cpu_n)", "workers": "uvicorn workers",
+            "tasks": "sub-tasks per request", "io_ms": "I/O wait per sub-task (ms)"}.get(column, column)  # fmt: skip
+
+
+def save(fig: plt.Figure, lesson: str, name: str) -> Path | None:
+    """Write `fig` as PNG under $LAB_FIGURES_DIR/<lesson>/<name>.png when a batch asked for figures."""
+    root = os.environ.get("LAB_FIGURES_DIR")
+    if not root:
+        return None
+    path = Path(root) / lesson / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    return path
+
+
+def generator_cpu(frame: pd.DataFrame, title: str, hue: str = "client", ax=None) -> plt.Figure:
+    """The load generator's CPU against the rate it drove: where it nears one core, it measures itself."""
+    fig, ax = _axes(ax)
+    sns.lineplot(frame, x="rps", y="locust_cpu", hue=hue, marker="o", ax=ax)
+    ax.axhline(0.9, color=INVALID, ls="--", lw=1, label="saturated (90% of a core)")
+    ax.set(title=title, xlabel="measured throughput (req/s)", ylabel="Locust CPU (cores)")
+    ax.set_ylim(0, max(1.05, float(frame["locust_cpu"].max()) * 1.1))
+    ax.legend(fontsize="small")
+    return fig

@@ -1,0 +1,124 @@
+"""Results on disk: one folder per run under data/runs/, written atomically, never overwritten.
+
+A run is measured into `data/runs/.partial-<run-id>/` and renamed to `data/runs/<run-id>/`
+once its manifest is complete, so a half-written folder is never read as a run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import secrets
+import subprocess
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+
+from labserver.paths import ROOT, runs_dir
+
+PACKAGES = ("fastapi", "uvicorn", "starlette", "anyio", "locust", "pandas", "seaborn", "papermill")
+
+
+def new_run_id(pattern: str, users: int) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{pattern}-u{users}-{secrets.token_hex(3)}"
+
+
+def partial_dir(run_id: str) -> Path:
+    path = runs_dir() / f".partial-{run_id}"
+    path.mkdir(parents=True)  # fails if it exists: a run never reuses a folder
+    return path
+
+
+def environment() -> dict:
+    """What a reader needs to reproduce a run: versions, CPU count, git commit."""
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "packages": versions,
+        "git_commit": _git_commit(),
+    }
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=12"],
+            cwd=ROOT, capture_output=True, text=True, timeout=5,
+        )  # fmt: skip
+        return out.stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+@dataclass
+class RunResult:
+    """One load run: its tidy row, its per-second history and the folder it lives in."""
+
+    row: dict
+    history: pd.DataFrame = field(repr=False)
+    path: Path
+    manifest: dict = field(repr=False)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame([self.row])
+
+    @property
+    def valid(self) -> bool:
+        return bool(self.row["valid"])
+
+
+def finish(tmp: Path, manifest: dict, history: pd.DataFrame) -> RunResult:
+    """Write the manifest and history into `tmp`, then publish the folder under its run id."""
+    history.to_csv(tmp / "history.csv", index=False)
+    with open(tmp / "manifest.json", "w") as f:
+        json.dump(manifest, f, indent=2, default=str)
+    final = tmp.parent / manifest["run_id"]
+    os.rename(tmp, final)  # atomic on one file system; fails rather than overwrite a non-empty folder
+    return RunResult(row=manifest["result"], history=history, path=final, manifest=manifest)
+
+
+def load_runs(lesson: str | None = None, root: Path | None = None) -> pd.DataFrame:
+    """Every complete run on disk as one DataFrame (one row per run), oldest first."""
+    root = root or runs_dir()
+    rows = []
+    for manifest_path in sorted(root.glob("[!.]*/manifest.json")):
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if lesson is None or manifest.get("lesson") == lesson:
+            rows.append(manifest["result"])
+    frame = pd.DataFrame(rows)
+    return frame.sort_values("started_at", ignore_index=True) if rows else frame
+
+
+COLUMNS = ["pattern", "users", "tasks", "io_ms", "cpu_n", "workers", "rps", "predicted_rps", "ratio",
+           "p50_ms", "p95_ms", "predicted_ms", "failures", "locust_cpu", "server_cpu", "valid", "problems"]  # fmt: skip
+
+
+def table(frame: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:
+    """The columns a reader needs, rounded for the eye."""
+    cols = [c for c in [*(extra or []), *COLUMNS] if c in frame.columns]
+    return frame[cols].round({"rps": 1, "predicted_rps": 1, "ratio": 3, "p50_ms": 1, "p95_ms": 1,
+                              "predicted_ms": 1, "locust_cpu": 2, "server_cpu": 2})  # fmt: skip
+
+
+def compare(frame: pd.DataFrame, column: str, numerator: str, denominator: str, by: str = "pattern",
+            on: str = "users") -> pd.DataFrame:  # fmt: skip
+    """`column` of two groups side by side for each value of `on`, with their ratio."""
+    wide = frame.pivot_table(index=on, columns=by, values=column)
+    out = wide[[numerator, denominator]].copy()
+    out["ratio"] = out[numerator] / out[denominator]
+    return out.reset_index()

@@ -1,0 +1,170 @@
+"""The demo server in the background: uvicorn in a subprocess, owned by a context manager.
+
+`LabServer` starts uvicorn (never inside the kernel: `uvicorn.run` cannot run in a running
+event loop), waits for /health, and stops the whole process tree on exit, on exception,
+on KeyboardInterrupt and at interpreter exit. `serve()` keeps one server per name across
+notebook cells, so re-running the cell that starts it replaces the old one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import warnings
+from pathlib import Path
+
+from labserver import procs
+from labserver.settings import Settings
+
+LOOPBACK = "127.0.0.1"
+
+
+class ServerError(RuntimeError):
+    """The server did not come up, or died; the message carries the tail of its log."""
+
+
+class LabServer:
+    """uvicorn serving `labserver.app` in a subprocess on a free loopback port.
+
+    Parameters
+    ----------
+    workers, threads, procs : server settings (uvicorn `--workers`, thread-pool size,
+        process-pool size per worker).
+    host : interface to bind; anything but 127.0.0.1 prints a warning.
+    port : port to bind; a free one is chosen when None.
+    ready_timeout_s : how long to wait for /health before giving up.
+    """
+
+    def __init__(
+        self,
+        workers: int = 1,
+        threads: int = 40,
+        procs: int | None = None,
+        host: str = LOOPBACK,
+        port: int | None = None,
+        ready_timeout_s: float = 60.0,
+    ):
+        self.settings = Settings(workers=workers, threads=threads, **({} if procs is None else {"procs": procs}))
+        self.settings.check()
+        if port is not None and _port_taken(port, host):
+            raise ValueError(f"port {port} is already in use on {host}: pass port=None to pick a free one")
+        self.host = host
+        self.port = port
+        self.ready_timeout_s = ready_timeout_s
+        self.proc: subprocess.Popen | None = None
+        self.log_path: Path | None = None
+        self.ready_s: float | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> LabServer:
+        if self.alive:
+            return self
+        if self.host != LOOPBACK:
+            warnings.warn(f"the lab server binds {self.host}: other machines may reach it", stacklevel=2)
+        self.port = self.port or procs.free_port(self.host)
+        self.log_path = Path(tempfile.mkdtemp(prefix="labserver-")) / "server.log"
+        cmd = [
+            sys.executable, "-m", "uvicorn", "labserver.app:create_app", "--factory",
+            "--host", self.host, "--port", str(self.port), "--workers", str(self.settings.workers),
+            "--log-level", "warning", "--no-access-log",
+            "--timeout-graceful-shutdown", "3",  # do not wait out a 5 s sleep at every stop
+        ]  # fmt: skip
+        started = time.perf_counter()
+        self.proc = procs.spawn(cmd, self.log_path, env=self.settings.to_env())
+        _running.add(self)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        self.ready_s = time.perf_counter() - started
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout_s
+        seen: set[int] = set()
+        first_ok = None
+        while time.monotonic() < deadline:
+            if not self.alive:
+                raise ServerError(f"the server exited during start-up (code {self.proc.returncode})\n{self.log_tail()}")
+            try:
+                seen.add(self.get("/health", timeout=1)["pid"])
+                first_ok = first_ok or time.monotonic()
+            except (OSError, ValueError):
+                pass
+            # With --workers N, wait until N workers have answered (or 3 s after the first did):
+            # a measurement started while a worker still imports the app would measure fewer workers.
+            if seen and (len(seen) >= self.settings.workers or time.monotonic() - first_ok > 3):
+                return
+            time.sleep(0.05)
+        raise ServerError(f"the server did not answer /health within {self.ready_timeout_s:.0f} s\n{self.log_tail()}")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            procs.stop_tree(self.proc)
+        _running.discard(self)
+
+    def get(self, path: str, timeout: float = 5.0) -> dict:
+        """GET `path` from the server and decode its JSON."""
+        with urllib.request.urlopen(self.url + path, timeout=timeout) as response:
+            return json.loads(response.read())
+
+    def info(self) -> dict:
+        return self.get("/info")
+
+    def log_tail(self, lines: int = 30) -> str:
+        return f"--- last lines of {self.log_path} ---\n{procs.tail(self.log_path, lines)}"
+
+    def __enter__(self) -> LabServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.alive else "stopped"
+        s = self.settings
+        return f"LabServer({self.url}, workers={s.workers}, threads={s.threads}, procs={s.procs}, {state})"
+
+
+def _port_taken(port: int, host: str) -> bool:
+    if not 0 < port < 65536:
+        raise ValueError(f"port must be from 1 to 65535, got {port}")
+    return procs.port_in_use(port, host)
+
+
+_running: set[LabServer] = set()
+_named: dict[str, LabServer] = {}
+
+
+def serve(name: str = "default", **settings) -> LabServer:
+    """Start a server that lives across notebook cells; re-running replaces the one of the same name."""
+    old = _named.pop(name, None)
+    if old is not None:
+        old.stop()
+    server = LabServer(**settings).start()
+    _named[name] = server
+    return server
+
+
+def stop_all() -> None:
+    """Stop every server this process started."""
+    for server in list(_running):
+        server.stop()
+    _named.clear()
+
+
+atexit.register(stop_all)
