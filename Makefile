@@ -28,8 +28,12 @@ test-stress: setup
 figures: setup
 	$(PY) -m labserver.batch --profile $(PROFILE)
 
+# JupyterLab for this machine only, with token authentication on. That is Jupyter's default (a
+# fresh random token, printed in the URL, never on the command line where `ps` shows it); it is
+# spelled out so that it stays so: no inherited JUPYTER_TOKEN replaces the random one, and the
+# server listens on 127.0.0.1 only. LAB_ARGS passes more options, e.g. LAB_ARGS=--no-browser.
 lab: setup
-	$(VENV)/bin/jupyter lab notebooks/
+	env -u JUPYTER_TOKEN -u JUPYTER_TOKEN_FILE $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 notebooks/ $(LAB_ARGS)
 
 bench: setup
 	$(PY) -m labserver.bench

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager
@@ -51,7 +52,9 @@ def _start_pool(procs: int) -> ProcessPoolExecutor | None:
         return None
     # spawn, not fork: a forked child would inherit uvicorn's listening socket and signal
     # handlers, and keep the port busy if it outlived the server.
-    pool = ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent)
+    # initargs: a child whose worker died before it asked for the signal exits at once
+    pool = ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent,
+                               initargs=(signal.SIGTERM, os.getpid()))  # fmt: skip
     # Start every worker now, so that the first measured requests do not pay for it.
     list(pool.map(abs, range(procs * 2)))
     return pool
@@ -81,6 +84,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for name, endpoint in PATTERNS.items():
         summary = sys.modules[endpoint.__module__].__doc__.splitlines()[0]
         app.add_api_route(f"/{name}", endpoint, methods=["GET"], name=name, summary=summary)
+    if settings.database_url:  # lesson 07's routes; their lifespan opens and closes the psycopg pools
+        from labserver.dbroutes import router as db_router
+
+        app.include_router(db_router)
 
     @app.get("/health")
     async def health() -> dict:

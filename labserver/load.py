@@ -12,14 +12,16 @@ import glob
 import json
 import math
 import os
+import subprocess
 import sys
 import time
 from datetime import datetime, timezone
 
 import pandas as pd
 
-from labserver import measure, model, procs, results
+from labserver import measure, model, procs, results, spread
 from labserver.cpu import CpuMeter
+from labserver.dbmodel import ENDPOINTS as DB_ENDPOINTS
 from labserver.patterns import check_pattern
 from labserver.paths import LOCUSTFILES, ROOT
 from labserver.server import LabServer, ServerError
@@ -37,7 +39,8 @@ MACHINE_RPS_PER_CORE = 2000  # measured: ~4,000-6,000 req/s saturate this 2-core
 def check_load(pattern: str, users: int, duration_s: int, tasks: int, io_ms: int, cpu_n: int,
                user_class: str = "fast", processes: int = 1) -> None:  # fmt: skip
     """Raise ValueError saying what to change, before any process starts."""
-    check_pattern(pattern)
+    if pattern not in DB_ENDPOINTS:  # lesson 07's database routes (dbroutes.py), served when a database is set
+        check_pattern(pattern)
     for name, value, low, high in (
         ("users", users, 1, USERS_MAX),
         ("duration_s", duration_s, 1, DURATION_MAX_S),
@@ -68,6 +71,8 @@ def run_load(
     expect_failures: bool = False,
     lesson: str | None = None,
     progress: bool | None = None,
+    predicted: model.Prediction | None = None,
+    tags: dict | None = None,
 ) -> results.RunResult:
     """Drive `pattern` on `server` with `users` closed-loop Locust users for `duration_s` seconds.
 
@@ -94,23 +99,44 @@ def run_load(
     if processes > 1:
         cmd += ["--processes", str(processes)]
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    proc = procs.spawn(cmd, tmp / "locust.log", cwd=ROOT)
-    status, meters = "ok", (CpuMeter(proc.pid), CpuMeter(server.proc.pid))
+    locust: list[subprocess.Popen] = []  # filled in the spawner thread: a Ctrl-C cannot separate process and handle
+    meters, status, failing = None, "ok", True
     try:
-        status = _watch(proc, server, duration_s, meters, progress, f"{pattern} · {users} users")
+        procs.spawn(cmd, tmp / "locust.log", cwd=ROOT, on_start=locust.append)
+        meters = (CpuMeter(locust[0].pid), CpuMeter(server.proc.pid))
+        status = _watch(locust[0], server, duration_s, meters, progress, f"{pattern} · {users} users")
+        failing = False
     except KeyboardInterrupt:
         status = "interrupted"
         raise
+    except BaseException as e:
+        status = f"failed ({type(e).__name__})"
+        raise
     finally:
-        procs.stop_tree(proc, grace_s=3)
-        settings = server.settings
-        params = dict(pattern=pattern, users=users, tasks=tasks, io_ms=io_ms, cpu_n=cpu_n, workers=settings.workers,
-                      threads=settings.threads, procs=settings.procs, duration_s=duration_s, spawn_rate=spawn_rate,
-                      user_class=user_class, processes=processes, timeout_s=timeout_s)  # fmt: skip
-        result = _collect(tmp, run_id, params, status, proc.returncode, meters, warmup_s, expect_failures, lesson)
-        result.manifest.update(started_at=started_at, ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        result.row["started_at"] = started_at
-        saved = results.finish(tmp, result.manifest, result.history)
+        if locust:
+            procs.stop_tree(locust[0], grace_s=3)  # SIGTERM first: Locust writes what it measured so far
+        server_log = server.log_tail(200) if status == "server died" else None
+        if server_log is not None:
+            server.stop()  # what is left of a dead server (orphaned workers, pool children) holds its port
+        try:
+            settings = server.settings
+            params = dict(pattern=pattern, users=users, tasks=tasks, io_ms=io_ms, cpu_n=cpu_n, workers=settings.workers,
+                          threads=settings.threads, procs=settings.procs, duration_s=duration_s, spawn_rate=spawn_rate,
+                          user_class=user_class, processes=processes, timeout_s=timeout_s, **(tags or {}))  # fmt: skip
+            meters = meters or (CpuMeter(-1), CpuMeter(-1))  # never sampled: CPU figures come out NaN
+            exit_code = locust[0].returncode if locust else None
+            result = _collect(tmp, run_id, params, status, exit_code, meters, warmup_s, expect_failures, lesson,
+                              predicted)  # fmt: skip
+            result.manifest.update(started_at=started_at,
+                                   ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))  # fmt: skip
+            result.row["started_at"] = started_at
+            if server_log is not None:
+                (tmp / "server.log").write_text(server_log)
+            saved = results.finish(tmp, result.manifest, result.history)
+        except Exception:
+            if not failing:
+                raise
+            # The exception already on its way out is the news; the unfinished .partial- folder is never read.
     if status == "server died":
         raise ServerError(f"the server died during the run; partial result saved in {saved.path}\n{server.log_tail()}")
     return saved
@@ -139,18 +165,27 @@ def _watch(proc, server: LabServer, duration_s: int, meters, progress: bool, lab
     return "ok" if server.alive else "server died"
 
 
+def _read_json(path, default):
+    """A JSON file Locust wrote, or `default` if it is missing or was cut short (Locust killed mid-write)."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
 def _read_records(tmp) -> list[list[measure.Record]]:
     per_user = []
     for path in sorted(glob.glob(str(tmp / "records.*.json"))):
-        with open(path) as f:
-            per_user += [[tuple(r) for r in user] for user in json.load(f)]
+        per_user += [[tuple(r) for r in user] for user in _read_json(path, [])]
     return per_user
 
 
-def _collect(tmp, run_id, params, status, exit_code, meters, warmup_s, expect_failures, lesson) -> results.RunResult:
+def _collect(tmp, run_id, params, status, exit_code, meters, warmup_s, expect_failures, lesson,
+             predicted=None) -> results.RunResult:  # fmt: skip
     problems = [] if status == "ok" else [status]
     locust_json = tmp / "locust.json"
-    stats = json.loads(locust_json.read_text()) if locust_json.exists() else []
+    stats = _read_json(locust_json, [])
     if status == "ok" and (exit_code not in (0, 1) or not stats):  # 1 means "some requests failed"
         status = "locust failed"
         problems.append(f"locust exited with code {exit_code}; see {tmp.name}/locust.log")
@@ -170,8 +205,9 @@ def _collect(tmp, run_id, params, status, exit_code, meters, warmup_s, expect_fa
     machine_limit = MACHINE_RPS_PER_CORE * (os.cpu_count() or 1)
     if m.rps > machine_limit:
         problems.append(f"{m.rps:.0f} req/s is past what this machine can drive (~{machine_limit}): the figure is a floor")
-    p = model.predict(params["pattern"], params["users"], params["tasks"], params["io_ms"], params["cpu_n"],
-                      params["threads"], params["workers"], params["procs"])  # fmt: skip
+    served = spread.counts(per_user, since=start + warmup_s)  # requests per worker pid, as `requests` counts them
+    p = predicted or model.predict(params["pattern"], params["users"], params["tasks"], params["io_ms"],
+                                   params["cpu_n"], params["threads"], params["workers"], params["procs"])  # fmt: skip
     row = {
         "run_id": run_id, "lesson": lesson, **params,
         "rps": m.rps, "p50_ms": m.p50_ms, "p95_ms": m.p95_ms, "p99_ms": m.p99_ms, "mean_ms": m.mean_ms,
@@ -180,6 +216,7 @@ def _collect(tmp, run_id, params, status, exit_code, meters, warmup_s, expect_fa
         "ratio": m.rps / p.rps if p.rps and not math.isnan(p.rps) else math.nan,
         "locust_cpu": locust_cores, "server_cpu": server_cores, "generator_saturated": generator_saturated,
         "window_s": m.window_s, "method": m.method,
+        "workers_seen": len(served), "worker_requests": served,
         "status": status, "valid": not problems, "problems": "; ".join(problems),
     }  # fmt: skip
     manifest = {"run_id": run_id, "lesson": lesson, "params": params, "status": status, "valid": not problems,
@@ -190,7 +227,7 @@ def _collect(tmp, run_id, params, status, exit_code, meters, warmup_s, expect_fa
 
 def _history(per_user, start: float) -> pd.DataFrame:
     """Requests finished per second of the run, with their p95 latency."""
-    flat = pd.DataFrame([r for user in per_user for r in user], columns=["end", "latency_ms", "ok"])
+    flat = pd.DataFrame([r[:3] for user in per_user for r in user], columns=["end", "latency_ms", "ok"])
     if flat.empty:
         return pd.DataFrame(columns=["second", "rps", "p95_ms", "failures"])
     flat["second"] = (flat["end"] - start).astype(int)

@@ -61,15 +61,19 @@ def predict(
     cpu = (cpu_ms(cpu_n) if cpu_ms_per_task is None else cpu_ms_per_task) / 1000  # s per sub-task
     io = io_ms / 1000
     service = (io + tasks * cpu) if pattern == "gather" else tasks * (io + cpu)  # one request alone, in s
+    if pattern in ("mixed", "wrapped"):
+        service += tasks * io  # seed 001's mixed endpoints: an awaited and a blocking io_ms per sub-task
     if service <= 0:
         return Prediction(math.nan, math.nan, "no work to model")
 
     limits = {"users": users / service}
     cpu_per_request = tasks * cpu
-    if pattern == "threadpool":
+    if pattern in ("threadpool", "wrapped"):
         limits["threads"] = workers * threads / service
     if pattern == "blocking":
         limits["event loop"] = workers / service  # the loop is held for the whole request
+    if pattern == "mixed":
+        limits["event loop"] = workers / (tasks * (io + cpu))  # held for the blocking half only
     if cpu_per_request > 0:
         if pattern == "processpool":
             limits["cores"] = min(workers * procs, cores) / cpu_per_request

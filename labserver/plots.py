@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -17,8 +18,8 @@ import seaborn as sns
 
 # One colour per pattern across every lesson, so "gather" is always the same green.
 COLORS = dict(zip(
-    ["sequential", "gather", "threadpool", "processpool", "blocking", "dependent"],
-    sns.color_palette("colorblind", 6), strict=True,
+    ["sequential", "gather", "threadpool", "processpool", "blocking", "dependent", "mixed", "wrapped"],
+    sns.color_palette("colorblind", 8), strict=True,
 ))  # fmt: skip
 INVALID = "#d62728"
 
@@ -109,7 +110,15 @@ def save(fig: plt.Figure, lesson: str, name: str) -> Path | None:
         return None
     path = Path(root) / lesson / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    # Two batches may save the same figure at once: each writes its own temporary file and
+    # renames it into place in one step, so a reader only ever sees a whole PNG.
+    tmp = path.with_name(f".{path.stem}-{os.getpid()}-{secrets.token_hex(4)}.png")
+    try:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

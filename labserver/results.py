@@ -28,8 +28,11 @@ def new_run_id(pattern: str, users: int) -> str:
 
 
 def partial_dir(run_id: str) -> Path:
+    """A new, hidden folder to measure run `run_id` into; FileExistsError if the id is taken."""
+    if (runs_dir() / run_id).exists():
+        raise FileExistsError(f"run {run_id} already exists in {runs_dir()}")
     path = runs_dir() / f".partial-{run_id}"
-    path.mkdir(parents=True)  # fails if it exists: a run never reuses a folder
+    path.mkdir(parents=True)  # fails if it exists: two runs never share a folder, even in two notebooks at once
     return path
 
 
@@ -80,13 +83,39 @@ class RunResult:
 
 
 def finish(tmp: Path, manifest: dict, history: pd.DataFrame) -> RunResult:
-    """Write the manifest and history into `tmp`, then publish the folder under its run id."""
-    history.to_csv(tmp / "history.csv", index=False)
+    """Write the manifest and history into `tmp`, then publish the folder under its run id.
+
+    The folder appears under its final name complete or not at all: it is written under a
+    hidden name, flushed to disk, then renamed in one step (a crash or a kill in between
+    leaves a `.partial-` folder, which `load_runs` never reads).
+    """
+    final = tmp.parent / manifest["run_id"]
+    if final.exists():
+        raise FileExistsError(f"run {manifest['run_id']} already exists: a run is never overwritten")
+    with open(tmp / "history.csv", "w", newline="") as f:
+        history.to_csv(f, index=False)
+        _flush(f)
     with open(tmp / "manifest.json", "w") as f:
         json.dump(manifest, f, indent=2, default=str)
-    final = tmp.parent / manifest["run_id"]
-    os.rename(tmp, final)  # atomic on one file system; fails rather than overwrite a non-empty folder
+        _flush(f)
+    _fsync_dir(tmp)
+    os.rename(tmp, final)  # atomic on one file system; fails rather than replace a non-empty folder
+    _fsync_dir(final.parent)
     return RunResult(row=manifest["result"], history=history, path=final, manifest=manifest)
+
+
+def _flush(f) -> None:
+    # Without it, a power cut soon after the rename can leave a published run with an empty manifest.
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def load_runs(lesson: str | None = None, root: Path | None = None) -> pd.DataFrame:
@@ -98,6 +127,8 @@ def load_runs(lesson: str | None = None, root: Path | None = None) -> pd.DataFra
             manifest = json.loads(manifest_path.read_text())
         except (OSError, json.JSONDecodeError):
             continue
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("result"), dict):
+            continue  # not a manifest this lab wrote
         if lesson is None or manifest.get("lesson") == lesson:
             rows.append(manifest["result"])
     frame = pd.DataFrame(rows)

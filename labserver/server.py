@@ -9,7 +9,9 @@ notebook cells, so re-running the cell that starts it replaces the old one.
 from __future__ import annotations
 
 import atexit
+import ipaddress
 import json
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +25,10 @@ from labserver import procs
 from labserver.settings import Settings
 
 LOOPBACK = "127.0.0.1"
+PORT_ATTEMPTS = 3
+# Each worker is a process, and so is each process-pool child of each worker: bounded so that a
+# typo (workers=100) cannot fork a laptop into swap.
+PROCESSES_MAX = 64
 
 
 class ServerError(RuntimeError):
@@ -36,7 +42,7 @@ class LabServer:
     ----------
     workers, threads, procs : server settings (uvicorn `--workers`, thread-pool size,
         process-pool size per worker).
-    host : interface to bind; anything but 127.0.0.1 prints a warning.
+    host : interface to bind; anything but a loopback address prints a warning.
     port : port to bind; a free one is chosen when None.
     ready_timeout_s : how long to wait for /health before giving up.
     """
@@ -52,10 +58,13 @@ class LabServer:
     ):
         self.settings = Settings(workers=workers, threads=threads, **({} if procs is None else {"procs": procs}))
         self.settings.check()
+        _check_processes(self.settings)
+        _check_host(host)
         if port is not None and _port_taken(port, host):
             raise ValueError(f"port {port} is already in use on {host}: pass port=None to pick a free one")
         self.host = host
         self.port = port
+        self._pick_port = port is None
         self.ready_timeout_s = ready_timeout_s
         self.proc: subprocess.Popen | None = None
         self.log_path: Path | None = None
@@ -72,8 +81,18 @@ class LabServer:
     def start(self) -> LabServer:
         if self.alive:
             return self
-        if self.host != LOOPBACK:
-            warnings.warn(f"the lab server binds {self.host}: other machines may reach it", stacklevel=2)
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                return self._start_once()
+            except ServerError as e:
+                # A free port can be taken by another program (a second notebook) between our pick
+                # and uvicorn's bind: pick another, unless the port was the caller's choice.
+                if not (self._pick_port and attempt < PORT_ATTEMPTS and "address already in use" in str(e).lower()):
+                    raise
+                self.port = None
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> LabServer:
         self.port = self.port or procs.free_port(self.host)
         self.log_path = Path(tempfile.mkdtemp(prefix="labserver-")) / "server.log"
         cmd = [
@@ -83,15 +102,20 @@ class LabServer:
             "--timeout-graceful-shutdown", "3",  # do not wait out a 5 s sleep at every stop
         ]  # fmt: skip
         started = time.perf_counter()
-        self.proc = procs.spawn(cmd, self.log_path, env=self.settings.to_env())
+        self.proc = None
         _running.add(self)
         try:
+            # on_start hands the process over before spawn returns: a Ctrl-C in between cannot orphan it
+            procs.spawn(cmd, self.log_path, env=self.settings.to_env(), on_start=self._adopt)
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
         self.ready_s = time.perf_counter() - started
         return self
+
+    def _adopt(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout_s
@@ -101,9 +125,12 @@ class LabServer:
             if not self.alive:
                 raise ServerError(f"the server exited during start-up (code {self.proc.returncode})\n{self.log_tail()}")
             try:
-                seen.add(self.get("/health", timeout=1)["pid"])
-                first_ok = first_ok or time.monotonic()
-            except (OSError, ValueError):
+                pid = self.get("/health", timeout=1)["pid"]
+                # Only our own processes count: another notebook's server may have won the port.
+                if pid in {p.pid for p in procs.tree(self.proc.pid)}:
+                    seen.add(pid)
+                    first_ok = first_ok or time.monotonic()
+            except (OSError, ValueError, KeyError, TypeError):
                 pass
             # With --workers N, wait until N workers have answered (or 3 s after the first did):
             # a measurement started while a worker still imports the app would measure fewer workers.
@@ -126,6 +153,8 @@ class LabServer:
         return self.get("/info")
 
     def log_tail(self, lines: int = 30) -> str:
+        if self.log_path is None:
+            return "(no server log: this server was never started)"
         return f"--- last lines of {self.log_path} ---\n{procs.tail(self.log_path, lines)}"
 
     def __enter__(self) -> LabServer:
@@ -140,8 +169,40 @@ class LabServer:
         return f"LabServer({self.url}, workers={s.workers}, threads={s.threads}, procs={s.procs}, {state})"
 
 
+def _check_processes(settings: Settings) -> None:
+    count = settings.workers * (1 + settings.procs)
+    if count > PROCESSES_MAX:
+        raise ValueError(
+            f"workers × (1 + procs) = {settings.workers} × (1 + {settings.procs}) = {count} processes, more than "
+            f"{PROCESSES_MAX}: lower workers or procs (procs=0 when the lesson does not use the process pool)"
+        )
+
+
+def _check_host(host: str) -> None:
+    """Refuse an address this machine does not have; warn when the server would be reachable from others."""
+    if not isinstance(host, str) or not host:
+        raise ValueError(f"host must be an address such as {LOOPBACK!r}, got {host!r}")
+    try:
+        procs.free_port(host)
+    except OSError as e:
+        raise ValueError(f"cannot listen on host {host!r} ({e.strerror or e}): leave host at {LOOPBACK!r}") from None
+    if not _loopback(host):
+        warnings.warn(
+            f"the lab server will listen on {host}: other machines may reach it and make it compute and wait "
+            f"for them. Leave host at {LOOPBACK!r} unless you mean it.",
+            stacklevel=3,
+        )
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        return False
+
+
 def _port_taken(port: int, host: str) -> bool:
-    if not 0 < port < 65536:
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         raise ValueError(f"port must be from 1 to 65535, got {port}")
     return procs.port_in_use(port, host)
 

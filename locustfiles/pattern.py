@@ -7,9 +7,10 @@ assumes. Run it on its own, for example:
     locust -f locustfiles/pattern.py --headless -u 50 -t 10s -H http://127.0.0.1:8000 \
         --pattern gather --tasks 3 --io-ms 100
 
-Besides Locust's own statistics, every user keeps (finish time, latency, ok) for each of its
-requests, written to --records-file when the test stops: Locust rounds latencies above
-100 ms and its per-second counts cannot tell a steady flow from synchronized bursts.
+Besides Locust's own statistics, every user keeps (finish time, latency, ok, worker pid) for
+each of its requests, written to --records-file when the test stops: Locust rounds latencies
+above 100 ms and its per-second counts cannot tell a steady flow from synchronized bursts. The
+pid comes from the X-Worker-Pid header, so a run with --workers N shows which worker served what.
 """
 
 import json
@@ -18,7 +19,7 @@ import time
 
 from locust import FastHttpUser, HttpUser, constant, events, task
 
-RECORDS: list[list[tuple[float, float, bool]]] = []
+RECORDS: list[list[tuple[float, float, bool, int | None]]] = []
 
 
 @events.init_command_line_parser.add_listener
@@ -62,7 +63,8 @@ class PatternMixin:
             ok = r.status_code == 200
             if not ok:
                 r.failure(f"status {r.status_code}")
-        self.records.append((time.time(), (time.perf_counter() - started) * 1000, ok))
+            pid = r.headers.get("x-worker-pid") if r.headers else None  # None: no reply at all
+        self.records.append((time.time(), (time.perf_counter() - started) * 1000, ok, int(pid) if pid else None))
 
 
 class PatternUser(PatternMixin, FastHttpUser):

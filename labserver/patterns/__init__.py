@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from labserver.patterns import blocking, gather, processpool, sequential, threadpool
+from labserver.patterns import blocking, dependent, gather, mixed, processpool, sequential, threadpool, wrapped
 
 PATTERNS: dict[str, Callable] = {
     "sequential": sequential.endpoint,
@@ -12,6 +12,9 @@ PATTERNS: dict[str, Callable] = {
     "threadpool": threadpool.endpoint,
     "processpool": processpool.endpoint,
     "blocking": blocking.endpoint,
+    "dependent": dependent.endpoint,
+    "mixed": mixed.endpoint,
+    "wrapped": wrapped.endpoint,
 }
 
 

@@ -1,0 +1,109 @@
+"""Theory for lesson 06: how fast a Python client can send n requests, and what stops it.
+
+n requests of `io_ms` each, `concurrency` of them in flight, finish in ceil(n / in flight)
+waves of io — Little's law for a batch — where "in flight" is also capped by the server (40
+threads for a plain `def` endpoint). Unless the client's own CPU runs out first: one Python
+process gets one core at most (the GIL), so a client that spends c ms of CPU per request
+cannot send more than 1000 / c per second. That price is measured in the runs that did not
+saturate the client (the loop always qualifies), as `model.cpu_ms` measures fib.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from labserver.clients import check_strategy
+from labserver.model import Prediction
+from labserver.patterns import check_pattern
+from labserver.work import check_bounds
+
+LIBRARY = {"loop": "requests", "threadpool": "requests", "aiohttp": "aiohttp"}
+REQUESTS_MAX = 10_000
+CONCURRENCY_MAX = 1_000
+
+
+def check_run(client: str, pattern: str, requests: int, concurrency: int, io_ms: int) -> None:
+    """Raise ValueError saying what to change, before any process starts."""
+    check_strategy(client)
+    check_pattern(pattern)
+    for name, value, high in (("requests", requests, REQUESTS_MAX), ("concurrency", concurrency, CONCURRENCY_MAX)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+            raise ValueError(f"{name} must be a whole number from 1 to {high}, got {value!r}")
+    problems = check_bounds(1, io_ms, 0)
+    if problems:
+        raise ValueError("; ".join(msg for _, msg in problems))
+
+
+def slots(pattern: str, threads: int = 40, workers: int = 1) -> float:
+    """Requests the server holds at once on `pattern`: its thread pool, or (event loop) no limit."""
+    return {"threadpool": threads * workers, "blocking": workers}.get(pattern, math.inf)
+
+
+def predict_client(client: str, requests: int, concurrency: int, io_ms: float, server_slots: float = math.inf,
+                   client_ms: float | None = None) -> Prediction:  # fmt: skip
+    """Predicted req/s (requests / wall time) of `requests` GETs of `io_ms` each, `concurrency` in flight.
+
+    `client_ms` is the client's CPU per request, measured in runs that did not saturate it; one
+    process gets one core of Python at most (the GIL), so it caps the rate at 1000 / client_ms.
+    """
+    wanted = 1 if client == "loop" else min(concurrency, requests)
+    in_flight = min(wanted, server_slots)
+    if io_ms <= 0:
+        return Prediction(math.nan, math.nan, "no work to model")
+    if client == "loop":
+        name = "one request at a time"
+    elif server_slots < wanted:
+        name = f"server threads ({server_slots:.0f})"
+    else:
+        name = f"client concurrency ({wanted})"
+    limits = {name: requests / (math.ceil(requests / in_flight) * io_ms / 1000)}
+    if client_ms and client_ms > 0:
+        limits["client CPU (one core)"] = 1000 / client_ms
+    bottleneck = min(limits, key=limits.get)
+    rps = limits[bottleneck]
+    return Prediction(rps=rps, latency_ms=wanted / rps * 1000, bottleneck=bottleneck)
+
+
+def client_costs(frame: pd.DataFrame, busy: float = 0.5) -> dict[str, float]:
+    """Client CPU per request of each library (median ms), from the runs that used less than `busy` of a core."""
+    calm = frame[(frame["client_cpu"] < busy) & frame["valid"].astype(bool)]
+    return {library: float(ms) for library, ms in calm.groupby("library")["client_ms"].median().items()}
+
+
+def plan(clients: list[str], patterns: list[str], counts: list[int], concurrency: list[int], io_ms: int,
+         max_run_s: float, threads: int = 40) -> pd.DataFrame:  # fmt: skip
+    """Every run of the lesson and its expected length; `run` is false for runs longer than `max_run_s`,
+    except at the smallest count, so that every client is measured at least once."""
+    if not clients or not patterns or not counts or not concurrency:
+        raise ValueError("give at least one client, pattern, request count and concurrency")
+    rows = []
+    for pattern in patterns:
+        for client in clients:
+            for k in [1] if client == "loop" else concurrency:
+                for n in counts:
+                    check_run(client, pattern, n, k, io_ms)
+                    wall_s = n / predict_client(client, n, k, io_ms, slots(pattern, threads)).rps
+                    rows.append({"pattern": pattern, "client": client, "users": k, "requests": n,
+                                 "expected_s": wall_s, "run": wall_s <= max_run_s or n == min(counts)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def speedups(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's rps over the loop's on the same endpoint, beside the speedup the model predicts."""
+    loops = frame[frame["client"] == "loop"].groupby("pattern")[["rps", "predicted_rps"]].median()
+    out = frame[frame["client"] != "loop"].join(loops, on="pattern", rsuffix="_loop")
+    out["speedup"] = out["rps"] / out["rps_loop"]
+    out["predicted_speedup"] = out["predicted_rps"] / out["predicted_rps_loop"]
+    out["speedup_ratio"] = out["speedup"] / out["predicted_speedup"]
+    return out[["pattern", "client", "users", "requests", "rps", "speedup", "predicted_speedup", "speedup_ratio",
+                "client_cpu", "bottleneck"]].reset_index(drop=True)  # fmt: skip
+
+
+def pick(frame: pd.DataFrame, column: str, **where) -> float:
+    """The median of `column` over the runs matching `where` (NaN when none match): safe on partial data."""
+    rows = frame
+    for key, value in where.items():
+        rows = rows[rows[key] == value]
+    return float(rows[column].median()) if len(rows) else math.nan

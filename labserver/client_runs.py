@@ -1,0 +1,182 @@
+"""Lesson 06's runs: a client strategy in its own process against a LabServer, predicted, measured, saved.
+
+Each run is `python -m labserver.clients` in its own session (it dies with its owner), which
+measures its own wall time and CPU; the server's CPU is read around it. Every run lands in
+data/runs/ with a manifest, like a Locust run, so that `load_runs` and the summary find it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import psutil
+
+from labserver import plots, procs, results
+from labserver.client_model import LIBRARY, check_run, client_costs, predict_client, slots
+from labserver.paths import ROOT
+from labserver.server import LabServer, ServerError
+
+SATURATED = 0.9  # a client process above this share of a core is the bottleneck of its own run
+# A client thread pool is a thread pool, and aiohttp gathers: the same colours as those server patterns.
+CLIENT_COLORS = {"loop": "#8c8c8c", "threadpool": plots.COLORS["threadpool"], "aiohttp": plots.COLORS["gather"]}
+
+
+def _client(server: LabServer, client: str, url: str, requests: int, concurrency: int, log: Path,
+            timeout_s: float) -> tuple[dict | None, str, float]:  # fmt: skip
+    """Run `python -m labserver.clients` to the end; return its report, a status and the server's CPU seconds."""
+    cmd = [sys.executable, "-m", "labserver.clients", client, url,
+           "--requests", str(requests), "--concurrency", str(concurrency)]  # fmt: skip
+    before = _cpu_seconds(server.proc.pid)
+    proc = procs.spawn(cmd, log, cwd=ROOT)
+    status, deadline = "ok", time.monotonic() + timeout_s
+    try:
+        while proc.poll() is None:
+            if not server.alive:
+                status = "server died"
+                break
+            if time.monotonic() > deadline:
+                status = "timed out"
+                break
+            time.sleep(0.02)
+    finally:
+        procs.stop_tree(proc, grace_s=1)
+    server_cpu_s = _cpu_seconds(server.proc.pid) - before
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("{")]
+    if status == "ok" and (proc.returncode != 0 or not lines):
+        status = f"client failed (exit code {proc.returncode}); see {log}"
+    return (json.loads(lines[-1]) if lines and status == "ok" else None), status, server_cpu_s
+
+
+def _cpu_seconds(pid: int) -> float:
+    total = 0.0
+    for p in procs.tree(pid):
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def run_client(server: LabServer, client: str, pattern: str, requests: int, concurrency: int, io_ms: int,
+               client_ms: float | None = None, lesson: str | None = None) -> results.RunResult:  # fmt: skip
+    """Send `requests` GETs to `/{pattern}?io_ms=…` with `client`, measure them, and save the run.
+
+    The row holds the measurement (`rps` = requests / wall time, as seed 004 counts it), the
+    prediction (`predicted_rps`, `bottleneck`, `ratio`; with the client's CPU ceiling if
+    `client_ms` is given), the pure concurrency model (`concurrency_rps`), and both CPUs
+    (`client_cpu`, `server_cpu`, in cores; `client_ms`, `server_ms` per request).
+    """
+    concurrency = 1 if client == "loop" else concurrency
+    check_run(client, pattern, requests, concurrency, io_ms)
+    if not server.alive:
+        raise ServerError(f"the server is not running; start it first\n{server.log_tail()}")
+    s = server.settings
+    where = slots(pattern, s.threads, s.workers)
+    predicted = predict_client(client, requests, concurrency, io_ms, where, client_ms)
+    bound = predict_client(client, requests, concurrency, io_ms, where)
+    run_id = results.new_run_id(f"{pattern}-{client}", concurrency)
+    tmp = results.partial_dir(run_id)
+    started_at = _now()
+    report, status, server_s = None, "interrupted", 0.0
+    try:
+        url, timeout_s = f"{server.url}/{pattern}?io_ms={io_ms}", 30 + 5 * requests / bound.rps
+        report, status, server_s = _client(server, client, url, requests, concurrency, tmp / "client.log", timeout_s)
+    finally:  # an interrupted run is saved too, marked invalid
+        params = dict(lesson=lesson, pattern=pattern, client=client, library=LIBRARY[client], users=concurrency,
+                      requests=requests, tasks=1, io_ms=io_ms, cpu_n=0, workers=s.workers,
+                      threads=s.threads)  # fmt: skip
+        row = _row(run_id, params, report or {}, status, server_s, predicted, bound, client_ms, started_at)
+        manifest = {"run_id": run_id, "lesson": lesson, "kind": "client", "params": params, "status": status,
+                    "valid": row["valid"], "problems": row["problems"], "environment": results.environment(),
+                    "result": row, "started_at": started_at, "ended_at": _now()}  # fmt: skip
+        ends = pd.Series((report or {}).get("ends", []), dtype=float)
+        history = ends.astype(int).value_counts().sort_index().rename_axis("second").reset_index(name="rps")
+        saved = results.finish(tmp, manifest, history)
+    if status == "server died":
+        raise ServerError(f"the server died during the run; partial result saved in {saved.path}\n{server.log_tail()}")
+    return saved
+
+
+def _row(run_id, params, report, status, server_s, predicted, bound, priced_ms, started_at) -> dict:
+    n, wall_s, rps = params["requests"], report.get("wall_s", math.nan), report.get("rps", math.nan)
+    problems = [] if status == "ok" else [status]
+    if report.get("failures"):
+        problems.append(f"{report['failures']} of {n} requests failed")
+    return {
+        "run_id": run_id, **params, "rps": rps, "wall_s": wall_s,
+        "p50_ms": report.get("p50_ms", math.nan), "p95_ms": report.get("p95_ms", math.nan),
+        "mean_ms": report.get("mean_ms", math.nan), "failures": report.get("failures", n),
+        "predicted_rps": predicted.rps, "predicted_ms": predicted.latency_ms, "bottleneck": predicted.bottleneck,
+        "ratio": rps / predicted.rps if predicted.rps > 0 else math.nan, "concurrency_rps": bound.rps,
+        "client_cpu": report.get("client_cpu", math.nan), "client_ms": report.get("cpu_s", math.nan) / n * 1000,
+        "server_cpu": server_s / wall_s if wall_s > 0 else math.nan, "server_ms": server_s / n * 1000,
+        "client_saturated": report.get("client_cpu", 0.0) >= SATURATED, "priced_client_ms": priced_ms,
+        "status": status, "valid": not problems, "problems": "; ".join(problems), "started_at": started_at,
+    }  # fmt: skip
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str | None = None) -> pd.DataFrame:
+    """run_client for every planned run (the rows of `plan` whose `run` is true); one tidy row each.
+
+    In two rounds: first each client at its lowest concurrency (the loop, which never saturates
+    the client), then the rest, predicted with the client CPU per request the first round measured.
+    """
+    todo = runs[runs["run"]] if "run" in runs else runs
+    first = todo["users"] == todo.groupby("client")["users"].transform("min")
+    rows = {r.Index: _one(server, r, io_ms, None, lesson) for r in todo[first].itertuples()}
+    costs = client_costs(pd.DataFrame(rows.values()))
+    rows |= {r.Index: _one(server, r, io_ms, costs.get(LIBRARY[r.client]), lesson) for r in todo[~first].itertuples()}
+    return pd.DataFrame([rows[i] for i in sorted(rows)])  # in the plan's order
+
+
+def _one(server: LabServer, r, io_ms: int, client_ms: float | None, lesson: str | None) -> dict:
+    return run_client(server, r.client, r.pattern, int(r.requests), int(r.users), io_ms, client_ms, lesson).row
+
+
+def label(frame: pd.DataFrame) -> pd.Series:
+    """A short name per run for chart axes: client, requests in flight, requests sent."""
+    return frame["client"] + " ×" + frame["users"].astype(str) + "\n" + frame["requests"].astype(str) + " req"
+
+
+def throughput_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
+    """Measured req/s per run (bars, client CPU on top), the model (black) and pure concurrency (grey), per endpoint."""
+    patterns = list(dict.fromkeys(frame["pattern"]))
+    fig, axes = plt.subplots(1, len(patterns), figsize=(6 * len(patterns), 4.8), sharey=True, squeeze=False)
+    for ax, pattern in zip(axes[0], patterns, strict=True):
+        runs = frame[frame["pattern"] == pattern].reset_index(drop=True)
+        x = range(len(runs))
+        ax.bar(x, runs["rps"], color=[CLIENT_COLORS[c] for c in runs["client"]], alpha=0.85)
+        ax.scatter(x, runs["predicted_rps"], marker="_", s=900, color="black", zorder=3, label="model (with CPU)")
+        ax.scatter(x, runs["concurrency_rps"], marker="_", s=900, color="grey", zorder=3, label="concurrency only")
+        for i, r in runs.iterrows():
+            ax.annotate(f"{r.client_cpu:.2f}", (i, r.rps), ha="center", va="bottom", fontsize="x-small")
+        ax.set_xticks(list(x), label(runs), fontsize="x-small")
+        ax.set(yscale="log", title=f"/{pattern}", xlabel="client, requests in flight, requests sent")
+    axes[0][0].set_ylabel("throughput (req/s), log scale; client CPU (cores) on each bar")
+    axes[0][0].legend(fontsize="small", loc="upper left")
+    fig.suptitle(title, fontweight="bold")
+    return fig
+
+
+def cpu_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
+    """Client CPU against the rate it drove: where it reaches one core, the client measures itself."""
+    fig, ax = plt.subplots()
+    for client, runs in frame.groupby("client", sort=False):
+        ax.scatter(runs["rps"], runs["client_cpu"], s=60, color=CLIENT_COLORS[client], label=client)
+    ax.axhline(SATURATED, color=plots.INVALID, ls="--", lw=1, label=f"saturated ({SATURATED:.0%} of a core)")
+    ax.set(xscale="log", title=title, xlabel="measured throughput (req/s), log scale", ylabel="client CPU (cores)")
+    ax.set_ylim(0, max(1.1, float(frame["client_cpu"].max()) * 1.1))
+    ax.legend(fontsize="small")
+    return fig

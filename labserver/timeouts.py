@@ -1,0 +1,111 @@
+"""What a client timeout does to a server that serves one request at a time (lesson 05).
+
+A blocked event loop takes its requests first come, first served, `service_s` each, and it
+cannot tell that a client has given up: a request whose client timed out is still served in
+full when its turn comes. Each closed-loop user sends its next request as soon as the
+previous one is answered or times out. Once the queue is longer than the timeout, new
+requests wait behind requests nobody is waiting for any more, time out in turn, and add to
+the queue: the failure rate climbs towards 100% while the server stays busy.
+
+The model follows every request of such a run (the same window the load generator measures)
+rather than a steady-state formula, because a short run is mostly transient: seed 001's 81%
+failed comes from a run about as long as its timeout.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+# A request that ends within this of its deadline counts as answered: float sums of
+# service times (0.1 + 0.1 + ...) must not turn an exact tie into a timeout.
+TIE_S = 1e-9
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One request of a simulated run."""
+
+    user: int
+    sent: float  # s since the run started
+    served: float  # when the server finished it, answered or abandoned
+    ended: float  # when its client got the answer or gave up
+    ok: bool  # answered within the timeout
+
+
+@dataclass(frozen=True)
+class TimeoutPrediction:
+    requests: int  # ended within the window, answered or timed out
+    failures: int  # timed out
+    failure_rate: float
+    rps: float  # ended per second, timeouts included: what a load generator counts
+    goodput_rps: float  # answered per second: what the users got
+    served_rps: float  # requests the server finished per second, abandoned ones included
+
+
+def queue_s(users: int, service_s: float, workers: int = 1) -> float:
+    """How long a request waits once every user has one queued: the closed loop's response time."""
+    return users * service_s / workers
+
+
+def simulate(users: int, service_s: float, timeout_s: float, duration_s: float, workers: int = 1) -> list[Outcome]:
+    """Every request that ends within `duration_s`, all users starting at 0, on `workers` shared slots.
+
+    Requests still waiting when the run stops are not returned: the load generator never
+    records them either.
+    """
+    _check(users, service_s, timeout_s, duration_s, workers)
+    free = [0.0] * workers  # when each slot is next free
+    pending = [(0.0, user) for user in range(users)]  # (sent, user): served in the order sent
+    heapq.heapify(pending)
+    outcomes = []
+    while pending:
+        sent, user = heapq.heappop(pending)
+        done = max(sent, heapq.heappop(free)) + service_s
+        heapq.heappush(free, done)  # served in full, whether or not the client still waits
+        ok = done - sent <= timeout_s + TIE_S
+        ended = done if ok else sent + timeout_s
+        if ended <= duration_s:
+            outcomes.append(Outcome(user, sent, done, ended, ok))
+            heapq.heappush(pending, (ended, user))
+    return outcomes
+
+
+def predict_timeouts(users: int, service_s: float, timeout_s: float, duration_s: float, workers: int = 1,
+                     warmup_s: float = 1.0) -> TimeoutPrediction:  # fmt: skip
+    """Failures and throughputs of a run, counted like the lab counts them: requests ending after `warmup_s`."""
+    if not 0 <= warmup_s < duration_s:
+        raise ValueError(f"warmup_s must be from 0 to less than duration_s ({duration_s}), got {warmup_s}")
+    every = simulate(users, service_s, timeout_s, duration_s, workers)
+    outcomes = [o for o in every if o.ended >= warmup_s]
+    window_s = duration_s - warmup_s
+    failures = sum(not o.ok for o in outcomes)
+    return TimeoutPrediction(
+        requests=len(outcomes),
+        failures=failures,
+        failure_rate=failures / len(outcomes) if outcomes else math.nan,
+        rps=len(outcomes) / window_s,
+        goodput_rps=(len(outcomes) - failures) / window_s,
+        served_rps=sum(warmup_s <= o.served <= duration_s for o in every) / window_s,
+    )
+
+
+def history(outcomes: list[Outcome]) -> pd.DataFrame:
+    """Requests answered and timed out in each second of a simulated run, like a run's history."""
+    frame = pd.DataFrame([(int(o.ended), o.ok) for o in outcomes], columns=["second", "ok"])
+    seconds = range(int(frame["second"].max()) + 1) if len(frame) else range(0)
+    counts = frame.groupby("second")["ok"].agg(answered="sum", rps="size").reindex(seconds, fill_value=0)
+    counts["failures"] = counts["rps"] - counts["answered"]
+    return counts.reset_index().rename(columns={"index": "second"}).astype(int)
+
+
+def _check(users: int, service_s: float, timeout_s: float, duration_s: float, workers: int) -> None:
+    for name, value, low in (("users", users, 1), ("workers", workers, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be a whole number of at least {low}, got {value!r}")
+    for name, value in (("service_s", service_s), ("timeout_s", timeout_s), ("duration_s", duration_s)):
+        if not value > 0:
+            raise ValueError(f"{name} must be more than 0 s, got {value!r}")

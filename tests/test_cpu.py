@@ -1,0 +1,36 @@
+import math
+import os
+
+from labserver.cpu import CpuMeter
+from labserver.work import fib
+
+
+def test_too_few_samples_is_nan():
+    meter = CpuMeter(os.getpid())
+    meter.sample()
+    assert all(math.isnan(x) for x in meter.usage(0, float("inf")))
+
+
+def test_busy_process_uses_cpu():
+    meter = CpuMeter(os.getpid())
+    meter.sample()
+    fib(24)
+    meter.sample()
+    cores, busiest = meter.usage(0, float("inf"))
+    assert cores > 0
+    assert busiest <= cores
+
+
+def test_samples_outside_the_window_are_ignored():
+    meter = CpuMeter(os.getpid())
+    meter.sample()
+    meter.sample()
+    t = meter.samples[-1][0]
+    assert math.isnan(meter.usage(t + 1, t + 2)[0])
+
+
+def test_a_missing_process_has_no_samples():
+    meter = CpuMeter(2**22 + 12345)  # above the kernel's pid_max default: never a live process
+    meter.sample()
+    meter.sample()
+    assert math.isnan(meter.usage(0, float("inf"))[0])

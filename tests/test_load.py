@@ -1,0 +1,137 @@
+"""Load runs: parameters checked before any process starts, and real short Locust runs (slow)."""
+
+import json
+import os
+import signal
+import threading
+
+import pytest
+
+from labserver import load, results
+from labserver.load import check_load, check_sweep, run_load, sweep
+from labserver.paths import runs_dir
+from labserver.server import LabServer, ServerError
+
+GOOD = dict(pattern="gather", users=10, duration_s=2, tasks=1, io_ms=10, cpu_n=0)
+
+
+def test_good_parameters_pass():
+    check_load(**GOOD)
+    check_sweep(["gather", "threadpool"], [5, 50], io_ms=100, duration_s=5)
+
+
+@pytest.mark.parametrize(
+    ("change", "name"),
+    [
+        ({"users": 0}, "users"),
+        ({"users": -3}, "users"),
+        ({"users": load.USERS_MAX + 1}, "users"),
+        ({"users": 2.5}, "users"),
+        ({"users": True}, "users"),
+        ({"duration_s": 0}, "duration_s"),
+        ({"duration_s": load.DURATION_MAX_S + 1}, "duration_s"),
+        ({"pattern": "gathr"}, "pattern"),
+        ({"user_class": "selenium"}, "user_class"),
+        ({"processes": 0}, "processes"),
+        ({"tasks": 0}, "tasks"),
+        ({"io_ms": -1}, "io_ms"),
+        ({"cpu_n": 40}, "cpu_n"),
+        ({"tasks": 10, "io_ms": 5000}, "io_ms"),
+    ],
+)
+def test_check_load_names_the_parameter(change, name):
+    with pytest.raises(ValueError, match=name):
+        check_load(**{**GOOD, **change})
+
+
+def test_unknown_user_class_lists_the_choices():
+    with pytest.raises(ValueError) as e:
+        check_load(**{**GOOD, "user_class": "selenium"})
+    assert all(choice in str(e.value) for choice in load.USER_CLASSES)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "name"),
+    [
+        ((["gather"], [10]), {"workers": 0}, "workers"),
+        ((["gather"], [10]), {"workers": 17}, "workers"),
+        ((["gather"], [10]), {"threads": 0}, "threads"),
+        ((["gather"], [0]), {}, "users"),
+        ((["gather", "nope"], [10]), {}, "pattern"),
+        ((["gather"], [10]), {"duration_s": -1}, "duration_s"),
+        ((["gather"], [10]), {"user_class": "x"}, "user_class"),
+        (([], [10]), {}, "pattern"),
+        ((["gather"], []), {}, "users"),
+    ],
+)
+def test_check_sweep_names_the_parameter(args, kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        check_sweep(*args, **kwargs)
+
+
+def test_sweep_checks_before_starting_anything():
+    # no server is needed to be told what is wrong: the check comes first
+    with pytest.raises(ValueError, match="users"):
+        sweep(None, ["gather"], [10, 0])
+
+
+def test_run_load_refuses_a_stopped_server():
+    with pytest.raises(ServerError, match="not running"):
+        run_load(LabServer(procs=0), "gather", users=1, duration_s=1)
+
+
+def test_history_counts_requests_per_second():
+    per_user = [[(100.2, 10.0, True), (100.7, 12.0, True), (101.1, 30.0, False)], [(101.5, 20.0, True)]]
+    h = load._history(per_user, start=100.0)
+    assert list(h["second"]) == [0, 1]
+    assert list(h["rps"]) == [2, 2]
+    assert list(h["failures"]) == [0, 1]
+
+
+@pytest.mark.slow
+def test_a_short_locust_run_becomes_a_result():
+    with LabServer(procs=0) as server:
+        result = run_load(server, "sequential", users=5, io_ms=10, duration_s=2, lesson="tests")
+    row = result.row
+    assert row["status"] == "ok"
+    assert row["rps"] > 0
+    assert row["p95_ms"] > 0
+    assert row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"]
+    assert row["failures"] == 0
+    assert row["predicted_rps"] > 0
+    assert (row["pattern"], row["users"], row["io_ms"], row["workers"]) == ("sequential", 5, 10, 1)
+    # the run's folder holds the manifest and Locust's own files
+    assert result.path.parent == runs_dir()
+    manifest = json.loads((result.path / "manifest.json").read_text())
+    assert manifest["run_id"] == row["run_id"] == result.path.name
+    assert manifest["params"]["users"] == 5
+    assert manifest["locust_exit_code"] == 0
+    assert manifest["environment"]["cpu_count"] >= 1
+    assert manifest["started_at"] <= manifest["ended_at"]
+    assert (result.path / "report.html").exists()
+    assert list(result.path.glob("locust_stats*.csv"))
+    assert list(result.path.glob("records.*.json"))
+    # the per-second history
+    assert len(result.history) > 0
+    assert set(result.history.columns) >= {"second", "rps", "p95_ms", "failures"}
+    assert result.history["rps"].sum() >= row["requests"]
+    # and the loader finds it
+    assert row["run_id"] in set(results.load_runs("tests")["run_id"])
+
+
+@pytest.mark.slow
+def test_a_server_killed_mid_run_raises_and_leaves_a_marked_run():
+    with LabServer(procs=0) as server:
+        killer = threading.Timer(1.5, os.kill, (server.proc.pid, signal.SIGKILL))
+        killer.start()
+        try:
+            with pytest.raises(ServerError, match="server died") as e:
+                run_load(server, "sequential", users=5, io_ms=10, duration_s=20, lesson="tests-killed")
+        finally:
+            killer.cancel()
+    assert "last lines of" in str(e.value)  # the log tail
+    runs = results.load_runs("tests-killed")
+    assert list(runs["status"]) == ["server died"]
+    assert not runs["valid"].iloc[0]
+    assert "server died" in runs["problems"].iloc[0]
+    assert str(runs_dir() / runs["run_id"].iloc[0]) in str(e.value)

@@ -1,0 +1,92 @@
+"""Throughput and latency from per-request records, on synthetic runs whose answer is known."""
+
+import math
+
+import numpy as np
+import pytest
+
+from labserver.measure import measure
+
+
+def steady(users: int, every_s: float, until_s: float, latency_ms: float = 50.0, offset_s: float = 0.0):
+    """Each user finishes a request every `every_s` seconds, users staggered evenly."""
+    per_user = []
+    for u in range(users):
+        t = offset_s + every_s * u / users
+        records = []
+        while t <= until_s:
+            records.append((t, latency_ms, True))
+            t += every_s
+        per_user.append(records)
+    return per_user
+
+
+def test_steady_flow_is_exact():
+    # 4 users, one request each per 0.1 s: 40 req/s
+    m = measure(steady(4, 0.1, 10.0), start=0.0, warmup_s=1.0)
+    assert m.method == "per-user"
+    assert m.rps == pytest.approx(40)
+    assert m.failures == 0
+
+
+def test_synchronized_bursts_are_exact():
+    # 10 users whose requests all end together once a second (a 1 s wait behind a shared lock):
+    # per-second counts jump between 0 and 10 depending on where a second boundary falls
+    per_user = [[(float(t) + 0.999, 1000.0, True) for t in range(10)] for _ in range(10)]
+    m = measure(per_user, start=0.0, warmup_s=1.0)
+    assert m.method == "per-user"
+    assert m.rps == pytest.approx(10)
+    assert m.requests == 90
+
+
+def test_users_at_different_paces_add_up():
+    fast = steady(1, 0.05, 10.0)[0]  # 20 req/s
+    slow = steady(1, 0.5, 10.0)[0]  # 2 req/s
+    assert measure([fast, slow], start=0.0, warmup_s=1.0).rps == pytest.approx(22)
+
+
+def test_warm_up_is_excluded():
+    per_user = steady(2, 0.1, 10.0, latency_ms=20.0)
+    # a slow first second: huge latencies and extra completions that must not count
+    warm = [[(0.05 * i, 5000.0, False) for i in range(20)] for _ in per_user]
+    mixed = [sorted(w + r) for w, r in zip(warm, per_user, strict=True)]
+    m = measure(mixed, start=0.0, warmup_s=1.0)
+    clean = measure(per_user, start=0.0, warmup_s=1.0)
+    assert m == clean
+    assert m.p95_ms == pytest.approx(20.0)
+    assert m.failures == 0
+    assert m.requests == sum(1 for user in per_user for r in user if r[0] >= 1.0)
+
+
+def test_latency_percentiles_and_failures():
+    latencies = [10.0 * (i + 1) for i in range(100)]
+    per_user = [[(1.0 + i * 0.01, ms, i % 10 != 0) for i, ms in enumerate(latencies)]]
+    m = measure(per_user, start=0.0, warmup_s=1.0)
+    expected = np.percentile(latencies, [50, 95, 99])
+    assert (m.p50_ms, m.p95_ms, m.p99_ms) == pytest.approx(tuple(expected))
+    assert m.mean_ms == pytest.approx(np.mean(latencies))
+    assert m.failures == 10
+    assert m.requests == 100
+
+
+def test_count_fallback_when_a_user_finishes_fewer_than_two_requests():
+    # one request per user after the warm-up (queued, slow requests): count over the window
+    per_user = [[(2.0, 900.0, True)], [(3.0, 1900.0, True)], [(5.0, 3900.0, True)]]
+    m = measure(per_user, start=0.0, warmup_s=1.0)
+    assert m.method == "count"
+    assert m.rps == pytest.approx(3 / (5.0 - 1.0))
+    assert m.window_s == pytest.approx(3.0)
+
+
+def test_a_user_with_nothing_after_the_warm_up_falls_back_to_counting():
+    per_user = [*steady(2, 0.1, 5.0), [(0.5, 10.0, True)]]
+    assert measure(per_user, start=0.0, warmup_s=1.0).method == "count"
+
+
+@pytest.mark.parametrize("per_user", [[], [[]], [[(0.5, 10.0, True)]]], ids=["no users", "no records", "all warm-up"])
+def test_nothing_measured_is_nan(per_user):
+    m = measure(per_user, start=0.0, warmup_s=1.0)
+    assert math.isnan(m.rps)
+    assert math.isnan(m.p95_ms)
+    assert m.requests == 0
+    assert m.method == "none"

@@ -1,0 +1,109 @@
+"""The model against Little's law and the bottleneck law, worked out by hand."""
+
+import math
+
+import pytest
+
+from labserver.model import cpu_ms, predict, predict_frame
+
+
+def test_threadpool_is_capped_by_its_threads():
+    # 40 threads, each holding a request for 0.1 s: 40 / 0.1 = 400 req/s, whatever the users
+    p = predict("threadpool", users=100, io_ms=100, threads=40)
+    assert p.rps == pytest.approx(400)
+    assert p.bottleneck == "threads"
+    assert p.latency_ms == pytest.approx(100 / 400 * 1000)  # Little's law: R = N / X
+
+
+def test_threadpool_below_its_size_is_limited_by_the_users():
+    p = predict("threadpool", users=10, io_ms=100, threads=40)
+    assert p.rps == pytest.approx(100)
+    assert p.bottleneck == "users"
+    assert p.latency_ms == pytest.approx(100)
+
+
+def test_threadpool_scales_with_workers():
+    assert predict("threadpool", users=500, io_ms=100, threads=40, workers=2).rps == pytest.approx(800)
+
+
+def test_seed_003_sync_baseline():
+    # 2 workers × 40 threads, three 5 s sleeps per request: 80 / 15 s = 5.33 req/s
+    p = predict("threadpool", users=500, tasks=3, io_ms=5000, threads=40, workers=2)
+    assert p.rps == pytest.approx(80 / 15)
+
+
+def test_gather_overlaps_its_tasks():
+    p = predict("gather", users=50, tasks=3, io_ms=100)
+    assert p.rps == pytest.approx(50 / 0.1)
+    assert p.bottleneck == "users"
+
+
+def test_sequential_pays_every_task():
+    p = predict("sequential", users=50, tasks=3, io_ms=100)
+    assert p.rps == pytest.approx(50 / 0.3)
+    assert p.latency_ms == pytest.approx(300)
+
+
+def test_gather_over_sequential_is_the_task_count():
+    gather = predict("gather", users=100, tasks=4, io_ms=50).rps
+    sequential = predict("sequential", users=100, tasks=4, io_ms=50).rps
+    assert gather / sequential == pytest.approx(4)
+
+
+def test_blocking_serves_one_request_per_worker_at_a_time():
+    p = predict("blocking", users=100, io_ms=100, workers=2)
+    assert p.rps == pytest.approx(2 / 0.1)
+    assert p.bottleneck == "event loop"
+    assert p.latency_ms == pytest.approx(100 / 20 * 1000)
+
+
+def test_blocking_with_one_user_serves_that_user():
+    assert predict("blocking", users=1, io_ms=100).rps == pytest.approx(10)
+
+
+@pytest.mark.parametrize(("procs", "workers", "expected"), [(4, 1, 200), (1, 1, 100), (1, 2, 200), (8, 4, 200)])
+def test_processpool_cpu_is_limited_by_cores(procs, workers, expected):
+    # 10 ms of CPU per request; min(workers × procs, cores) of them at once on 2 cores
+    p = predict("processpool", users=100, cpu_n=20, procs=procs, workers=workers, cores=2, cpu_ms_per_task=10)
+    assert p.rps == pytest.approx(expected)
+    assert p.bottleneck == "cores"
+
+
+@pytest.mark.parametrize("pattern", ["threadpool", "sequential", "gather"])
+def test_cpu_in_one_worker_runs_on_one_core(pattern):
+    p = predict(pattern, users=100, cpu_n=20, workers=1, cores=2, cpu_ms_per_task=10)
+    assert p.rps == pytest.approx(100)
+    assert p.bottleneck == "GIL (one core per worker)"
+
+
+def test_cpu_with_workers_up_to_the_cores():
+    assert predict("threadpool", users=100, cpu_n=20, workers=2, cores=2, cpu_ms_per_task=10).rps == pytest.approx(200)
+    p = predict("threadpool", users=100, cpu_n=20, workers=4, cores=2, cpu_ms_per_task=10)
+    assert p.rps == pytest.approx(200)
+    assert p.bottleneck == "cores"
+
+
+def test_cpu_and_io_add_up_in_the_service_time():
+    # sequential: 2 tasks × (50 ms wait + 10 ms CPU) = 120 ms per request; 6 users → 50 req/s
+    p = predict("sequential", users=6, tasks=2, io_ms=50, cpu_n=20, cores=2, cpu_ms_per_task=10)
+    assert p.rps == pytest.approx(6 / 0.12)
+
+
+def test_no_work_has_no_prediction():
+    p = predict("gather", users=10)
+    assert math.isnan(p.rps)
+    assert math.isnan(p.latency_ms)
+
+
+def test_cpu_ms_is_free_below_two():
+    assert cpu_ms(0) == 0.0
+    assert cpu_ms(1) == 0.0
+    assert cpu_ms(12) > 0
+
+
+def test_predict_frame_has_one_row_per_pattern_and_users():
+    frame = predict_frame(["threadpool", "sequential"], [10, 80], io_ms=100)
+    assert list(frame.columns) == ["pattern", "users", "predicted_rps", "predicted_ms", "bottleneck"]
+    assert len(frame) == 4
+    row = frame[(frame.pattern == "threadpool") & (frame.users == 80)].iloc[0]
+    assert row.predicted_rps == pytest.approx(400)

@@ -1,0 +1,130 @@
+"""The server in the background: a real uvicorn started and stopped, and nothing of it left behind."""
+
+import os
+import signal
+import socket
+
+import psutil
+import pytest
+
+from labserver import procs, server
+from labserver.server import LabServer, ServerError, serve, stop_all
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _assert_all_gone(members: list[psutil.Process], port: int) -> None:
+    left = [p.pid for p in members if _alive(p)]
+    assert not left, f"processes of the server's tree still running: {left}"
+    assert not procs.port_in_use(port)
+
+
+def test_bad_settings_fail_before_any_process_starts():
+    with pytest.raises(ValueError, match="workers"):
+        LabServer(workers=0)
+    with pytest.raises(ValueError, match="port"):
+        LabServer(port=70000)
+
+
+def test_a_port_in_use_is_refused_with_what_to_do():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        with pytest.raises(ValueError, match=r"already in use.*port=None"):
+            LabServer(port=s.getsockname()[1])
+
+
+def test_a_server_that_never_started_stops_quietly():
+    s = LabServer(procs=0)
+    s.stop()
+    assert not s.alive
+    assert "never started" in s.log_tail()
+
+
+@pytest.mark.slow
+def test_normal_exit_leaves_nothing():
+    with LabServer(workers=2, procs=1) as s:
+        assert s.alive
+        members = procs.tree(s.proc.pid)
+        # 2 workers answer, each with its process pool of one
+        pids = {s.get("/health")["pid"] for _ in range(20)}
+        assert pids <= {p.pid for p in members}
+        assert s.info()["workers"] == 2
+        assert len(members) >= 1 + 2 + 2
+        port = s.port
+    assert not s.alive
+    _assert_all_gone(members, port)
+
+
+@pytest.mark.slow
+def test_exception_inside_leaves_nothing():
+    with pytest.raises(ZeroDivisionError), LabServer(procs=1) as s:
+        members = procs.tree(s.proc.pid)
+        port = s.port
+        1 / 0  # noqa: B018
+    _assert_all_gone(members, port)
+
+
+@pytest.mark.slow
+def test_keyboard_interrupt_inside_leaves_nothing():
+    with pytest.raises(KeyboardInterrupt), LabServer(procs=1) as s:
+        members = procs.tree(s.proc.pid)
+        port = s.port
+        raise KeyboardInterrupt
+    _assert_all_gone(members, port)
+
+
+@pytest.mark.slow
+def test_serve_again_replaces_the_old_server():
+    try:
+        first = serve("tests", procs=0)
+        old = procs.tree(first.proc.pid)
+        second = serve("tests", procs=0)
+        assert second is not first
+        assert second.alive
+        assert not first.alive
+        assert not any(_alive(p) for p in old)
+        assert second.get("/health")["status"] == "ok"
+    finally:
+        stop_all()
+    assert not second.alive
+    assert not server._running
+
+
+@pytest.mark.slow
+def test_a_server_failing_at_start_up_shows_its_log(monkeypatch):
+    # the server process reads its settings from the environment: give it one create_app refuses
+    bad = {"LAB_WORKERS": "1", "LAB_THREADS": "0", "LAB_PROCS": "0"}
+    monkeypatch.setattr(server.Settings, "to_env", lambda self: bad)
+    s = LabServer(procs=0)
+    with pytest.raises(ServerError, match="exited during start-up") as e:
+        s.start()
+    assert "threads must be a whole number" in str(e.value)  # from the log tail
+    assert not s.alive
+
+
+@pytest.mark.slow
+def test_a_port_taken_after_the_check_gives_a_server_error():
+    s = LabServer(procs=0, port=procs.free_port())
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 0)
+        taken.bind(("127.0.0.1", s.port))
+        taken.listen()
+        with pytest.raises(ServerError) as e:
+            s.start()
+    assert "address already in use" in str(e.value).lower()
+    assert not s.alive
+
+
+@pytest.mark.slow
+def test_a_server_killed_is_seen_dead():
+    with LabServer(procs=0) as s:
+        os.kill(s.proc.pid, signal.SIGKILL)
+        s.proc.wait(timeout=10)
+        assert not s.alive
+        assert "stopped" in repr(s)
