@@ -1,16 +1,20 @@
 """Theory for lesson 06: how fast a Python client can send n requests, and what stops it.
 
-n requests of `io_ms` each, `concurrency` of them in flight, finish in ceil(n / in flight)
-waves of io — Little's law for a batch — where "in flight" is also capped by the server (40
-threads for a plain `def` endpoint). Unless the client's own CPU runs out first: one Python
-process gets one core at most (the GIL), so a client that spends c ms of CPU per request
-cannot send more than 1000 / c per second. That price is measured in the runs that did not
-saturate the client (the loop always qualifies), as `model.cpu_ms` measures fib.
+n requests, `concurrency` of them in flight, finish in ceil(n / in flight) waves of S, the
+time one request takes alone — Little's law for a batch — where "in flight" is also capped
+by the server (40 threads for a plain `def` endpoint). Unless the client's own CPU runs out
+first: one Python process gets one core at most (the GIL), so a client that spends c ms of
+CPU per request cannot send more than 1000 / c per second.
+
+S is `io_ms` plus a round trip (`requests` opens a new connection for every call), and c
+depends on the library: both are measured in the runs that kept the client calm (the loop
+always does), as `model.cpu_ms` measures fib, and priced into the runs that follow.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -22,6 +26,15 @@ from labserver.work import check_bounds
 LIBRARY = {"loop": "requests", "threadpool": "requests", "aiohttp": "aiohttp"}
 REQUESTS_MAX = 10_000
 CONCURRENCY_MAX = 1_000
+CALM = 0.5  # a client below this share of a core is not slowed by its own CPU: its runs price the rest
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one request costs with a client library here, measured in calm runs (medians)."""
+
+    client_ms: float  # client CPU per request
+    service_ms: float  # one request's time, its I/O wait and round trip included (S)
 
 
 def check_run(client: str, pattern: str, requests: int, concurrency: int, io_ms: int) -> None:
@@ -42,15 +55,15 @@ def slots(pattern: str, threads: int = 40, workers: int = 1) -> float:
 
 
 def predict_client(client: str, requests: int, concurrency: int, io_ms: float, server_slots: float = math.inf,
-                   client_ms: float | None = None) -> Prediction:  # fmt: skip
+                   cost: Cost | None = None) -> Prediction:  # fmt: skip
     """Predicted req/s (requests / wall time) of `requests` GETs of `io_ms` each, `concurrency` in flight.
 
-    `client_ms` is the client's CPU per request, measured in runs that did not saturate it; one
-    process gets one core of Python at most (the GIL), so it caps the rate at 1000 / client_ms.
+    Without `cost`, S is the I/O wait alone and the client's CPU is free: the pure concurrency model.
     """
     wanted = 1 if client == "loop" else min(concurrency, requests)
     in_flight = min(wanted, server_slots)
-    if io_ms <= 0:
+    service_s = (cost.service_ms if cost else io_ms) / 1000
+    if service_s <= 0:
         return Prediction(math.nan, math.nan, "no work to model")
     if client == "loop":
         name = "one request at a time"
@@ -58,18 +71,19 @@ def predict_client(client: str, requests: int, concurrency: int, io_ms: float, s
         name = f"server threads ({server_slots:.0f})"
     else:
         name = f"client concurrency ({wanted})"
-    limits = {name: requests / (math.ceil(requests / in_flight) * io_ms / 1000)}
-    if client_ms and client_ms > 0:
-        limits["client CPU (one core)"] = 1000 / client_ms
+    limits = {name: requests / (math.ceil(requests / in_flight) * service_s)}
+    if cost and cost.client_ms > 0:
+        limits["client CPU (one core)"] = 1000 / cost.client_ms
     bottleneck = min(limits, key=limits.get)
     rps = limits[bottleneck]
     return Prediction(rps=rps, latency_ms=wanted / rps * 1000, bottleneck=bottleneck)
 
 
-def client_costs(frame: pd.DataFrame, busy: float = 0.5) -> dict[str, float]:
-    """Client CPU per request of each library (median ms), from the runs that used less than `busy` of a core."""
-    calm = frame[(frame["client_cpu"] < busy) & frame["valid"].astype(bool)]
-    return {library: float(ms) for library, ms in calm.groupby("library")["client_ms"].median().items()}
+def client_costs(frame: pd.DataFrame) -> dict[str, Cost]:
+    """Each library's Cost, from its valid runs whose client used less than `CALM` of a core."""
+    calm = frame[(frame["client_cpu"] < CALM) & frame["valid"].astype(bool)]
+    medians = calm.groupby("library")[["client_ms", "mean_ms"]].median()
+    return {library: Cost(float(m.client_ms), float(m.mean_ms)) for library, m in medians.iterrows()}
 
 
 def plan(clients: list[str], patterns: list[str], counts: list[int], concurrency: list[int], io_ms: int,
@@ -92,8 +106,8 @@ def plan(clients: list[str], patterns: list[str], counts: list[int], concurrency
 
 def speedups(frame: pd.DataFrame) -> pd.DataFrame:
     """Each run's rps over the loop's on the same endpoint, beside the speedup the model predicts."""
-    loops = frame[frame["client"] == "loop"].groupby("pattern")[["rps", "predicted_rps"]].median()
-    out = frame[frame["client"] != "loop"].join(loops, on="pattern", rsuffix="_loop")
+    loops = frame[frame["client"] == "loop"].groupby("pattern")[["rps", "predicted_rps"]].median().add_suffix("_loop")
+    out = frame[frame["client"] != "loop"].join(loops, on="pattern")
     out["speedup"] = out["rps"] / out["rps_loop"]
     out["predicted_speedup"] = out["predicted_rps"] / out["predicted_rps_loop"]
     out["speedup_ratio"] = out["speedup"] / out["predicted_speedup"]

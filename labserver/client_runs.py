@@ -11,6 +11,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pandas as pd
 import psutil
 
 from labserver import plots, procs, results
-from labserver.client_model import LIBRARY, check_run, client_costs, predict_client, slots
+from labserver.client_model import LIBRARY, Cost, check_run, client_costs, predict_client, slots
 from labserver.paths import ROOT
 from labserver.server import LabServer, ServerError
 
@@ -66,21 +67,22 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def run_client(server: LabServer, client: str, pattern: str, requests: int, concurrency: int, io_ms: int,
-               client_ms: float | None = None, lesson: str | None = None) -> results.RunResult:  # fmt: skip
+               cost: Cost | None = None, lesson: str | None = None) -> results.RunResult:  # fmt: skip
     """Send `requests` GETs to `/{pattern}?io_ms=…` with `client`, measure them, and save the run.
 
     The row holds the measurement (`rps` = requests / wall time, as seed 004 counts it), the
-    prediction (`predicted_rps`, `bottleneck`, `ratio`; with the client's CPU ceiling if
-    `client_ms` is given), the pure concurrency model (`concurrency_rps`), and both CPUs
-    (`client_cpu`, `server_cpu`, in cores; `client_ms`, `server_ms` per request).
+    prediction (`predicted_rps`, `bottleneck`, `ratio`; priced with the library's `cost` if
+    given), the pure concurrency model (`concurrency_rps`), and both CPUs (`client_cpu`,
+    `server_cpu`, in cores; `client_ms`, `server_ms` per request).
     """
     concurrency = 1 if client == "loop" else concurrency
     check_run(client, pattern, requests, concurrency, io_ms)
     if not server.alive:
-        raise ServerError(f"the server is not running; start it first\n{server.log_tail()}")
+        tail = f"\n{server.log_tail()}" if server.log_path else ""
+        raise ServerError(f"the server is not running; start it first (`with LabServer() as server:`){tail}")
     s = server.settings
     where = slots(pattern, s.threads, s.workers)
-    predicted = predict_client(client, requests, concurrency, io_ms, where, client_ms)
+    predicted = predict_client(client, requests, concurrency, io_ms, where, cost)
     bound = predict_client(client, requests, concurrency, io_ms, where)
     run_id = results.new_run_id(f"{pattern}-{client}", concurrency)
     tmp = results.partial_dir(run_id)
@@ -93,7 +95,7 @@ def run_client(server: LabServer, client: str, pattern: str, requests: int, conc
         params = dict(lesson=lesson, pattern=pattern, client=client, library=LIBRARY[client], users=concurrency,
                       requests=requests, tasks=1, io_ms=io_ms, cpu_n=0, workers=s.workers,
                       threads=s.threads)  # fmt: skip
-        row = _row(run_id, params, report or {}, status, server_s, predicted, bound, client_ms, started_at)
+        row = _row(run_id, params, report or {}, status, server_s, predicted, bound, cost, started_at)
         manifest = {"run_id": run_id, "lesson": lesson, "kind": "client", "params": params, "status": status,
                     "valid": row["valid"], "problems": row["problems"], "environment": results.environment(),
                     "result": row, "started_at": started_at, "ended_at": _now()}  # fmt: skip
@@ -105,7 +107,7 @@ def run_client(server: LabServer, client: str, pattern: str, requests: int, conc
     return saved
 
 
-def _row(run_id, params, report, status, server_s, predicted, bound, priced_ms, started_at) -> dict:
+def _row(run_id, params, report, status, server_s, predicted, bound, cost, started_at) -> dict:
     n, wall_s, rps = params["requests"], report.get("wall_s", math.nan), report.get("rps", math.nan)
     problems = [] if status == "ok" else [status]
     if report.get("failures"):
@@ -118,7 +120,7 @@ def _row(run_id, params, report, status, server_s, predicted, bound, priced_ms, 
         "ratio": rps / predicted.rps if predicted.rps > 0 else math.nan, "concurrency_rps": bound.rps,
         "client_cpu": report.get("client_cpu", math.nan), "client_ms": report.get("cpu_s", math.nan) / n * 1000,
         "server_cpu": server_s / wall_s if wall_s > 0 else math.nan, "server_ms": server_s / n * 1000,
-        "client_saturated": report.get("client_cpu", 0.0) >= SATURATED, "priced_client_ms": priced_ms,
+        "client_saturated": report.get("client_cpu", 0.0) >= SATURATED, "cost": asdict(cost) if cost else None,
         "status": status, "valid": not problems, "problems": "; ".join(problems), "started_at": started_at,
     }  # fmt: skip
 
@@ -131,7 +133,7 @@ def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str 
     """run_client for every planned run (the rows of `plan` whose `run` is true); one tidy row each.
 
     In two rounds: first each client at its lowest concurrency (the loop, which never saturates
-    the client), then the rest, predicted with the client CPU per request the first round measured.
+    the client), then the rest, priced with what one request cost each library in the first.
     """
     todo = runs[runs["run"]] if "run" in runs else runs
     first = todo["users"] == todo.groupby("client")["users"].transform("min")
@@ -141,19 +143,19 @@ def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str 
     return pd.DataFrame([rows[i] for i in sorted(rows)])  # in the plan's order
 
 
-def _one(server: LabServer, r, io_ms: int, client_ms: float | None, lesson: str | None) -> dict:
-    return run_client(server, r.client, r.pattern, int(r.requests), int(r.users), io_ms, client_ms, lesson).row
+def _one(server: LabServer, r, io_ms: int, cost: Cost | None, lesson: str | None) -> dict:
+    return run_client(server, r.client, r.pattern, int(r.requests), int(r.users), io_ms, cost, lesson).row
 
 
 def label(frame: pd.DataFrame) -> pd.Series:
     """A short name per run for chart axes: client, requests in flight, requests sent."""
-    return frame["client"] + " ×" + frame["users"].astype(str) + "\n" + frame["requests"].astype(str) + " req"
+    return frame["client"] + "\n×" + frame["users"].astype(str) + " · " + frame["requests"].astype(str)
 
 
 def throughput_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
     """Measured req/s per run (bars, client CPU on top), the model (black) and pure concurrency (grey), per endpoint."""
     patterns = list(dict.fromkeys(frame["pattern"]))
-    fig, axes = plt.subplots(1, len(patterns), figsize=(6 * len(patterns), 4.8), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(patterns), figsize=(7.5 * len(patterns), 5), sharey=True, squeeze=False)
     for ax, pattern in zip(axes[0], patterns, strict=True):
         runs = frame[frame["pattern"] == pattern].reset_index(drop=True)
         x = range(len(runs))
@@ -163,8 +165,8 @@ def throughput_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
         for i, r in runs.iterrows():
             ax.annotate(f"{r.client_cpu:.2f}", (i, r.rps), ha="center", va="bottom", fontsize="x-small")
         ax.set_xticks(list(x), label(runs), fontsize="x-small")
-        ax.set(yscale="log", title=f"/{pattern}", xlabel="client, requests in flight, requests sent")
-    axes[0][0].set_ylabel("throughput (req/s), log scale; client CPU (cores) on each bar")
+        ax.set(yscale="log", title=f"/{pattern}", xlabel="client, ×in flight · requests sent (on the bars: client CPU)")
+    axes[0][0].set_ylabel("throughput (req/s, log scale)")
     axes[0][0].legend(fontsize="small", loc="upper left")
     fig.suptitle(title, fontweight="bold")
     return fig
@@ -180,3 +182,15 @@ def cpu_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
     ax.set_ylim(0, max(1.1, float(frame["client_cpu"].max()) * 1.1))
     ax.legend(fontsize="small")
     return fig
+
+
+COLUMNS = ["pattern", "client", "users", "requests", "rps", "predicted_rps", "ratio", "bottleneck", "concurrency_rps",
+           "wall_s", "p50_ms", "client_cpu", "client_ms", "server_cpu", "server_ms", "failures", "valid"]  # fmt: skip
+
+
+def table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The columns a reader of lesson 06 needs, rounded for the eye."""
+    return frame[[c for c in COLUMNS if c in frame]].round(
+        {"rps": 1, "predicted_rps": 1, "ratio": 2, "concurrency_rps": 1, "wall_s": 2, "p50_ms": 1,
+         "client_cpu": 2, "client_ms": 2, "server_cpu": 2, "server_ms": 2}
+    )  # fmt: skip

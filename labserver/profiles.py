@@ -17,6 +17,29 @@ PROFILES: dict[str, dict[str, dict]] = {
         "full": {"users": [10, 20, 40, 80, 160, 320], "duration_s": 15},
         "smoke": {"users": [10, 80], "duration_s": 2},
     },
+    "02_sequential_vs_gather": {
+        "quick": {},
+        "full": {"users": [500], "io_ms": 500, "duration_s": 15},
+        "smoke": {"users": [20], "io_ms": 100, "duration_s": 2},
+    },
+    "03_cpu_bound": {
+        "quick": {},
+        "full": {"rounds": 4, "sweep_cpu_n": [15, 17, 19, 23], "duration_s": 10},
+        "smoke": {"rounds": 1, "sweep_cpu_n": [15], "duration_s": 2},
+    },
+    "05_blocking": {
+        "quick": {},
+        "full": {"users": [5, 50, 100], "duration_s": 15, "timeout_run_s": 30},
+        "smoke": {"users": [2, 5], "duration_s": 2, "timeout_s": 0.3, "timeout_run_s": 3},
+    },
+    # 06 counts requests, not seconds: `max_run_s` bounds each run's expected length instead.
+    "06_client_side": {
+        "quick": {},
+        "full": {"counts": [100, 1000], "concurrency": [10, 40, 100, 1000], "max_run_s": 60.0},
+        "smoke": {"counts": [20, 40], "concurrency": [4], "io_ms": 20, "max_run_s": 1.0},
+    },
+    # 99 only reads the runs on disk: nothing to size.
+    "99_summary": {"quick": {}, "full": {}, "smoke": {}},
 }
 
 NAMES = ("quick", "full", "smoke")

@@ -1,22 +1,30 @@
-"""What a client timeout does to a server that serves one request at a time (lesson 05).
+"""What a client timeout does to a worker that serves one request at a time (lesson 05).
 
-A blocked event loop takes its requests first come, first served, `service_s` each, and it
-cannot tell that a client has given up: a request whose client timed out is still served in
-full when its turn comes. Each closed-loop user sends its next request as soon as the
-previous one is answered or times out. Once the queue is longer than the timeout, new
-requests wait behind requests nobody is waiting for any more, time out in turn, and add to
-the queue: the failure rate climbs towards 100% while the server stays busy.
+A worker whose event loop is blocked answers at most one request per `service_s`. It cannot
+tell that a client has given up: a request whose client timed out is still served in full when
+its turn comes. Each closed-loop user sends its next request as soon as the previous one is
+answered or times out. Two results follow:
 
-The model follows every request of such a run (the same window the load generator measures)
-rather than a steady-state formula, because a short run is mostly transient: seed 001's 81%
-failed comes from a run about as long as its timeout.
+- `failure_floor`: whatever order the worker takes requests in, once the queue
+  (users × service_s / workers) is longer than the timeout, at least 1 − timeout / queue of
+  the requests fail. A server that keeps answering a fixed group of users and lets the others
+  starve comes close to it.
+- `simulate` / `predict_timeouts`: a fair worker, first come first served, does worse. New
+  requests wait behind requests nobody is waiting for any more, time out in turn, and add to
+  the queue: the failure rate climbs towards 100% while the worker stays busy.
+
+Where a real server lands between the two depends on the order it reads requests in (lesson
+05 measures uvicorn's).
 """
 
 from __future__ import annotations
 
+import glob
 import heapq
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -31,7 +39,7 @@ class Outcome:
 
     user: int
     sent: float  # s since the run started
-    served: float  # when the server finished it, answered or abandoned
+    served: float  # when the worker finished it, answered or abandoned
     ended: float  # when its client got the answer or gave up
     ok: bool  # answered within the timeout
 
@@ -51,11 +59,22 @@ def queue_s(users: int, service_s: float, workers: int = 1) -> float:
     return users * service_s / workers
 
 
-def simulate(users: int, service_s: float, timeout_s: float, duration_s: float, workers: int = 1) -> list[Outcome]:
-    """Every request that ends within `duration_s`, all users starting at 0, on `workers` shared slots.
+def failure_floor(users: int, service_s: float, timeout_s: float, workers: int = 1) -> float:
+    """The least share of requests that must time out, whatever order the server takes them in.
 
-    Requests still waiting when the run stops are not returned: the load generator never
-    records them either.
+    The server answers at most workers / service_s requests per second, each user who is not
+    answered gives up once per timeout_s, and an answered user waits at most timeout_s: in
+    steady state at least 1 − timeout / queue of the requests fail.
+    """
+    _check(users, service_s, timeout_s, 1.0, workers)
+    return max(0.0, 1 - timeout_s / queue_s(users, service_s, workers))
+
+
+def simulate(users: int, service_s: float, timeout_s: float, duration_s: float, workers: int = 1) -> list[Outcome]:
+    """Every request that ends within `duration_s` on a fair worker: first come, first served.
+
+    All users send their first request at 0; `workers` slots share one queue. Requests still
+    waiting when the run stops are left out: the load generator never records them either.
     """
     _check(users, service_s, timeout_s, duration_s, workers)
     free = [0.0] * workers  # when each slot is next free
@@ -76,7 +95,7 @@ def simulate(users: int, service_s: float, timeout_s: float, duration_s: float, 
 
 def predict_timeouts(users: int, service_s: float, timeout_s: float, duration_s: float, workers: int = 1,
                      warmup_s: float = 1.0) -> TimeoutPrediction:  # fmt: skip
-    """Failures and throughputs of a run, counted like the lab counts them: requests ending after `warmup_s`."""
+    """A fair worker's run, counted like the lab counts a measured one: requests ending after `warmup_s`."""
     if not 0 <= warmup_s < duration_s:
         raise ValueError(f"warmup_s must be from 0 to less than duration_s ({duration_s}), got {warmup_s}")
     every = simulate(users, service_s, timeout_s, duration_s, workers)
@@ -94,12 +113,23 @@ def predict_timeouts(users: int, service_s: float, timeout_s: float, duration_s:
 
 
 def history(outcomes: list[Outcome]) -> pd.DataFrame:
-    """Requests answered and timed out in each second of a simulated run, like a run's history."""
+    """Requests answered and timed out in each second of a simulated run, like a measured run's history."""
     frame = pd.DataFrame([(int(o.ended), o.ok) for o in outcomes], columns=["second", "ok"])
-    seconds = range(int(frame["second"].max()) + 1) if len(frame) else range(0)
+    seconds = pd.RangeIndex(int(frame["second"].max()) + 1 if len(frame) else 0, name="second")
     counts = frame.groupby("second")["ok"].agg(answered="sum", rps="size").reindex(seconds, fill_value=0)
     counts["failures"] = counts["rps"] - counts["answered"]
-    return counts.reset_index().rename(columns={"index": "second"}).astype(int)
+    return counts.reset_index().astype(int)
+
+
+def answers_per_user(run_path: Path | str) -> pd.DataFrame:
+    """Requests answered and failed for each Locust user of a measured run, from its per-request records."""
+    rows = []
+    for path in sorted(glob.glob(str(Path(run_path) / "records.*.json"))):
+        with open(path) as f:
+            for records in json.load(f):  # one list per user: (finish time, latency ms, ok, ...)
+                answered = sum(1 for r in records if r[2])
+                rows.append({"user": len(rows), "answered": answered, "failed": len(records) - answered})
+    return pd.DataFrame(rows, columns=["user", "answered", "failed"])
 
 
 def _check(users: int, service_s: float, timeout_s: float, duration_s: float, workers: int) -> None:

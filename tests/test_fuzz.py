@@ -44,23 +44,25 @@ def app():
         yield create_app(Settings(procs=1))
 
 
-@pytest.fixture(scope="module")
-def fuzz_schema(app, request):
-    config = schemathesis.Config.from_dict({"generation": {"mode": "all", "max-examples": 60, "database": "none"}})
-    yield schemathesis.openapi.from_asgi("/openapi.json", app, config=config)
-    asgi.shutdown_lifespans()  # the app's lifespan shuts its process pool down, waiting for it
+@pytest.fixture(scope="module", autouse=True)
+def report(request):
+    yield
+    asgi.shutdown_lifespans()  # each app's lifespan shuts its process pool down, waiting for it
     total, errors = sum(TRIED.values()), sum(SERVER_ERRORS.values())
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"\nfuzz: {total} cases over {len(TRIED)} operations, {errors} answered 5xx")
 
 
-schema = schemathesis.pytest.from_fixture("fuzz_schema")
+# The schema is read at import from an app without a process pool (same routes, no child
+# process at collection); the cases are sent to the `app` fixture, which has one.
+CONFIG = schemathesis.Config.from_dict({"generation": {"mode": "all", "max-examples": 60, "database": "none"}})
+schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(Settings(procs=0)), config=CONFIG)
 
 
 @schema.parametrize()
-def test_no_input_gets_a_server_error(case):
-    response = case.call()
+def test_no_input_gets_a_server_error(case, app):
+    response = case.call(app=app)
     TRIED[case.operation.label] += 1
     if response.status_code >= 500:
         SERVER_ERRORS[case.operation.label] += 1
@@ -71,9 +73,12 @@ def test_no_input_gets_a_server_error(case):
 
 def test_every_operation_was_fuzzed(app):
     # Runs after the fuzz above (pytest keeps the file's order); run the whole module.
-    operations = {f"GET {path}" for path in app.openapi()["paths"]}
+    paths = app.openapi()["paths"]
+    operations = {f"GET {path}" for path in paths}
     assert operations <= set(TRIED), f"not fuzzed: {sorted(operations - set(TRIED))}"
-    assert all(TRIED[op] >= MIN_CASES for op in operations), dict(TRIED)
+    with_parameters = {f"GET {path}" for path, item in paths.items() if item["get"].get("parameters")}
+    assert with_parameters, "the patterns take query parameters"
+    assert all(TRIED[op] >= MIN_CASES for op in with_parameters), dict(TRIED)
     assert not SERVER_ERRORS, dict(SERVER_ERRORS)
 
 

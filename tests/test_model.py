@@ -107,3 +107,24 @@ def test_predict_frame_has_one_row_per_pattern_and_users():
     assert len(frame) == 4
     row = frame[(frame.pattern == "threadpool") & (frame.users == 80)].iloc[0]
     assert row.predicted_rps == pytest.approx(400)
+
+
+def test_dependent_awaits_cost_what_sequential_ones_do():
+    dependent = predict("dependent", users=200, tasks=3, io_ms=200)
+    assert dependent == predict("sequential", users=200, tasks=3, io_ms=200)
+    assert dependent.rps == pytest.approx(200 / 0.6)
+
+
+def test_mixed_holds_the_loop_for_its_blocking_half_only():
+    # each sub-task awaits io_ms, then blocks io_ms: the loop serves one request per tasks × io_ms
+    p = predict("mixed", users=50, tasks=2, io_ms=100)
+    assert p.rps == pytest.approx(1 / 0.2)
+    assert p.bottleneck == "event loop"
+    assert predict("mixed", users=1, io_ms=100).rps == pytest.approx(1 / 0.2)  # one user waits both halves
+
+
+def test_wrapped_holds_a_thread_for_both_halves():
+    p = predict("wrapped", users=50, io_ms=100, threads=40)
+    assert p.rps == pytest.approx(40 / 0.2)
+    assert p.bottleneck == "threads"
+    assert predict("wrapped", users=10, io_ms=100).rps == pytest.approx(10 / 0.2)

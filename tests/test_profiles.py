@@ -16,7 +16,8 @@ def test_quick_is_the_notebook_defaults():
 def test_smoke_runs_are_tiny():
     for name in profiles.PROFILES:
         smoke = profiles.parameters(name, "smoke")
-        assert smoke["duration_s"] <= 3
+        # 06 counts requests and bounds each run by max_run_s; 99 measures nothing
+        assert smoke.get("duration_s", 0) <= 3 and smoke.get("max_run_s", 0) <= 3
         assert all(u <= 100 for u in smoke.get("users", []))
 
 
