@@ -155,7 +155,8 @@ def label(frame: pd.DataFrame) -> pd.Series:
 def throughput_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
     """Measured req/s per run (bars, client CPU on top), the model (black) and pure concurrency (grey), per endpoint."""
     patterns = list(dict.fromkeys(frame["pattern"]))
-    fig, axes = plt.subplots(1, len(patterns), figsize=(7.5 * len(patterns), 5), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(patterns), figsize=(7.5 * len(patterns), 5.5), sharey=True, squeeze=False,
+                             layout="constrained")  # fmt: skip
     for ax, pattern in zip(axes[0], patterns, strict=True):
         runs = frame[frame["pattern"] == pattern].reset_index(drop=True)
         x = range(len(runs))
@@ -174,7 +175,7 @@ def throughput_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
 
 def cpu_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
     """Client CPU against the rate it drove: where it reaches one core, the client measures itself."""
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(layout="constrained")
     for client, runs in frame.groupby("client", sort=False):
         ax.scatter(runs["rps"], runs["client_cpu"], s=60, color=CLIENT_COLORS[client], label=client)
     ax.axhline(SATURATED, color=plots.INVALID, ls="--", lw=1, label=f"saturated ({SATURATED:.0%} of a core)")

@@ -2,6 +2,10 @@
 
 Locust's own CPU warning comes from a sample taken every 10 s that reads 0 the first time,
 so it never fires in a run shorter than about 20 s: the lab measures instead.
+
+`MachineMeter` reads the whole machine's busy time, so that a run can tell what the server
+and Locust used from what everything else on the machine took meanwhile (a shared laptop,
+a second notebook, a build): CPU that was not there for the measurement.
 """
 
 from __future__ import annotations
@@ -41,3 +45,28 @@ class CpuMeter:
         if not per_process:
             return float("nan"), float("nan")
         return sum(per_process), max(per_process)
+
+
+def busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy since boot, summed over its cores (kernel work included)."""
+    t = psutil.cpu_times()
+    # guest time is already inside user time on Linux; iowait is idle, waiting on a disk
+    return sum(getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
+
+
+class MachineMeter:
+    """Samples the machine's busy CPU seconds; `usage` gives the cores in use between two moments."""
+
+    def __init__(self):
+        self.samples: list[tuple[float, float]] = []
+
+    def sample(self) -> None:
+        self.samples.append((time.time(), busy_seconds()))
+
+    def usage(self, t0: float, t1: float) -> float:
+        """Cores busy between t0 and t1 (from the first to the last sample inside), NaN with fewer than two samples."""
+        inside = [s for s in self.samples if t0 <= s[0] <= t1]
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+            return float("nan")
+        (ta, a), (tb, b) = inside[0], inside[-1]
+        return (b - a) / (tb - ta)

@@ -191,9 +191,9 @@ def _collect(tmp, run_id, params, status, exit_code, meters, warmup_s, expect_fa
         problems.append(f"locust exited with code {exit_code}; see {tmp.name}/locust.log")
     per_user = _read_records(tmp)
     start = stats[0]["start_time"] if stats else (meters[0].samples[0][0] if meters[0].samples else time.time())
-    m = measure.measure(per_user, start=start, warmup_s=warmup_s)
-    locust_cores, locust_busiest = meters[0].usage(start + warmup_s, start + warmup_s + m.window_s)
-    server_cores, _ = meters[1].usage(start + warmup_s, start + warmup_s + m.window_s)
+    m = measure.measure(per_user, start=start, warmup_s=warmup_s)  # the warm-up ends once every user is in its loop
+    locust_cores, locust_busiest = meters[0].usage(m.window_start, m.window_start + m.window_s)
+    server_cores, _ = meters[1].usage(m.window_start, m.window_start + m.window_s)
     log = (tmp / "locust.log").read_text(errors="replace") if (tmp / "locust.log").exists() else ""
     generator_saturated = locust_busiest >= SATURATED or "CPU usage above" in log
     if generator_saturated:
@@ -205,7 +205,7 @@ def _collect(tmp, run_id, params, status, exit_code, meters, warmup_s, expect_fa
     machine_limit = MACHINE_RPS_PER_CORE * (os.cpu_count() or 1)
     if m.rps > machine_limit:
         problems.append(f"{m.rps:.0f} req/s is past what this machine can drive (~{machine_limit}): the figure is a floor")
-    served = spread.counts(per_user, since=start + warmup_s)  # requests per worker pid, as `requests` counts them
+    served = spread.counts(per_user, since=measure.warmup_end(per_user, start, warmup_s))  # as `requests` counts them
     p = predicted or model.predict(params["pattern"], params["users"], params["tasks"], params["io_ms"],
                                    params["cpu_n"], params["threads"], params["workers"], params["procs"])  # fmt: skip
     row = {
@@ -215,7 +215,7 @@ def _collect(tmp, run_id, params, status, exit_code, meters, warmup_s, expect_fa
         "predicted_rps": p.rps, "predicted_ms": p.latency_ms, "bottleneck": p.bottleneck,
         "ratio": m.rps / p.rps if p.rps and not math.isnan(p.rps) else math.nan,
         "locust_cpu": locust_cores, "server_cpu": server_cores, "generator_saturated": generator_saturated,
-        "window_s": m.window_s, "method": m.method,
+        "window_s": m.window_s, "window_start": m.window_start, "method": m.method,
         "workers_seen": len(served), "worker_requests": served,
         "status": status, "valid": not problems, "problems": "; ".join(problems),
     }  # fmt: skip

@@ -2,7 +2,9 @@
 
 A closed loop of `users` with no think time against a server with C concurrent slots and
 service time S gives X = min(users / S, C / S, CPU capacity / CPU per request) (the
-bottleneck law), and each user then waits R = users / X (Little's law).
+bottleneck law), and each user then waits R = users / X (Little's law). Near the knee, where
+the two bounds meet, requests also queue for the CPU: `closed_loop` (mean-value analysis) gives
+the curve between the bounds, for a server whose own CPU per request has been measured.
 """
 
 from __future__ import annotations
@@ -51,18 +53,28 @@ def predict(
     procs: int | None = None,
     cores: int | None = None,
     cpu_ms_per_task: float | None = None,
+    server_ms: float = 0.0,
+    queueing: bool = False,
 ) -> Prediction:
     """Predicted throughput (req/s) and mean latency (ms) of `pattern` under `users` closed-loop users.
 
     CPU work is priced by `cpu_ms_per_task` if given, otherwise by timing fib(cpu_n) here.
+    `server_ms` is the CPU the server itself spends on each request besides the pattern's work
+    (uvicorn and FastAPI: parsing, routing, validation, the reply), as measured on this machine
+    (server CPU / req/s of a run; lesson 00, `make bench`): it runs on the worker's event loop
+    under its GIL, so one worker serves at most 1000 / server_ms requests per second.
+    `queueing=True` bends the curve below both bounds near the knee, where requests wait for
+    that CPU (mean-value analysis, `closed_loop`), instead of taking the smaller bound.
     """
     cores = cores or os.cpu_count() or 1
     procs = cores if procs is None else procs
     cpu = (cpu_ms(cpu_n) if cpu_ms_per_task is None else cpu_ms_per_task) / 1000  # s per sub-task
     io = io_ms / 1000
+    overhead = server_ms / 1000  # s of the server's own CPU per request
     service = (io + tasks * cpu) if pattern == "gather" else tasks * (io + cpu)  # one request alone, in s
     if pattern in ("mixed", "wrapped"):
         service += tasks * io  # seed 001's mixed endpoints: an awaited and a blocking io_ms per sub-task
+    service += overhead
     if service <= 0:
         return Prediction(math.nan, math.nan, "no work to model")
 
@@ -74,15 +86,40 @@ def predict(
         limits["event loop"] = workers / service  # the loop is held for the whole request
     if pattern == "mixed":
         limits["event loop"] = workers / (tasks * (io + cpu))  # held for the blocking half only
-    if cpu_per_request > 0:
-        if pattern == "processpool":
-            limits["cores"] = min(workers * procs, cores) / cpu_per_request
-        else:
-            # CPU runs under the GIL of its worker: one core per worker at most
-            limits["GIL (one core per worker)" if workers < cores else "cores"] = min(workers, cores) / cpu_per_request
+    if pattern == "processpool" and cpu_per_request > 0:
+        limits["cores"] = min(workers * procs, cores) / cpu_per_request
+    # CPU that runs in the worker, under its GIL (the pool computes outside it): one core per worker at most
+    in_worker = overhead + (0.0 if pattern == "processpool" else cpu_per_request)
+    if in_worker > 0:
+        gil = "GIL (one core per worker)" if workers < cores else "cores"
+        limits[gil] = min(limits.get(gil, math.inf), min(workers, cores) / in_worker)
     bottleneck = min(limits, key=limits.get)
     rps = limits[bottleneck]
+    if queueing and in_worker > 0:
+        rps = min(rps, closed_loop(users, service - in_worker, in_worker, servers=min(workers, cores)))
     return Prediction(rps=rps, latency_ms=users / rps * 1000, bottleneck=bottleneck)
+
+
+def closed_loop(users: int, think_s: float, demand_s: float, servers: int = 1) -> float:
+    """Throughput (req/s) of `users` closed-loop users, each `think_s` away between visits to a CPU
+    that `servers` cores serve, `demand_s` per visit: exact mean-value analysis (Reiser and
+    Lavenberg, 1980), with Seidmann's approximation for several cores.
+
+    Few users give Little's law, users / (think_s + demand_s); many give the bottleneck law,
+    servers / demand_s; in between, requests queue for the CPU and throughput bends below both.
+    """
+    if users <= 0:
+        return 0.0
+    if demand_s <= 0:
+        return users / think_s if think_s > 0 else math.nan
+    per_core = demand_s / servers
+    think = think_s + demand_s * (servers - 1) / servers  # Seidmann: the rest of a visit is a pure delay
+    queue = rps = 0.0
+    for n in range(1, users + 1):  # add one user at a time: each finds the queue the others left
+        residence = per_core * (1 + queue)
+        rps = n / (think + residence)
+        queue = rps * residence
+    return rps
 
 
 def predict_frame(patterns: list[str], users: list[int], **kw) -> pd.DataFrame:

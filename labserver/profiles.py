@@ -19,7 +19,7 @@ PROFILES: dict[str, dict[str, dict]] = {
     },
     "02_sequential_vs_gather": {
         "quick": {},
-        "full": {"users": [500], "io_ms": 500, "duration_s": 15},
+        "full": {"users": [100, 250], "io_ms": 200, "duration_s": 15},
         "smoke": {"users": [20], "io_ms": 100, "duration_s": 2},
     },
     "03_cpu_bound": {
@@ -31,6 +31,11 @@ PROFILES: dict[str, dict[str, dict]] = {
         "quick": {},
         "full": {"users": [5, 50, 100], "duration_s": 15, "timeout_run_s": 30},
         "smoke": {"users": [2, 5], "duration_s": 2, "timeout_s": 0.3, "timeout_run_s": 3},
+    },
+    "04_workers": {
+        "quick": {},
+        "full": {"workers": [1, 2, 3, 4], "users": 40, "io_users": 200, "rounds": 3, "duration_s": 10},
+        "smoke": {"workers": [1, 2], "io_users": 20, "rounds": 1, "duration_s": 2},
     },
     # 06 counts requests, not seconds: `max_run_s` bounds each run's expected length instead.
     "06_client_side": {

@@ -9,15 +9,19 @@ takes the same ratio from our runs, on the runs nearest to the article's own set
 from __future__ import annotations
 
 import math
+import os
+import textwrap
 from dataclasses import dataclass, field
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import pandas as pd
 
 from labserver import plots  # noqa: F401 - the course's chart theme
 from labserver.model import predict
 
 GOOD = 0.25  # a run within ±25% of its prediction counts as explained by the model
+CORES = os.cpu_count() or 1  # seed 000 ran as many workers as its machine had cores
 
 
 @dataclass(frozen=True)
@@ -58,12 +62,13 @@ PUBLISHED = [
              "1,031.05 vs 316.08 req/s, 50 ms asyncio.sleep, 1,000 in flight", "rps",
              {"client": "aiohttp", "pattern": "sequential"}, {"client": "threadpool", "pattern": "sequential"},
              {"requests": 1000, "users": 1000}),
-    Headline("000", "04", "p95 latency, async on --workers = cores / process pool in one worker", 50 / 90,
-             "≈ 50 vs ≈ 90 (read off the article's latency chart), fib + sleep, 6 workers", "p95_ms",
-             {"pattern": "sequential"}, {"pattern": "processpool", "workers": 1}, {"workers": 6}),
-    Headline("001", "05", "share of requests failed, blocking sleep inside async def", 8089 / 9992,
-             "8,089 of 9,992 failed (k6, 60 s timeout)", "failure_rate",
-             {"pattern": "mixed"}, None, {"users": 10_000}),
+    Headline("000", "04", "p95 latency, CPU-heavy async def, --workers = cores / one worker", 50 / 90,
+             "≈ 50 vs ≈ 90, read off its chart: fib + sleep, 6 workers on 6 cores vs its one-process versions",
+             "p95_ms", {"pattern": "sequential"}, {"pattern": "sequential", "workers": 1},
+             {"workers": CORES, "cpu_n": 20}),
+    Headline("001", "05", "share of requests failed, time.sleep inside async def, timeout < queue", 8089 / 9992,
+             "8,089 of 9,992 failed (k6, its 60 s timeout)", "failure_rate",
+             {"pattern": "blocking"}, None, {"timeout_s": 0.001}),
     Headline("001", "07", "req/s, async / sync PostgreSQL SELECT", 2007.86 / 1123.60,
              "2,007.86 vs 1,123.60 req/s (k6)", "rps",
              {"pattern": "async_select"}, {"pattern": "sync_select"}, {"users": 10_000}),
@@ -140,34 +145,43 @@ def valid_ratios(runs: pd.DataFrame) -> pd.Series:
 
 
 def chart(runs: pd.DataFrame, heads: pd.DataFrame, title: str) -> plt.Figure:
-    """Left: every valid run's measured / predicted, per lesson and pattern. Right: ours / published per headline."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 0.9 + 0.32 * max(8, _groups(runs))), width_ratios=[3, 2])
-    frame = runs[runs["valid"].astype(bool)].copy() if "valid" in runs else runs
+    """Top: every valid run's measured / predicted, per lesson and pattern. Bottom: each headline, theirs and ours."""
+    shown = heads.dropna(subset=["ours"]).reset_index(drop=True)
+    rows = (max(4, _groups(runs)), max(3, 1.4 * len(shown)))  # headline labels take two lines
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 2.5 + 0.3 * sum(rows)), height_ratios=rows,
+                                      layout="constrained")  # fmt: skip
+    frame = runs[runs["valid"].astype(bool)].copy() if "valid" in runs else runs.copy()
     if not frame.empty:
-        frame["group"] = frame["lesson"].astype(str).str[:2] + " · " + frame["pattern"].astype(str)
+        frame["ratio"] = pd.to_numeric(frame["ratio"], errors="coerce")  # a run without a prediction holds None
+        frame = frame.dropna(subset=["ratio"])
+        # pandas keeps a missing value missing through astype(str): fill first
+        frame["group"] = frame["lesson"].fillna("--").astype(str).str[:2] + " · " + frame["pattern"].fillna("?")
         if "client" in frame:
             frame["group"] += frame["client"].map(lambda c: f" · {c}" if isinstance(c, str) and c else "")
         frame = frame.sort_values("group", ascending=False)  # lesson 00 at the top
-        left.scatter(frame["ratio"], frame["group"], s=18, alpha=0.6, color="#4c72b0", label="one run")
+        top.scatter(frame["ratio"], frame["group"], s=18, alpha=0.6, color="#4c72b0", label="one run")
         medians = frame.groupby("group", sort=False)["ratio"].median()
-        left.scatter(medians.values, medians.index, marker="|", s=300, color="black", label="median")
-        left.legend(fontsize="small", loc="lower right")
-    left.axvline(1, color="grey", lw=1)
-    left.axvspan(1 - GOOD, 1 + GOOD, color="grey", alpha=0.1)
-    left.set(xlabel="measured / predicted throughput (1 = the model)", ylabel="lesson · pattern · client",
-             title="every run against the model")  # fmt: skip
-    shown = heads.dropna(subset=["ours"]).reset_index(drop=True)
-    y = [f"seed {r.seed} · {r.lesson}: {r.what}" for r in shown.itertuples()]
-    right.hlines(y, shown["published"], shown["ours"], color="grey", lw=1)
-    right.scatter(shown["published"], y, marker="D", s=50, color="grey", label="the article's figure", zorder=3)
-    right.scatter(shown["ours"], y, s=60, color="#dd8452", label="ours", zorder=3)
-    right.set(xlabel="the headline ratio (log scale)", title="each article's headline beside ours")
-    right.yaxis.tick_right()
-    right.tick_params(axis="y", labelsize="x-small")
+        top.scatter(medians.values, medians.index, marker="|", s=300, color="black", label="median")
+        top.legend(fontsize="small", loc="lower right")
+    top.axvline(1, color="grey", lw=1)
+    top.axvspan(1 - GOOD, 1 + GOOD, color="grey", alpha=0.1)
+    top.set(xlabel="measured / predicted throughput (1 = the model; band ±25%)", ylabel="lesson · pattern · client",
+            title="every run against the model")  # fmt: skip
+    y = [textwrap.fill(f"seed {r.seed} · {r.lesson}: {r.what}", 50) for r in shown.itertuples()][::-1]
+    bottom.hlines(y, shown["published"][::-1], shown["ours"][::-1], color="grey", lw=1)
+    bottom.scatter(shown["published"][::-1], y, marker="D", s=50, color="grey", label="the article's", zorder=3)
+    bottom.scatter(shown["ours"][::-1], y, s=60, color="#dd8452", label="ours", zorder=3)
+    bottom.set(xlabel="the headline ratio (log scale)", title="each article's headline beside ours")
+    bottom.tick_params(axis="y", labelsize="small")
+    bottom.margins(y=0.15)
     if len(shown):  # a log axis needs data
-        right.set_xscale("log")
-        right.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
-        right.legend(fontsize="small")
+        bottom.set_xscale("log")
+        values = pd.concat([shown["published"], shown["ours"]])
+        bottom.set_xlim(values.min() / 1.4, values.max() * 1.4)
+        bottom.xaxis.set_major_locator(mticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        bottom.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        bottom.xaxis.set_minor_formatter(mticker.NullFormatter())
+        bottom.legend(fontsize="small", loc="best")
     fig.suptitle(title, fontweight="bold")
     return fig
 
@@ -187,3 +201,11 @@ def overview(runs: pd.DataFrame, where: str = "") -> str:
     each = ", ".join(f"{name} ({n})" for name, n in lessons.items())
     valid = int(runs["valid"].astype(bool).sum()) if "valid" in runs else len(runs)
     return f"{len(runs)} runs on disk{f' in {where}' if where else ''}, {valid} of them valid, from: {each}."
+
+
+def lesson_runs(runs: pd.DataFrame, prefixes: list[str] | tuple[str, ...] = ()) -> pd.DataFrame:
+    """The runs that belong to a lesson (to one of `prefixes`, if given): a run made by hand has no lesson."""
+    if runs.empty or "lesson" not in runs:
+        return runs.iloc[0:0]
+    named = runs[runs["lesson"].notna() & (runs["lesson"].astype(str) != "")]
+    return named[named["lesson"].astype(str).str.startswith(tuple(prefixes))] if prefixes else named

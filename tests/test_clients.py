@@ -170,6 +170,13 @@ def test_pick_is_nan_when_nothing_matches():
 # --- real runs against a real server ---------------------------------------------------------
 
 
+def _cmdline(p: psutil.Process) -> str:
+    try:
+        return "" if p.status() == psutil.STATUS_ZOMBIE else " ".join(p.cmdline())
+    except psutil.Error:
+        return ""
+
+
 @pytest.mark.slow
 def test_a_sweep_against_a_real_server_is_saved_and_leaves_nothing(data_dir):
     from labserver import LabServer, load_runs
@@ -178,8 +185,7 @@ def test_a_sweep_against_a_real_server_is_saved_and_leaves_nothing(data_dir):
     planned = plan(["loop", "threadpool", "aiohttp"], ["threadpool", "sequential"], [10], [2, 5], io_ms=20, max_run_s=1)
     with LabServer(threads=4) as server:
         runs = client_sweep(server, planned, io_ms=20, lesson="test_clients")
-        me = psutil.Process()
-        assert not [p for p in me.children(recursive=True) if "labserver.clients" in " ".join(p.cmdline())]
+        assert not [p for p in psutil.Process().children(recursive=True) if "labserver.clients" in _cmdline(p)]
     assert len(runs) == 10 and runs["valid"].all() and (runs["failures"] == 0).all()
     assert (runs["rps"] > 0).all() and runs["client_cpu"].notna().all()
     assert list(runs[["pattern", "client", "users"]].itertuples(index=False)) == list(
@@ -203,3 +209,21 @@ def test_a_run_against_a_server_never_started_says_so():
     server = LabServer()
     with pytest.raises(ServerError, match="not running"):
         run_client(server, "loop", "sequential", 5, 1, 10)
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_is_saved_as_such_and_its_client_is_stopped():
+    import _thread
+
+    from labserver import LabServer, load_runs
+    from labserver.client_runs import run_client
+
+    with LabServer() as server:
+        timer = threading.Timer(1.0, _thread.interrupt_main)  # a Ctrl-C in the middle of a 5 s run
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            run_client(server, "loop", "sequential", 100, 1, 50, lesson="test_interrupt")
+        timer.cancel()
+        assert not [p for p in psutil.Process().children(recursive=True) if "labserver.clients" in _cmdline(p)]
+    saved = load_runs("test_interrupt")
+    assert list(saved["status"]) == ["interrupted"] and not saved["valid"].any()

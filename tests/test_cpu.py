@@ -1,7 +1,7 @@
 import math
 import os
 
-from labserver.cpu import CpuMeter
+from labserver.cpu import CpuMeter, MachineMeter, busy_seconds
 from labserver.work import fib
 
 
@@ -34,3 +34,19 @@ def test_a_missing_process_has_no_samples():
     meter.sample()
     meter.sample()
     assert math.isnan(meter.usage(0, float("inf"))[0])
+
+
+def test_machine_meter_sees_a_busy_process():
+    meter = MachineMeter()
+    meter.sample()
+    fib(24)
+    meter.sample()
+    cores = meter.usage(0, float("inf"))
+    assert 0 < cores <= (os.cpu_count() or 1) + 0.5  # rounding of the kernel's tick counts
+
+
+def test_machine_meter_needs_two_samples():
+    meter = MachineMeter()
+    meter.sample()
+    assert math.isnan(meter.usage(0, float("inf")))
+    assert busy_seconds() > 0

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from labserver.measure import measure
+from labserver.measure import measure, warmup_end
 
 
 def steady(users: int, every_s: float, until_s: float, latency_ms: float = 50.0, offset_s: float = 0.0):
@@ -50,8 +50,8 @@ def test_warm_up_is_excluded():
     # a slow first second: huge latencies and extra completions that must not count
     warm = [[(0.05 * i, 5000.0, False) for i in range(20)] for _ in per_user]
     mixed = [sorted(w + r) for w, r in zip(warm, per_user, strict=True)]
-    m = measure(mixed, start=0.0, warmup_s=1.0)
-    clean = measure(per_user, start=0.0, warmup_s=1.0)
+    m = measure(mixed, start=0.0, warmup_s=1.0, settle_requests=0)  # the fixed cut: the whole first second
+    clean = measure(per_user, start=0.0, warmup_s=1.0, settle_requests=0)
     assert m == clean
     assert m.p95_ms == pytest.approx(20.0)
     assert m.failures == 0
@@ -90,3 +90,33 @@ def test_nothing_measured_is_nan(per_user):
     assert math.isnan(m.p95_ms)
     assert m.requests == 0
     assert m.method == "none"
+
+
+def test_warm_up_ends_once_every_user_is_in_its_loop():
+    # 10 users, 0.1 s cycles, staggered over the first cycle: all have two replies by 0.19 s
+    per_user = steady(10, 0.1, 5.0)
+    assert warmup_end(per_user, start=0.0, warmup_s=1.0) == pytest.approx(0.19)
+    m = measure(per_user, start=0.0, warmup_s=1.0)
+    assert m.window_start == pytest.approx(0.19)
+    assert m.window_s > measure(per_user, start=0.0, warmup_s=1.0, settle_requests=0).window_s + 0.7
+    assert m.rps == pytest.approx(100)
+
+
+def test_slow_first_requests_stay_in_the_warm_up():
+    # every user's first reply is slow (connections being opened); then 50 ms replies every 0.1 s
+    per_user = [[(0.3 + 0.01 * u, 300.0, True)] + [(0.4 + 0.01 * u + 0.1 * i, 50.0, True) for i in range(40)]
+                for u in range(5)]  # fmt: skip
+    m = measure(per_user, start=0.3, warmup_s=1.0)
+    assert m.p99_ms == pytest.approx(50.0)
+    assert m.rps == pytest.approx(50)
+
+
+def test_a_user_that_has_not_settled_keeps_the_cap():
+    per_user = [*steady(3, 0.1, 5.0), [(2.5, 2500.0, True)]]  # a queued user, one slow reply
+    assert warmup_end(per_user, start=0.0, warmup_s=1.0) == 1.0
+    assert warmup_end([], start=0.0, warmup_s=1.0) == 1.0
+
+
+def test_the_cut_never_precedes_the_start():
+    per_user = steady(2, 0.1, 3.0)  # replies from t=0, but the run's clock says it started at 0.5
+    assert warmup_end(per_user, start=0.5, warmup_s=1.0) == 0.5

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from labserver.model import cpu_ms, predict, predict_frame
+from labserver.model import closed_loop, cpu_ms, predict, predict_frame
 
 
 def test_threadpool_is_capped_by_its_threads():
@@ -128,3 +128,56 @@ def test_wrapped_holds_a_thread_for_both_halves():
     assert p.rps == pytest.approx(40 / 0.2)
     assert p.bottleneck == "threads"
     assert predict("wrapped", users=10, io_ms=100).rps == pytest.approx(10 / 0.2)
+
+
+def test_the_server_s_own_cpu_caps_one_worker():
+    # 0.5 ms of uvicorn + FastAPI per request: one worker (one GIL) serves at most 2,000 req/s
+    p = predict("sequential", users=400, io_ms=100, server_ms=0.5)
+    assert p.rps == pytest.approx(2000)
+    assert p.bottleneck == "GIL (one core per worker)"
+    assert predict("sequential", users=800, io_ms=100, server_ms=0.5, workers=2, cores=2).rps == pytest.approx(4000)
+    # below the cap, a request alone takes io + server CPU
+    assert predict("sequential", users=10, io_ms=100, server_ms=0.5).rps == pytest.approx(10 / 0.1005)
+
+
+def test_without_server_cpu_the_model_is_unchanged():
+    for pattern in ("sequential", "gather", "threadpool", "processpool", "blocking"):
+        kw = dict(users=80, tasks=2, io_ms=50, cpu_n=20, cores=2, cpu_ms_per_task=5)
+        assert predict(pattern, **kw) == predict(pattern, **kw, server_ms=0.0)
+
+
+def test_process_pool_workers_still_pay_for_the_framework():
+    # the pool computes, but every request still passes through the worker's event loop
+    p = predict("processpool", users=1000, io_ms=100, cpu_n=20, cpu_ms_per_task=0.1, server_ms=1.0, cores=2)
+    assert p.rps == pytest.approx(1000)
+    assert p.bottleneck == "GIL (one core per worker)"
+
+
+def test_closed_loop_runs_from_littles_law_to_the_bottleneck_law():
+    think, demand = 0.1, 0.0005
+    assert closed_loop(1, think, demand) == pytest.approx(1 / (think + demand))
+    assert closed_loop(2000, think, demand) == pytest.approx(1 / demand, rel=1e-3)
+    previous = 0.0
+    for users in (10, 100, 190, 200, 220, 400):
+        x = closed_loop(users, think, demand)
+        assert previous < x <= min(users / (think + demand), 1 / demand)  # rises, and stays below both bounds
+        previous = x
+    # at the knee (users = (think + demand) / demand) the queue costs the most: well below both bounds
+    assert closed_loop(201, think, demand) < 0.95 * min(201 / (think + demand), 1 / demand)
+
+
+def test_closed_loop_with_several_cores_reaches_their_sum():
+    assert closed_loop(4000, 0.1, 0.001, servers=2) == pytest.approx(2000, rel=1e-3)
+    assert closed_loop(1, 0.1, 0.001, servers=2) == pytest.approx(1 / 0.101)
+    assert closed_loop(0, 0.1, 0.001) == 0.0
+    assert closed_loop(5, 0.1, 0.0) == pytest.approx(50)
+
+
+def test_queueing_bends_the_prediction_below_the_bounds_near_the_knee():
+    bound = predict("sequential", users=200, io_ms=100, server_ms=0.5)
+    curve = predict("sequential", users=200, io_ms=100, server_ms=0.5, queueing=True)
+    assert curve.rps < bound.rps
+    assert curve.rps == pytest.approx(closed_loop(200, 0.1, 0.0005))
+    assert curve.bottleneck == bound.bottleneck
+    far = predict("sequential", users=20, io_ms=100, server_ms=0.5, queueing=True)
+    assert far.rps == pytest.approx(20 / 0.1005, rel=1e-3)  # few users: no queue to speak of

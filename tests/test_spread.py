@@ -53,6 +53,11 @@ def test_per_worker_ranks_the_busiest_first_with_shares():
     assert tidy.groupby("run_id")["share"].sum().tolist() == pytest.approx([1.0, 1.0])
 
 
+def test_per_worker_keeps_the_extra_columns_asked_for():
+    tidy = spread.per_worker(_runs().assign(workload="CPU-bound"), extra=["workload"])
+    assert set(tidy["workload"]) == {"CPU-bound"}
+
+
 def test_per_worker_of_runs_without_counts_is_empty_but_shaped():
     tidy = spread.per_worker(pd.DataFrame([{"run_id": "x", "pattern": "gather", "users": 1, "workers": 1}]))
     assert tidy.empty
@@ -65,8 +70,16 @@ def test_busiest_share():
     assert math.isnan(spread.busiest_share({}))
 
 
-def test_bars_draws_one_panel_per_pattern():
+def test_bars_draws_one_panel_per_value_and_one_bar_per_pid():
     tidy = spread.per_worker(pd.concat([_runs(), _runs().assign(pattern="threadpool")], ignore_index=True))
     fig = spread.bars(tidy, title="who served what")
     assert [ax.get_title() for ax in fig.axes] == ["sequential", "threadpool"]
     assert fig.axes[0].get_ylabel().startswith("requests")
+    heights = sorted(round(p.get_height()) for p in fig.axes[0].patches)
+    assert heights == [30, 40, 90]  # pid 11 and 22 of the 2-worker run, pid 5 of the 1-worker run
+
+
+def test_bars_sum_a_pid_over_repeated_runs():
+    twice = spread.per_worker(pd.concat([_runs(), _runs().assign(run_id="c")], ignore_index=True))
+    fig = spread.bars(twice, title="two rounds")
+    assert sorted(round(p.get_height()) for p in fig.axes[0].patches) == [60, 80, 180]

@@ -94,3 +94,18 @@ def test_runs_read_from_disk_are_summarised(tmp_path):
     assert "7 runs on disk, 6 of them valid" in overview(runs)
     assert len(valid_ratios(runs)) == 6
     summary.chart(runs, headlines(runs), "t")
+
+
+def test_only_runs_of_a_lesson_are_summarised():
+    runs = pd.concat([RUNS, pd.DataFrame([_run(lesson=None, pattern="gather", rps=1.0)])], ignore_index=True)
+    assert len(summary.lesson_runs(runs)) == len(RUNS)
+    assert set(summary.lesson_runs(runs, ["06"])["lesson"]) == {"06_client_side"}
+    assert summary.lesson_runs(pd.DataFrame()).empty
+
+
+def test_a_run_without_a_prediction_or_a_lesson_does_not_break_the_chart():
+    runs = pd.concat([RUNS, pd.DataFrame([_run(pattern="gather"), _run(lesson=None)])], ignore_index=True)
+    runs["ratio"] = runs["ratio"].astype(object)
+    runs.loc[len(runs) - 2, "ratio"] = None  # as load_runs gives it when a manifest holds null
+    summary.chart(runs, headlines(runs), "t")
+    assert not patterns(runs).empty
