@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PROFILE ?= quick
 KERNEL := concurrency-lab
 
-.PHONY: setup test test-stress figures lab bench lint format lock clean
+.PHONY: setup test test-stress figures lab bench db lint format lock clean
 
 setup: $(STAMP)
 
@@ -37,6 +37,11 @@ lab: setup
 
 bench: setup
 	$(PY) -m labserver.bench
+
+# Lesson 07's private PostgreSQL with the shop data (SCALE=1 is seed 001's size), until Ctrl-C.
+SCALE ?= 0.01
+db: setup
+	$(PY) -m labserver.db --scale $(SCALE)
 
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

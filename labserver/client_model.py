@@ -21,6 +21,7 @@ import pandas as pd
 from labserver.clients import check_strategy
 from labserver.model import Prediction
 from labserver.patterns import check_pattern
+from labserver.settings import Settings
 from labserver.work import check_bounds
 
 LIBRARY = {"loop": "requests", "threadpool": "requests", "aiohttp": "aiohttp"}
@@ -92,6 +93,9 @@ def plan(clients: list[str], patterns: list[str], counts: list[int], concurrency
     except at the smallest count, so that every client is measured at least once."""
     if not clients or not patterns or not counts or not concurrency:
         raise ValueError("give at least one client, pattern, request count and concurrency")
+    if isinstance(max_run_s, bool) or not isinstance(max_run_s, int | float) or not max_run_s > 0:
+        raise ValueError(f"max_run_s must be a number of seconds above 0, got {max_run_s!r}")
+    Settings(threads=threads).check()
     rows = []
     for pattern in patterns:
         for client in clients:

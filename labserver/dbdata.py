@@ -18,8 +18,9 @@ from dataclasses import dataclass
 SEED_ROWS = {"users": 1_000_000, "products": 100_000, "orders": 5_000_000, "order_items": 10_000_000}
 PREFIX = "lab_shop_"
 STATUSES = ("pending", "paid", "cancelled", "refunded")
-WORDS = ("Alpha Beta Gamma Delta Omega Nova Prime Ultra Max Lite Turbo Pro Plus Mini Smart Eco Power Magic "
-         "Hyper Blue Red Green Black White Silver Gold Quantum Fusion").split()  # fmt: skip
+WORDS = ("Alpha", "Beta", "Gamma", "Delta", "Omega", "Nova", "Prime", "Ultra", "Max", "Lite", "Turbo", "Pro", "Plus",
+         "Mini", "Smart", "Eco", "Power", "Magic", "Hyper", "Blue", "Red", "Green", "Black", "White", "Silver", "Gold",
+         "Quantum", "Fusion")  # fmt: skip
 
 TABLES = """
 CREATE TABLE users (
@@ -84,14 +85,17 @@ LOAD = [
         ALTER TABLE order_items ADD PRIMARY KEY (id)"""),
     ("foreign keys", """
         ALTER TABLE orders ADD CONSTRAINT fk_orders_user FOREIGN KEY (user_id) REFERENCES users (id);
-        ALTER TABLE order_items ADD CONSTRAINT fk_order_items_order FOREIGN KEY (order_id) REFERENCES orders (id),
-                                ADD CONSTRAINT fk_order_items_product FOREIGN KEY (product_id) REFERENCES products (id)"""),
+        ALTER TABLE order_items
+            ADD CONSTRAINT fk_order_items_order FOREIGN KEY (order_id) REFERENCES orders (id),
+            ADD CONSTRAINT fk_order_items_product FOREIGN KEY (product_id) REFERENCES products (id)"""),
     ("indexes", """
         CREATE INDEX idx_orders_user_id ON orders (user_id);
         CREATE INDEX idx_order_items_order_id ON order_items (order_id);
         CREATE INDEX idx_order_items_product_id ON order_items (product_id);
         CREATE INDEX idx_order_items_order_product ON order_items (order_id, product_id)"""),
 ]  # fmt: skip
+SIZE = """SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = %s AND c.relkind = 'r'"""  # tables with their indexes and TOAST
 SCHEMA_HASH = hashlib.sha256((TABLES + repr(LOAD) + repr(WORDS)).encode()).hexdigest()[:8]
 
 
@@ -147,11 +151,7 @@ def ensure(url: str, scale: float, progress: bool = True) -> Shop:
             if built_now:
                 _build(conn, schema, counts, progress)
             meta = dict(conn.execute(f"SELECT key, value FROM {schema}.lab_meta").fetchall())
-            size = conn.execute(
-                "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-                " WHERE n.nspname = %s AND c.relkind = 'r'",
-                [schema],
-            ).fetchone()[0]
+            size = conn.execute(SIZE, [schema]).fetchone()[0]
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", [PREFIX])
     return Shop(url=url, schema=schema, scale=scale, rows=counts, size_mb=int(size) / 2**20,

@@ -1,8 +1,108 @@
 """Theory for lesson 07's database endpoints (seed 001): which pool bounds each, and where CPU takes over.
 
+A sync endpoint holds a thread for its whole request and a connection while it queries, so
+it serves at most min(threads, connections) requests at once; an async endpoint holds no
+thread, only connections. With service time S (one request alone), Little's law and the
+bottleneck law give X = min(users, slots) / S, and the worker's one core caps it at
+1 / (CPU seconds per request): CPU that lone requests measure (`cpu_per_request`).
+
 Kept free of FastAPI and psycopg imports: the harness (load.py) reads `ENDPOINTS` from here.
 """
 
 from __future__ import annotations
 
+import math
+import os
+import statistics
+import time
+import urllib.request
+
+import psutil
+
+from labserver.model import Prediction, cpu_ms
+
 ENDPOINTS = ("sync_select", "async_select", "sync_simulation", "async_simulation")
+QUERIES = {"select": 1, "simulation": 2}  # connections one request holds at once
+
+
+def driver(endpoint: str) -> str:
+    """`sync` or `async`."""
+    return endpoint.split("_", 1)[0]
+
+
+def kind(endpoint: str) -> str:
+    """`select` or `simulation`."""
+    return endpoint.split("_", 1)[1]
+
+
+def predict(endpoint: str, users: int, service_ms: float, threads: int = 40, db_pool: int = 20,
+            workers: int = 1, cpu_ms_per_request: float = 0.0, cores: int | None = None) -> Prediction:  # fmt: skip
+    """Predicted throughput and mean latency of a database endpoint under `users` closed-loop users.
+
+    `service_ms` is one request's time alone (database wait and CPU included); `cpu_ms_per_request`
+    is the worker's CPU for one request (0: not CPU-bound).
+    """
+    if endpoint not in ENDPOINTS:
+        raise ValueError(f"unknown database endpoint {endpoint!r}; choose one of: {', '.join(ENDPOINTS)}")
+    cores = cores or os.cpu_count() or 1
+    s = service_ms / 1000
+    cpu = cpu_ms_per_request / 1000
+    limits = {"users": users / s}
+    # A connection is held for the request's queries, not its CPU post-processing.
+    hold = max(s - cpu, 1e-6)
+    limits["connection pool"] = workers * db_pool / QUERIES[kind(endpoint)] / hold
+    if driver(endpoint) == "sync":
+        limits["thread pool"] = workers * threads / s
+    if cpu > 0:
+        limits["CPU (one core per worker)"] = min(workers, cores) / cpu
+    bottleneck = min(limits, key=limits.get)
+    rps = limits[bottleneck]
+    return Prediction(rps=rps, latency_ms=users / rps * 1000, bottleneck=bottleneck)
+
+
+def lone_requests(url: str, path: str, n: int = 100, server_pid: int | None = None) -> dict:
+    """Send `n` requests one at a time: the median time of one (ms) and, with `server_pid`, the
+    server's CPU per request (ms), from psutil on its process tree."""
+    from labserver.procs import tree
+
+    def cpu_s() -> float:
+        total = 0.0
+        for p in tree(server_pid) if server_pid else []:
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system
+            except psutil.Error:
+                pass
+        return total
+
+    for _ in range(max(3, n // 10)):  # warm-up, not timed
+        urllib.request.urlopen(url + path, timeout=10).read()
+    times = []
+    cpu_before, started = cpu_s(), time.perf_counter()
+    for _ in range(n):
+        t = time.perf_counter()
+        urllib.request.urlopen(url + path, timeout=10).read()
+        times.append((time.perf_counter() - t) * 1000)
+    wall = time.perf_counter() - started
+    cpu = (cpu_s() - cpu_before) / n * 1000 if server_pid else math.nan
+    return {"path": path, "service_ms": statistics.median(times), "cpu_ms": cpu, "wall_s": wall}
+
+
+def fib_share(rps: float, cpu_n: int) -> float:
+    """Share of a core that fib(cpu_n) takes at `rps` requests per second (1.0: the core does nothing else)."""
+    return rps * cpu_ms(cpu_n) / 1000
+
+
+def converges_at(ratios: dict[int, float], tolerance: float = 0.15) -> int | None:
+    """The shallowest depth from which async / sync stays within `tolerance` of 1 at every deeper depth."""
+    found = None
+    for depth in sorted(ratios, reverse=True):
+        if abs(ratios[depth] - 1) > tolerance:
+            break
+        found = depth
+    return found
+
+
+def cpu_takes_over(depths: list[int], overhead_ms: float) -> int | None:
+    """The shallowest depth at which fib(depth) costs more CPU than the rest of the request (`overhead_ms`)."""
+    return next((n for n in sorted(depths) if cpu_ms(n) >= overhead_ms), None)

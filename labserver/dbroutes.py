@@ -18,6 +18,7 @@ import asyncio
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from psycopg.rows import dict_row
@@ -25,8 +26,6 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from labserver.query import work_query
 from labserver.work import Work, fib
-
-ENDPOINTS = ("sync_select", "async_select", "sync_simulation", "async_simulation")
 
 # The single SELECT: a user's orders (index on orders.user_id).
 USER_ORDERS = "SELECT id, status, created_at FROM orders WHERE user_id = %(user_id)s ORDER BY id"
@@ -81,8 +80,8 @@ async def _awarm(conn) -> None:
 
 
 async def db_work(
-    work: Work = Depends(work_query),
-    user_id: int = Query(1, ge=1, le=2**62, description="whose orders to read"),
+    work: Annotated[Work, Depends(work_query)],
+    user_id: Annotated[int, Query(ge=1, le=2**62, description="whose orders to read")] = 1,
 ) -> tuple[Work, int]:
     if work.tasks != 1:
         raise HTTPException(422, [{"loc": ["query", "tasks"], "msg": "the database endpoints do one request's "
@@ -107,13 +106,13 @@ async def _afetch(pool: AsyncConnectionPool, sql: str, user_id: int, io_ms: int)
 
 
 @router.get("/sync_select", summary="def + ConnectionPool: one SELECT")
-def sync_select(request: Request, q: tuple[Work, int] = Depends(db_work)) -> dict:
+def sync_select(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
     (work, user_id), pool = q, request.app.state.sync_pool
     return {"rows": _fetch(pool, USER_ORDERS, user_id, work.io_ms), "pid": os.getpid()}
 
 
 @router.get("/async_select", summary="async def + AsyncConnectionPool: one SELECT")
-async def async_select(request: Request, q: tuple[Work, int] = Depends(db_work)) -> dict:
+async def async_select(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
     (work, user_id), pool = q, request.app.state.async_pool
     return {"rows": await _afetch(pool, USER_ORDERS, user_id, work.io_ms), "pid": os.getpid()}
 
@@ -125,7 +124,7 @@ def _simulation_reply(products: list[dict], items: list[dict], cpu_n: int) -> di
 
 
 @router.get("/sync_simulation", summary="def: two queries in a two-thread executor, then fib(cpu_n)")
-def sync_simulation(request: Request, q: tuple[Work, int] = Depends(db_work)) -> dict:
+def sync_simulation(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
     (work, user_id), pool = q, request.app.state.sync_pool
     # As in the seed: a fresh two-thread executor per request, one connection per query.
     with ThreadPoolExecutor(max_workers=2) as executor:
@@ -135,7 +134,7 @@ def sync_simulation(request: Request, q: tuple[Work, int] = Depends(db_work)) ->
 
 
 @router.get("/async_simulation", summary="async def: two queries with asyncio.gather, then fib(cpu_n)")
-async def async_simulation(request: Request, q: tuple[Work, int] = Depends(db_work)) -> dict:
+async def async_simulation(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
     (work, user_id), pool = q, request.app.state.async_pool
     products, items = await asyncio.gather(
         _afetch(pool, USER_PRODUCTS, user_id, work.io_ms), _afetch(pool, USER_ITEMS, user_id, work.io_ms)
@@ -146,4 +145,5 @@ async def async_simulation(request: Request, q: tuple[Work, int] = Depends(db_wo
 @router.get("/db_info", summary="the database pools' state")
 async def db_info(request: Request) -> dict:
     state = request.app.state
-    return {"db_pool": state.settings.db_pool, "sync": state.sync_pool.get_stats(), "async": state.async_pool.get_stats()}
+    return {"db_pool": state.settings.db_pool, "sync": state.sync_pool.get_stats(),
+            "async": state.async_pool.get_stats()}  # fmt: skip

@@ -131,3 +131,29 @@ def predict_frame(patterns: list[str], users: list[int], **kw) -> pd.DataFrame:
             rows.append({"pattern": pattern, "users": u, "predicted_rps": p.rps, "predicted_ms": p.latency_ms,
                          "bottleneck": p.bottleneck})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def server_cpu_ms(frame: pd.DataFrame) -> float:
+    """The server's own CPU per request on this machine, in ms: the median over `frame`'s runs of CPU / throughput.
+
+    Each run measures it (the server's CPU seconds over the requests it served); the median
+    keeps one odd run, or the machine's other work, from setting it.
+    """
+    return float((frame["server_cpu"] / frame["rps"] * 1000).median())
+
+
+def with_server_cpu(frame: pd.DataFrame, server_ms: float) -> pd.DataFrame:
+    """`frame`'s runs predicted again with `server_ms` of server CPU per request, queueing included.
+
+    The first prediction moves to `little_rps`; `predicted_rps`, `predicted_ms`, `bottleneck`
+    and `ratio` then hold the new one.
+    """
+    out = frame.copy()
+    settings = frame[["pattern", "users", "tasks", "io_ms", "cpu_n", "threads", "workers", "procs"]]
+    new = [predict(*row, server_ms=server_ms, queueing=True) for row in settings.itertuples(index=False)]
+    out["little_rps"] = frame["predicted_rps"]
+    out["predicted_rps"] = [p.rps for p in new]
+    out["predicted_ms"] = [p.latency_ms for p in new]
+    out["bottleneck"] = [p.bottleneck for p in new]
+    out["ratio"] = out["rps"] / out["predicted_rps"]
+    return out

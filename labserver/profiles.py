@@ -43,6 +43,13 @@ PROFILES: dict[str, dict[str, dict]] = {
         "full": {"counts": [100, 1000], "concurrency": [10, 40, 100, 1000], "max_run_s": 60.0},
         "smoke": {"counts": [20, 40], "concurrency": [4], "io_ms": 20, "max_run_s": 1.0},
     },
+    # 07 builds its data once per scale: `full` is seed 001's size (a few minutes, about 2 GB, the first time).
+    "07_database": {
+        "quick": {},
+        "full": {"scale": 1.0, "seed_users": 2000, "sweep_cpu_n": [15, 20, 25, 30], "duration_s": 10},
+        "smoke": {"scale": 0.001, "slow_users": 30, "slow_io_ms": 50, "seed_users": 20, "sweep_users": 4,
+                  "sweep_cpu_n": [10, 15], "duration_s": 2},
+    },
     # 99 only reads the runs on disk: nothing to size.
     "99_summary": {"quick": {}, "full": {}, "smoke": {}},
 }

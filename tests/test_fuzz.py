@@ -105,7 +105,7 @@ def out_of_range(draw) -> tuple[str, str, int, int]:
     return pattern, name, value, low if value < low else high
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(out_of_range())
 def test_out_of_range_gets_a_422_naming_the_bound(client, drawn):
     pattern, name, value, bound = drawn
@@ -116,7 +116,7 @@ def test_out_of_range_gets_a_422_naming_the_bound(client, drawn):
     assert any(str(bound) in d["msg"] for d in problems), r.text
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tasks=st.integers(1, work.TASKS_MAX), io_ms=st.integers(0, work.IO_MS_MAX))
 def test_the_total_wait_is_bounded(client, tasks, io_ms):
     r = client.get("/gather", params={"tasks": tasks, "io_ms": io_ms})
@@ -127,7 +127,7 @@ def test_the_total_wait_is_bounded(client, tasks, io_ms):
         assert str(work.TOTAL_IO_MS_MAX) in r.text
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tasks=st.integers(1, work.TASKS_MAX), cpu_n=st.integers(0, work.CPU_N_MAX))
 def test_the_total_cpu_is_bounded(client, tasks, cpu_n):
     r = client.get("/threadpool", params={"tasks": tasks, "cpu_n": cpu_n})

@@ -2,9 +2,10 @@
 
 import math
 
+import pandas as pd
 import pytest
 
-from labserver.model import closed_loop, cpu_ms, predict, predict_frame
+from labserver.model import closed_loop, cpu_ms, predict, predict_frame, server_cpu_ms, with_server_cpu
 
 
 def test_threadpool_is_capped_by_its_threads():
@@ -181,3 +182,20 @@ def test_queueing_bends_the_prediction_below_the_bounds_near_the_knee():
     assert curve.bottleneck == bound.bottleneck
     far = predict("sequential", users=20, io_ms=100, server_ms=0.5, queueing=True)
     assert far.rps == pytest.approx(20 / 0.1005, rel=1e-3)  # few users: no queue to speak of
+
+
+def test_server_cpu_ms_is_the_median_cpu_per_request():
+    runs = pd.DataFrame({"server_cpu": [0.5, 1.0, 0.2], "rps": [1000.0, 2000.0, 100.0]})
+    assert server_cpu_ms(runs) == pytest.approx(0.5)  # 0.5, 0.5 and 2.0 ms per request
+
+
+def test_with_server_cpu_predicts_again_and_keeps_the_first_prediction():
+    runs = pd.DataFrame({"pattern": ["sequential"] * 2, "users": [10, 400], "tasks": 1, "io_ms": 100, "cpu_n": 0,
+                         "threads": 40, "workers": 1, "procs": 2, "rps": [99.0, 1900.0],
+                         "predicted_rps": [100.0, 4000.0]})  # fmt: skip
+    out = with_server_cpu(runs, server_ms=0.5)
+    assert list(out["little_rps"]) == [100.0, 4000.0]
+    assert out["predicted_rps"].iloc[1] == pytest.approx(closed_loop(400, 0.1, 0.0005))
+    assert out["bottleneck"].iloc[1] == "GIL (one core per worker)"
+    assert out["ratio"].iloc[1] == pytest.approx(1900 / out["predicted_rps"].iloc[1])
+    assert list(runs["predicted_rps"]) == [100.0, 4000.0]  # the frame passed in is left alone

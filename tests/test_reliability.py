@@ -231,6 +231,68 @@ def test_a_kernel_killed_hard_mid_run_leaves_nothing():
             p.kill()
 
 
+@pytest.mark.slow
+def test_children_that_ignore_the_parent_death_signal_still_go(tmp_path):
+    # The parent-death signal reaches the direct child only, and a child may ignore it or hang:
+    # here a shell that ignores SIGTERM, with two grandchildren. The guard must end them all.
+    code = (
+        "import sys, time; from pathlib import Path; from labserver import procs\n"
+        "script = \"trap '' TERM; sleep 300 & sleep 300 & wait\"\n"
+        f"p = procs.spawn(['sh', '-c', script], Path({str(tmp_path / 'log')!r}))\n"
+        "print(p.pid, flush=True); time.sleep(300)"
+    )
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(owner.stdout.readline())
+        assert wait_for(lambda: len(procs.tree(child)) == 3, 10)
+        members = procs.tree(child)
+        owner.kill()
+        owner.wait(timeout=10)
+        assert wait_for(lambda: not procs._running(members), CLEAN_S), describe(procs._running(members))
+    finally:
+        owner.kill()
+        owner.wait()
+        owner.stdout.close()
+        for p in procs.group(child):
+            p.kill()
+
+
+@pytest.mark.slow
+def test_papermill_killed_hard_mid_run_leaves_nothing(tmp_path):
+    import nbformat
+
+    cell = (
+        "from labserver import LabServer, run_load\n"
+        "server = LabServer(workers=2, procs=1).start()\n"
+        "run_load(server, 'sequential', users=2, io_ms=50, duration_s=30, processes=2)"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nbformat.write(nb, tmp_path / "lesson.ipynb")
+    tag = "papermill-" + os.urandom(6).hex()
+    papermill = subprocess.Popen(
+        [sys.executable, "-m", "papermill", str(tmp_path / "lesson.ipynb"), str(tmp_path / "out.ipynb"),
+         "-k", "python3", "--no-progress-bar"],
+        env={**os.environ, "LAB_TEST_TAG": tag, "LAB_PROGRESS": "0"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+
+        def running() -> bool:
+            words = " ".join(" ".join(p.cmdline()) for p in lab_processes(tag))
+            return "uvicorn" in words and "locust" in words
+
+        assert wait_for(running, 120)
+        time.sleep(1.0)
+        papermill.kill()  # SIGKILL: its kernel notices, exits, and its own children must follow
+        papermill.wait(timeout=10)
+        assert wait_for(lambda: not lab_processes(tag), CLEAN_S), describe(lab_processes(tag))
+    finally:
+        papermill.kill()
+        papermill.wait()
+        for p in lab_processes(tag):
+            p.kill()
+
+
 def _interrupt_twice(end: str) -> list[str]:
     owner = Owner({"end": end, "rounds": 2, "delay_s": [1.5, 3.5]})
     problems = []

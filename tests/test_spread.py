@@ -83,3 +83,18 @@ def test_bars_sum_a_pid_over_repeated_runs():
     twice = spread.per_worker(pd.concat([_runs(), _runs().assign(run_id="c")], ignore_index=True))
     fig = spread.bars(twice, title="two rounds")
     assert sorted(round(p.get_height()) for p in fig.axes[0].patches) == [60, 80, 180]
+
+
+@pytest.mark.slow
+def test_a_real_run_names_the_worker_of_every_request():
+    from labserver import procs
+    from labserver.load import run_load
+    from labserver.server import LabServer
+
+    with LabServer(workers=2, procs=0) as server:
+        workers = {p.pid for p in procs.tree(server.proc.pid)}
+        row = run_load(server, "sequential", users=10, io_ms=20, duration_s=2, lesson="tests-spread").row
+    served = {int(pid): n for pid, n in row["worker_requests"].items()}
+    assert sum(served.values()) == row["requests"]  # every request measured carries its worker's pid
+    assert set(served) <= workers  # ... and it is one of this server's processes
+    assert row["workers_seen"] == len(served) >= 1

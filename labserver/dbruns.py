@@ -1,0 +1,70 @@
+"""Lesson 07's runs: the database endpoints under Locust, each beside its prediction (dbmodel).
+
+`calibrate` sends lone requests to each endpoint (no load) to learn its service time and the
+worker's CPU per request; `sweep` then runs every endpoint × users × cpu_n through the lab's
+harness (`run_load`) with the prediction built from those figures, the thread pool, the
+connection pool and the fib timing.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from labserver import dbmodel
+from labserver.load import check_load, run_load
+from labserver.model import cpu_ms
+from labserver.server import LabServer
+
+
+def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataFrame:
+    """Per endpoint: median time of one request alone (`service_ms`) and the worker's CPU for it (`cpu_ms`)."""
+    rows = []
+    for endpoint in endpoints:
+        alone = dbmodel.lone_requests(server.url, f"/{endpoint}", n=n, server_pid=server.proc.pid)
+        rows.append({"pattern": endpoint, "service_ms": alone["service_ms"], "cpu_ms": alone["cpu_ms"]})
+    return pd.DataFrame(rows).set_index("pattern")
+
+
+def predict(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame):
+    """The prediction for one run: the lone-request figures plus the run's database wait and fib."""
+    fib = cpu_ms(cpu_n)
+    s = server.settings
+    return dbmodel.predict(
+        endpoint, users, service_ms=base.at[endpoint, "service_ms"] + io_ms + fib, threads=s.threads,
+        db_pool=s.db_pool, workers=s.workers, cpu_ms_per_request=base.at[endpoint, "cpu_ms"] + fib,
+    )  # fmt: skip
+
+
+def predict_frame(server: LabServer, base: pd.DataFrame, plan: list[tuple[list[str], int, int, list[int] | int]]
+                  ) -> pd.DataFrame:  # fmt: skip
+    """The prediction of every planned run: `plan` holds (endpoints, users, io_ms, cpu_n or depths) per part."""
+    rows = []
+    for endpoints, users, io_ms, cpu_n in plan:
+        for n in cpu_n if isinstance(cpu_n, list) else [cpu_n]:
+            for endpoint in endpoints:
+                p = predict(server, endpoint, users, io_ms, n, base)
+                rows.append({"pattern": endpoint, "users": users, "io_ms": io_ms, "cpu_n": n, "predicted_rps": p.rps,
+                             "predicted_ms": p.latency_ms, "bottleneck": p.bottleneck})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def sweep(server: LabServer, endpoints: list[str], users: list[int], base: pd.DataFrame, io_ms: int = 0,
+          cpu_n: list[int] | int = 0, lesson: str | None = None, **load) -> pd.DataFrame:  # fmt: skip
+    """run_load for every endpoint × users × cpu_n, predicted from `base` (see calibrate); one tidy row per run."""
+    depths = cpu_n if isinstance(cpu_n, list) else [cpu_n]
+    for endpoint in endpoints:
+        for u in users:
+            for n in depths:
+                check_load(endpoint, u, load.get("duration_s", 5), 1, io_ms, n)
+    rows = []
+    for n in depths:
+        for u in users:
+            for endpoint in endpoints:
+                p = predict(server, endpoint, u, io_ms, n, base)
+                tags = {"db_pool": server.settings.db_pool, "service_ms": base.at[endpoint, "service_ms"],
+                        "cpu_ms_alone": base.at[endpoint, "cpu_ms"]}  # fmt: skip
+                run = run_load(server, endpoint, u, io_ms=io_ms, cpu_n=n, lesson=lesson, predicted=p, tags=tags, **load)
+                rows.append(run.row)
+    frame = pd.DataFrame(rows)
+    frame["driver"] = frame["pattern"].map(dbmodel.driver)
+    return frame
