@@ -12,6 +12,7 @@ bulk-load order: the same schema as the seed's, built several times faster).
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from dataclasses import dataclass
 
@@ -136,9 +137,14 @@ class Shop:
         return f"{self.schema}: {counts}; {self.size_mb:,.0f} MB; {how}"
 
 
-def ensure(url: str, scale: float, progress: bool = True) -> Shop:
-    """The shop at `scale` on the server at `url`: reused if already built with this SQL, else built now."""
+def ensure(url: str, scale: float, progress: bool | None = None) -> Shop:
+    """The shop at `scale` on the server at `url`: reused if already built with this SQL, else built now.
+
+    A progress bar shows the build unless `progress` is False (default: on, but for LAB_PROGRESS=0).
+    """
     import psycopg
+
+    progress = os.environ.get("LAB_PROGRESS", "1") != "0" if progress is None else progress
 
     counts = rows(scale)
     schema = schema_name(scale)

@@ -303,3 +303,18 @@ def test_simulation_holds_two_connections_and_cpu_takes_over():
     assert p.bottleneck == "CPU (one core per worker)" and p.rps == pytest.approx(20)
     with pytest.raises(ValueError, match="sync_select"):
         dbmodel.predict("sync_selcet", users=1, service_ms=1)
+
+
+def test_convergence_depth_is_where_the_gap_stays_closed():
+    assert dbmodel.converges_at({15: 1.8, 20: 1.4, 25: 1.1, 27: 0.95}) == 25
+    assert dbmodel.converges_at({15: 1.8, 20: 1.05, 25: 1.3, 27: 0.95}) == 27  # a gap that reopens does not count
+    assert dbmodel.converges_at({15: 1.8, 20: 1.4}) is None
+
+
+def test_cpu_takes_over_where_fib_outweighs_the_rest():
+    from labserver.model import cpu_ms
+
+    depths = [10, 15, 20, 25]
+    assert dbmodel.cpu_takes_over(depths, overhead_ms=0) == 10
+    assert dbmodel.cpu_takes_over(depths, overhead_ms=cpu_ms(20) * 0.99) == 20  # cpu_ms is timed once, then cached
+    assert dbmodel.cpu_takes_over(depths, overhead_ms=1e9) is None
