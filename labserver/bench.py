@@ -43,6 +43,11 @@ USERS = (50, 100, 200, 400)
 IO_MS = 100
 TARGETS = {"ratio": 0.98, "ratio_up_to_rps": 2000, "overhead_s": 2.0, "batch_s": 360, "measuring": 0.70,
            "spread": 0.05}  # fmt: skip
+HARNESS_COLUMNS = [
+    "users", "processes", "predicted_rps", "measured_rps", "locust_rps", "ratio", "predicted_cpu_rps", "ratio_cpu",
+    "locust_cpu", "server_cpu", "other_cpu", "machine_cpu", "server_ms", "locust_ms", "server_ms_model", "p50_ms",
+    "mean_ms", "window_s", "run_s", "locust_first_request_s", "valid", "problems",
+]  # fmt: skip
 REPEAT_USERS = 80  # lesson 01's claim: at 2× the 40-thread pool, async serves ≥ 2× the requests of `def`
 
 
@@ -55,6 +60,16 @@ def first_request_delay(per_user: list[list], spawned_at: float) -> float:
     """Seconds from starting Locust (`spawned_at`) to the first request it sent (a reply's end minus its latency)."""
     sent = [r[0] - r[1] / 1000 for records in per_user for r in records]
     return min(sent) - spawned_at if sent else float("nan")
+
+
+def locust_rps(path: Path) -> float:
+    """Locust's own throughput from its --json-file: requests over first-to-last reply, warm-up included."""
+    try:
+        stats = json.loads(path.read_text())[0]
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    span = stats["last_request_timestamp"] - stats["start_time"]
+    return (stats["num_requests"] - 1) / span if span > 0 else float("nan")
 
 
 def measuring_s(runs: pd.DataFrame, t0: float, t1: float) -> tuple[float, int]:
@@ -121,6 +136,8 @@ def _plain(value):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars from pandas: plain Python numbers
+        value = value.item()
     if isinstance(value, float) and value != value:
         return None
     return value
@@ -157,6 +174,7 @@ def _measured_run(server: LabServer, pattern: str, users: int, duration_s: int, 
     row["other_cpu"] = row["machine_cpu"] - row["server_cpu"] - row["locust_cpu"]
     row["run_s"] = time.perf_counter() - started
     row["locust_first_request_s"] = first_request_delay(_read_records(result.path), spawned_at)
+    row["locust_rps"] = locust_rps(result.path / "locust.json")
     return row
 
 
@@ -171,21 +189,16 @@ def harness(duration_s: int, ready: list[float]) -> list[dict]:
                 print(
                     f"  harness: {processes} Locust process(es), {users} users: {rows[-1]['rps']:.0f} req/s", flush=True
                 )
-    # The server's own CPU per request, measured: the median over the runs, the model's server_ms.
-    server_ms = statistics.median(r["server_cpu"] / r["rps"] * 1000 for r in rows)
-    out = []
-    for r in rows:
-        curve = model.predict("sequential", r["users"], io_ms=IO_MS, server_ms=server_ms, queueing=True).rps
-        out.append({
-            "users": r["users"], "processes": r["processes"], "predicted_rps": r["predicted_rps"],
-            "measured_rps": r["rps"], "ratio": r["ratio"], "predicted_cpu_rps": curve, "ratio_cpu": r["rps"] / curve,
-            "locust_cpu": r["locust_cpu"], "server_cpu": r["server_cpu"], "other_cpu": r["other_cpu"],
-            "machine_cpu": r["machine_cpu"], "server_ms": r["server_cpu"] / r["rps"] * 1000,
-            "locust_ms": r["locust_cpu"] / r["rps"] * 1000, "server_ms_model": server_ms, "p50_ms": r["p50_ms"],
-            "mean_ms": r["mean_ms"], "window_s": r["window_s"], "run_s": r["run_s"],
-            "locust_first_request_s": r["locust_first_request_s"], "valid": bool(r["valid"]), "problems": r["problems"],
-        })  # fmt: skip
-    return out
+    # The server's own CPU per request, measured (the median over the runs): the second prediction.
+    frame = pd.DataFrame(rows)
+    server_ms = model.server_cpu_ms(frame)
+    curve = model.with_server_cpu(frame, server_ms)
+    out = frame.assign(
+        measured_rps=frame["rps"], predicted_cpu_rps=curve["predicted_rps"], ratio_cpu=curve["ratio"],
+        server_ms=frame["server_cpu"] / frame["rps"] * 1000, locust_ms=frame["locust_cpu"] / frame["rps"] * 1000,
+        server_ms_model=server_ms, valid=frame["valid"].astype(bool),
+    )  # fmt: skip
+    return out[HARNESS_COLUMNS].to_dict("records")
 
 
 def repeatability(duration_s: int, ready: list[float], runs: list[dict]) -> dict:

@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     with Database(port=args.port) as db:
         shop = dbdata.ensure(db.url, args.scale)
         print(f"{db} ready in {db.ready_s:.1f} s\n{shop}")
-        print(f"connect with:  psql '{shop.conninfo}'\nCtrl-C stops it (the data stays for next time).")
+        print(f'connect with:  psql "{shop.conninfo}"\nCtrl-C stops it (the data stays for next time).')
         try:
             while db.alive:
                 time.sleep(0.5)

@@ -51,10 +51,11 @@ async def lifespan(app: FastAPI):
                                configure=_warm)  # fmt: skip
     async_pool = AsyncConnectionPool(settings.database_url, min_size=size, max_size=size, open=False, name="async",
                                      configure=_awarm)  # fmt: skip
-    sync_pool.open(wait=True, timeout=60)
-    await async_pool.open(wait=True, timeout=60)
     app.state.sync_pool, app.state.async_pool = sync_pool, async_pool
     try:
+        # well within LabServer's start-up wait, so that its error shows the pool's
+        sync_pool.open(wait=True, timeout=20)
+        await async_pool.open(wait=True, timeout=20)
         yield
     finally:
         await async_pool.close()

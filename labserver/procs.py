@@ -163,9 +163,13 @@ def spawn(
             )  # fmt: skip
         finally:
             log.close()
-        spawner.watch(proc.pid)
-        if on_start is not None:
-            on_start(proc)
+        try:
+            spawner.watch(proc.pid)
+            if on_start is not None:
+                on_start(proc)
+        except BaseException:
+            stop_tree(proc, grace_s=1)  # nobody would hold it
+            raise
         return proc
 
     future = spawner.submit(start)

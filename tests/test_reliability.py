@@ -134,6 +134,7 @@ def test_make_lab_keeps_token_authentication_on(tmp_path):
     try:
         assert wait_for(lambda: "token=" in log.read_text() or lab.poll() is not None, 60), log.read_text()
         token = re.search(r"token=([0-9a-f]{32,})", log.read_text()).group(1)  # a fresh random one
+        assert wait_for(lambda: procs.port_in_use(port), 30)  # Jupyter may print its URL before it listens
         url = f"http://127.0.0.1:{port}/api/contents"
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(url, timeout=10)
