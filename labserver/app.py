@@ -6,6 +6,7 @@ the environment (see settings.py) so that every `--workers` process sees the sam
 
 from __future__ import annotations
 
+import inspect
 import multiprocessing
 import os
 import signal
@@ -90,9 +91,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     for name, endpoint in PATTERNS.items():
         summary = sys.modules[endpoint.__module__].__doc__.splitlines()[0]
-        # response_model=None: FastAPI would otherwise validate a `def` endpoint's return value
-        # with a second trip through the thread pool, queueing behind new requests under load.
-        app.add_api_route(f"/{name}", endpoint, methods=["GET"], name=name, summary=summary, response_model=None)
+        # response_model=None for a `def` endpoint: FastAPI would otherwise validate its return value
+        # with a second trip through the thread pool, queueing behind new requests under load. An
+        # `async def` one keeps the model FastAPI infers from `-> dict`: validated in place and
+        # serialised by pydantic-core, ~100 fewer Python calls per request than jsonable_encoder
+        # (about 15% of the server's CPU per request).
+        plain = {} if inspect.iscoroutinefunction(endpoint) else {"response_model": None}
+        app.add_api_route(f"/{name}", endpoint, methods=["GET"], name=name, summary=summary, **plain)
     if settings.database_url:  # lesson 07's routes; their lifespan opens and closes the psycopg pools
         from labserver.dbroutes import router as db_router
 

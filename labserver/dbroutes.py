@@ -63,6 +63,10 @@ async def lifespan(app: FastAPI):
 
 
 router = APIRouter(lifespan=lifespan)
+# The four endpoints serialise their rows alike, with jsonable_encoder on the event loop
+# (response_model=None), as the seed's unannotated endpoints did: with the model FastAPI infers
+# from `-> dict`, a `def` endpoint's reply would be validated in a second trip through the
+# thread pool, and the comparison would measure serialisation as well as the driver.
 WARM_UP = (WAIT, USER_ORDERS, USER_PRODUCTS, USER_ITEMS)
 
 
@@ -106,13 +110,13 @@ async def _afetch(pool: AsyncConnectionPool, sql: str, user_id: int, io_ms: int)
         return await cur.fetchall()
 
 
-@router.get("/sync_select", summary="def + ConnectionPool: one SELECT")
+@router.get("/sync_select", response_model=None, summary="def + ConnectionPool: one SELECT")
 def sync_select(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
     (work, user_id), pool = q, request.app.state.sync_pool
     return {"rows": _fetch(pool, USER_ORDERS, user_id, work.io_ms), "pid": os.getpid()}
 
 
-@router.get("/async_select", summary="async def + AsyncConnectionPool: one SELECT")
+@router.get("/async_select", response_model=None, summary="async def + AsyncConnectionPool: one SELECT")
 async def async_select(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
     (work, user_id), pool = q, request.app.state.async_pool
     return {"rows": await _afetch(pool, USER_ORDERS, user_id, work.io_ms), "pid": os.getpid()}
@@ -124,7 +128,7 @@ def _simulation_reply(products: list[dict], items: list[dict], cpu_n: int) -> di
             "pid": os.getpid()}  # fmt: skip
 
 
-@router.get("/sync_simulation", summary="def: two queries in a two-thread executor, then fib(cpu_n)")
+@router.get("/sync_simulation", response_model=None, summary="def: two queries on two threads, then fib(cpu_n)")
 def sync_simulation(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
     (work, user_id), pool = q, request.app.state.sync_pool
     # As in the seed: a fresh two-thread executor per request, one connection per query.
@@ -134,7 +138,7 @@ def sync_simulation(request: Request, q: Annotated[tuple[Work, int], Depends(db_
         return _simulation_reply(products.result(), items.result(), work.cpu_n)
 
 
-@router.get("/async_simulation", summary="async def: two queries with asyncio.gather, then fib(cpu_n)")
+@router.get("/async_simulation", response_model=None, summary="async def: two queries gathered, then fib(cpu_n)")
 async def async_simulation(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
     (work, user_id), pool = q, request.app.state.async_pool
     products, items = await asyncio.gather(
