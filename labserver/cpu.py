@@ -70,3 +70,18 @@ class MachineMeter:
             return float("nan")
         (ta, a), (tb, b) = inside[0], inside[-1]
         return (b - a) / (tb - ta)
+
+
+def wait_until_quiet(max_cores: float = 0.3, timeout_s: float = 60.0, probe_s: float = 0.5) -> float:
+    """Wait until the whole machine uses at most `max_cores` for `probe_s` (others' work, between runs).
+
+    Returns the seconds waited; gives up after `timeout_s` (then the run's `other_cpu` says why).
+    """
+    started = time.monotonic()
+    while True:
+        meter = MachineMeter()
+        meter.sample()
+        time.sleep(probe_s)
+        meter.sample()
+        if meter.usage(0, float("inf")) <= max_cores or time.monotonic() - started >= timeout_s:
+            return time.monotonic() - started

@@ -17,6 +17,7 @@ import statistics
 import time
 import urllib.request
 
+import pandas as pd
 import psutil
 
 from labserver.model import Prediction, cpu_ms
@@ -35,9 +36,9 @@ def kind(endpoint: str) -> str:
     return endpoint.split("_", 1)[1]
 
 
-def predict(endpoint: str, users: int, service_ms: float, threads: int = 40, db_pool: int = 20,
-            workers: int = 1, cpu_ms_per_request: float = 0.0, cores: int | None = None) -> Prediction:  # fmt: skip
-    """Predicted throughput and mean latency of a database endpoint under `users` closed-loop users.
+def limits(endpoint: str, users: int, service_ms: float, threads: int = 40, db_pool: int = 20, workers: int = 1,
+           cpu_ms_per_request: float = 0.0, cores: int | None = None) -> dict[str, float]:  # fmt: skip
+    """Each bound on a database endpoint's throughput (req/s), by name: what `predict` takes the least of.
 
     `service_ms` is one request's time alone (database wait and CPU included); `cpu_ms_per_request`
     is the worker's CPU for one request (0: not CPU-bound).
@@ -47,16 +48,22 @@ def predict(endpoint: str, users: int, service_ms: float, threads: int = 40, db_
     cores = cores or os.cpu_count() or 1
     s = service_ms / 1000
     cpu = cpu_ms_per_request / 1000
-    limits = {"users": users / s}
+    bounds = {"users": users / s}
     # A connection is held for the request's queries, not its CPU post-processing.
     hold = max(s - cpu, 1e-6)
-    limits["connection pool"] = workers * db_pool / QUERIES[kind(endpoint)] / hold
+    bounds["connection pool"] = workers * db_pool / QUERIES[kind(endpoint)] / hold
     if driver(endpoint) == "sync":
-        limits["thread pool"] = workers * threads / s
+        bounds["thread pool"] = workers * threads / s
     if cpu > 0:
-        limits["CPU (one core per worker)"] = min(workers, cores) / cpu
-    bottleneck = min(limits, key=limits.get)
-    rps = limits[bottleneck]
+        bounds["CPU (one core per worker)"] = min(workers, cores) / cpu
+    return bounds
+
+
+def predict(endpoint: str, users: int, service_ms: float, **settings) -> Prediction:
+    """Predicted throughput and mean latency of a database endpoint under `users` closed-loop users (see limits)."""
+    bounds = limits(endpoint, users, service_ms, **settings)
+    bottleneck = min(bounds, key=bounds.get)
+    rps = bounds[bottleneck]
     return Prediction(rps=rps, latency_ms=users / rps * 1000, bottleneck=bottleneck)
 
 
@@ -88,9 +95,17 @@ def lone_requests(url: str, path: str, n: int = 100, server_pid: int | None = No
     return {"path": path, "service_ms": statistics.median(times), "cpu_ms": cpu, "wall_s": wall}
 
 
-def fib_share(rps: float, cpu_n: int) -> float:
-    """Share of a core that fib(cpu_n) takes at `rps` requests per second (1.0: the core does nothing else)."""
-    return rps * cpu_ms(cpu_n) / 1000
+def fib_share(frame: pd.DataFrame) -> pd.Series:
+    """fib's share of each request's CPU in a depth sweep, from the server's own CPU per request.
+
+    CPU per request is `server_cpu / rps`; at the shallowest depth it is (nearly) all the rest of
+    the request, so at depth n fib's share is 1 - cpu(shallowest) / cpu(n), per pattern. No fib
+    timing from another process enters it: a shared machine's speed drifts between processes.
+    """
+    cpu = frame["server_cpu"] / frame["rps"]
+    shallowest = frame["cpu_n"] == frame.groupby("pattern")["cpu_n"].transform("min")
+    rest = cpu[shallowest].groupby(frame["pattern"][shallowest]).mean()
+    return 1 - frame["pattern"].map(rest) / cpu
 
 
 def converges_at(ratios: dict[int, float], tolerance: float = 0.15) -> int | None:

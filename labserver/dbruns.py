@@ -25,14 +25,22 @@ def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataF
     return pd.DataFrame(rows).set_index("pattern")
 
 
-def predict(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame):
-    """The prediction for one run: the lone-request figures plus the run's database wait and fib."""
+def _model_args(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame) -> dict:
     fib = cpu_ms(cpu_n)
     s = server.settings
-    return dbmodel.predict(
-        endpoint, users, service_ms=base.at[endpoint, "service_ms"] + io_ms + fib, threads=s.threads,
-        db_pool=s.db_pool, workers=s.workers, cpu_ms_per_request=base.at[endpoint, "cpu_ms"] + fib,
-    )  # fmt: skip
+    return dict(endpoint=endpoint, users=users, service_ms=base.at[endpoint, "service_ms"] + io_ms + fib,
+                threads=s.threads, db_pool=s.db_pool, workers=s.workers,
+                cpu_ms_per_request=base.at[endpoint, "cpu_ms"] + fib)  # fmt: skip
+
+
+def predict(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame):
+    """The prediction for one run: the lone-request figures plus the run's database wait and fib."""
+    return dbmodel.predict(**_model_args(server, endpoint, users, io_ms, cpu_n, base))
+
+
+def limits(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame) -> dict:
+    """Every bound the model puts on one run, by name (req/s)."""
+    return dbmodel.limits(**_model_args(server, endpoint, users, io_ms, cpu_n, base))
 
 
 def predict_frame(server: LabServer, base: pd.DataFrame, plan: list[tuple[list[str], int, int, list[int] | int]]

@@ -6,7 +6,17 @@ import math
 import pandas as pd
 import pytest
 
-from labserver.bench import _plain, first_request_delay, locust_rps, measuring_s, spread, table, targets
+from labserver.bench import (
+    _plain,
+    first_request_delay,
+    lesson_walls,
+    locust_rps,
+    measuring_s,
+    spread,
+    table,
+    targets,
+    windows,
+)
 
 
 def test_spread_is_the_range_over_the_median():
@@ -98,3 +108,22 @@ def test_numpy_scalars_become_plain_numbers():
     frame = pd.DataFrame({"users": [50], "ok": [True], "rps": [float("nan")]})
     row = _plain(frame.assign(ok=frame["ok"].astype(bool)).to_dict("records")[0])
     assert json.loads(json.dumps(row, allow_nan=False)) == {"users": 50, "ok": True, "rps": None}
+
+
+def test_windows_per_lesson():
+    runs = pd.DataFrame({
+        "started_at": ["2026-01-01T00:01:00+00:00"] * 3, "lesson": ["00_start_here", "00_start_here", None],
+        "window_s": [4.0, 4.5, 1.0],
+    })  # fmt: skip
+    t = pd.Timestamp("2026-01-01T00:01:00+00:00").timestamp()
+    per_lesson = windows(runs, t, t + 10)
+    assert per_lesson.loc["00_start_here", "measuring_s"] == pytest.approx(8.5)
+    assert per_lesson.loc["00_start_here", "runs"] == 2
+    assert per_lesson.loc["(none)", "runs"] == 1
+
+
+def test_lesson_walls_reads_papermill_s_durations(tmp_path):
+    (tmp_path / "00_start_here.ipynb").write_text(json.dumps({"metadata": {"papermill": {"duration": 46.5}}}))
+    (tmp_path / "01_broken.ipynb").write_text("{")
+    assert lesson_walls(tmp_path, since=0) == {"00_start_here": 46.5}
+    assert lesson_walls(tmp_path, since=4e9) == {}  # written before the batch started: not this batch's

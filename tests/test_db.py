@@ -318,3 +318,16 @@ def test_cpu_takes_over_where_fib_outweighs_the_rest():
     assert dbmodel.cpu_takes_over(depths, overhead_ms=0) == 10
     assert dbmodel.cpu_takes_over(depths, overhead_ms=cpu_ms(20) * 0.99) == 20  # cpu_ms is timed once, then cached
     assert dbmodel.cpu_takes_over(depths, overhead_ms=1e9) is None
+
+
+def test_fib_share_comes_from_the_servers_own_cpu_per_request():
+    import pandas as pd
+
+    frame = pd.DataFrame({
+        "pattern": ["sync_simulation", "sync_simulation", "async_simulation", "async_simulation"],
+        "cpu_n": [15, 27, 15, 27],
+        "rps": [250.0, 20.0, 500.0, 20.0],  # 4 ms and 2 ms of CPU per request at fib(15), 50 ms at fib(27)
+        "server_cpu": [1.0, 1.0, 1.0, 1.0],
+    })  # fmt: skip
+    share = dbmodel.fib_share(frame)
+    assert list(share.round(3)) == [0.0, 0.92, 0.0, 0.96]
