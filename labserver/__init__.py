@@ -8,9 +8,9 @@ from importlib import import_module
 
 __all__ = [
     "Claims",
-    "check_sweep",
     "LabServer",
     "RunResult",
+    "check_sweep",
     "load_runs",
     "predict",
     "run_load",

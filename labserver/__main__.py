@@ -17,7 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default: 8000)")
     serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default: 1)")
     serve.add_argument("--threads", type=int, default=THREADS_DEFAULT, help="thread-pool size per worker (default: 40)")
-    serve.add_argument("--procs", type=int, default=Settings().procs, help="process-pool size per worker (default: cores)")
+    serve.add_argument(
+        "--procs", type=int, default=Settings().procs, help="process-pool size per worker (default: cores)"
+    )
     args = parser.parse_args(argv)
 
     settings = Settings(workers=args.workers, threads=args.threads, procs=args.procs)

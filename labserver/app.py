@@ -56,8 +56,12 @@ def _start_pool(procs: int) -> ProcessPoolExecutor | None:
     # spawn, not fork: a forked child would inherit uvicorn's listening socket and signal
     # handlers, and keep the port busy if it outlived the server.
     # initargs: a child whose worker died before it asked for the signal exits at once
-    pool = ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent,
-                               initargs=(signal.SIGTERM, os.getpid()))  # fmt: skip
+    pool = ProcessPoolExecutor(
+        procs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=die_with_parent,
+        initargs=(signal.SIGTERM, os.getpid()),
+    )
     # Start every worker now, so that the first measured requests do not pay for it, but do not
     # wait for them: they import in the background while uvicorn finishes starting and Locust
     # starts (~0.7 s), instead of adding ~0.5 s to every server's start-up.

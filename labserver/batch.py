@@ -42,9 +42,13 @@ def run_lesson(notebook: Path, profile: str, out_dir: Path) -> tuple[list[dict],
     error = None
     try:
         papermill.execute_notebook(
-            str(notebook), str(out_dir / notebook.name), parameters=params, kernel_name=KERNEL,
-            cwd=str(NOTEBOOKS), progress_bar=False,
-        )  # fmt: skip
+            str(notebook),
+            str(out_dir / notebook.name),
+            parameters=params,
+            kernel_name=KERNEL,
+            cwd=str(NOTEBOOKS),
+            progress_bar=False,
+        )
     except papermill.PapermillExecutionError as e:
         error = f"{e.ename}: {e.evalue}"
     finally:

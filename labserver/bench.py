@@ -44,13 +44,33 @@ from labserver.server import LabServer
 PARTS = ("harness", "overhead", "batch", "repeatability")
 USERS = (50, 100, 200, 400)
 IO_MS = 100
-TARGETS = {"ratio": 0.98, "ratio_up_to_rps": 2000, "overhead_s": 2.0, "batch_s": 360, "measuring": 0.70,
-           "spread": 0.05}  # fmt: skip
+TARGETS = {"ratio": 0.98, "ratio_up_to_rps": 2000, "overhead_s": 2.0, "batch_s": 360, "measuring": 0.70, "spread": 0.05}
 HARNESS_COLUMNS = [
-    "users", "processes", "predicted_rps", "measured_rps", "locust_rps", "ratio", "predicted_cpu_rps", "ratio_cpu",
-    "locust_cpu", "server_cpu", "other_cpu", "machine_cpu", "server_ms", "locust_ms", "server_ms_model", "p50_ms",
-    "mean_ms", "window_s", "run_s", "locust_first_request_s", "attempts", "waited_s", "valid", "problems",
-]  # fmt: skip
+    "users",
+    "processes",
+    "predicted_rps",
+    "measured_rps",
+    "locust_rps",
+    "ratio",
+    "predicted_cpu_rps",
+    "ratio_cpu",
+    "locust_cpu",
+    "server_cpu",
+    "other_cpu",
+    "machine_cpu",
+    "server_ms",
+    "locust_ms",
+    "server_ms_model",
+    "p50_ms",
+    "mean_ms",
+    "window_s",
+    "run_s",
+    "locust_first_request_s",
+    "attempts",
+    "waited_s",
+    "valid",
+    "problems",
+]
 # On a shared machine: wait for others' work to stop before a run, and measure again a run during
 # which other programs still kept more than this many cores busy.
 OTHER_CPU_MAX = 0.25
@@ -123,19 +143,37 @@ def targets(report: dict) -> list[tuple[str, float, str, bool]]:
     if report.get("harness"):
         near = [r for r in report["harness"] if r["predicted_rps"] <= TARGETS["ratio_up_to_rps"]]
         worst = min(r["ratio"] for r in near)
-        out.append((f"worst measured/predicted, runs ≤ {TARGETS['ratio_up_to_rps']:,} req/s", worst,
-                    f"≥ {TARGETS['ratio']}", worst >= TARGETS["ratio"]))  # fmt: skip
+        out.append(
+            (
+                f"worst measured/predicted, runs ≤ {TARGETS['ratio_up_to_rps']:,} req/s",
+                worst,
+                f"≥ {TARGETS['ratio']}",
+                worst >= TARGETS["ratio"],
+            )
+        )
     for name, value in (report.get("overhead_s") or {}).items():
-        out.append((f"overhead: {name.replace('_', ' ')} (s)", value, f"≤ {TARGETS['overhead_s']}",
-                    value <= TARGETS["overhead_s"]))  # fmt: skip
+        out.append(
+            (
+                f"overhead: {name.replace('_', ' ')} (s)",
+                value,
+                f"≤ {TARGETS['overhead_s']}",
+                value <= TARGETS["overhead_s"],
+            )
+        )
     if report.get("batch"):
         b = report["batch"]
         out.append(
             ("batch (quick) wall time (s)", b["wall_s"], f"≤ {TARGETS['batch_s']}", b["wall_s"] <= TARGETS["batch_s"])
         )
         share = b["measuring_s"] / b["wall_s"] if b["wall_s"] else float("nan")
-        out.append(("batch: share inside measurement windows", share, f"≥ {TARGETS['measuring']}",
-                    share >= TARGETS["measuring"]))  # fmt: skip
+        out.append(
+            (
+                "batch: share inside measurement windows",
+                share,
+                f"≥ {TARGETS['measuring']}",
+                share >= TARGETS["measuring"],
+            )
+        )
     if report.get("repeatability"):
         s = report["repeatability"]["spread"]
         out.append(("repeatability: spread of the headline ratio", s, f"≤ {TARGETS['spread']}", s <= TARGETS["spread"]))
@@ -146,18 +184,24 @@ def table(report: dict) -> str:
     """The report as a few lines of text: harness runs, then the targets."""
     lines = []
     if report.get("harness"):
-        lines.append("procs users predicted measured ratio  with-CPU ratio  server(ms/req) locust(ms/req) "
-                     "cores: server locust other  valid")  # fmt: skip
+        lines.append(
+            "procs users predicted measured ratio  with-CPU ratio  server(ms/req) locust(ms/req) "
+            "cores: server locust other  valid"
+        )
         for r in report["harness"]:
-            lines.append(f"{r['processes']:5d} {r['users']:5d} {r['predicted_rps']:9.0f} {r['measured_rps']:8.0f} "
-                         f"{r['ratio']:5.3f} {r['predicted_cpu_rps']:9.0f} {r['ratio_cpu']:5.3f} "
-                         f"{r['server_ms']:14.3f} {r['locust_ms']:14.3f} {r['server_cpu']:13.2f} "
-                         f"{r['locust_cpu']:6.2f} {r['other_cpu']:5.2f}  {'yes' if r['valid'] else 'NO'}")  # fmt: skip
+            lines.append(
+                f"{r['processes']:5d} {r['users']:5d} {r['predicted_rps']:9.0f} {r['measured_rps']:8.0f} "
+                f"{r['ratio']:5.3f} {r['predicted_cpu_rps']:9.0f} {r['ratio_cpu']:5.3f} "
+                f"{r['server_ms']:14.3f} {r['locust_ms']:14.3f} {r['server_cpu']:13.2f} "
+                f"{r['locust_cpu']:6.2f} {r['other_cpu']:5.2f}  {'yes' if r['valid'] else 'NO'}"
+            )
         lines.append("")
     for lesson in (report.get("batch") or {}).get("lessons", []):
         share = lesson["measuring_s"] / lesson["wall_s"] if lesson["wall_s"] else float("nan")
-        lines.append(f"batch  {lesson['lesson']:<26} {lesson['wall_s']:6.1f} s, {lesson['runs']:3d} runs, "
-                     f"{lesson['measuring_s']:6.1f} s measuring ({share:.0%})")  # fmt: skip
+        lines.append(
+            f"batch  {lesson['lesson']:<26} {lesson['wall_s']:6.1f} s, {lesson['runs']:3d} runs, "
+            f"{lesson['measuring_s']:6.1f} s measuring ({share:.0%})"
+        )
     if (report.get("batch") or {}).get("lessons"):
         lines.append("")
     for what, value, target, met in targets(report):
@@ -241,10 +285,14 @@ def harness(duration_s: int, ready: list[float]) -> list[dict]:
     server_ms = model.server_cpu_ms(frame)
     curve = model.with_server_cpu(frame, server_ms)
     out = frame.assign(
-        measured_rps=frame["rps"], predicted_cpu_rps=curve["predicted_rps"], ratio_cpu=curve["ratio"],
-        server_ms=frame["server_cpu"] / frame["rps"] * 1000, locust_ms=frame["locust_cpu"] / frame["rps"] * 1000,
-        server_ms_model=server_ms, valid=frame["valid"].astype(bool),
-    )  # fmt: skip
+        measured_rps=frame["rps"],
+        predicted_cpu_rps=curve["predicted_rps"],
+        ratio_cpu=curve["ratio"],
+        server_ms=frame["server_cpu"] / frame["rps"] * 1000,
+        locust_ms=frame["locust_cpu"] / frame["rps"] * 1000,
+        server_ms_model=server_ms,
+        valid=frame["valid"].astype(bool),
+    )
     return out[HARNESS_COLUMNS].to_dict("records")
 
 
@@ -260,8 +308,11 @@ def repeatability(duration_s: int, ready: list[float], runs: list[dict]) -> dict
             runs += pair.values()
             values.append(pair["sequential"]["rps"] / pair["threadpool"]["rps"])
             print(f"  repeatability: {values[-1]:.3f}", flush=True)
-    return {"what": f"lesson 01: async / sync throughput at {REPEAT_USERS} users, {IO_MS} ms I/O (claim ≥ 2)",
-            "values": values, "spread": spread(values)}  # fmt: skip
+    return {
+        "what": f"lesson 01: async / sync throughput at {REPEAT_USERS} users, {IO_MS} ms I/O (claim ≥ 2)",
+        "values": values,
+        "spread": spread(values),
+    }
 
 
 def overhead(ready: list[float], runs: list[dict]) -> dict:
@@ -285,19 +336,35 @@ def batch(profile: str, env: dict, log: Path) -> dict:
     """`python -m labserver.batch --profile <profile>` as `make figures` runs it, timed; runs read back from disk."""
     started, t0 = time.perf_counter(), time.time()
     with open(log, "w") as out:
-        code = subprocess.call([sys.executable, "-m", "labserver.batch", "--profile", profile], cwd=ROOT, env=env,
-                               stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        code = subprocess.call(
+            [sys.executable, "-m", "labserver.batch", "--profile", profile],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     wall_s, t1 = time.perf_counter() - started, time.time()
     root = Path(env.get("LAB_DATA_DIR") or ROOT / "data")
     per_lesson = windows(results.load_runs(root=root / "runs"), t0, t1)
     walls = lesson_walls(root / "executed", t0)
     lessons = [
-        {"lesson": name, "wall_s": wall, "runs": int(per_lesson["runs"].get(name, 0)),
-         "measuring_s": float(per_lesson["measuring_s"].get(name, 0.0))}
+        {
+            "lesson": name,
+            "wall_s": wall,
+            "runs": int(per_lesson["runs"].get(name, 0)),
+            "measuring_s": float(per_lesson["measuring_s"].get(name, 0.0)),
+        }
         for name, wall in walls.items()
-    ]  # fmt: skip
-    return {"profile": profile, "wall_s": wall_s, "measuring_s": float(per_lesson["measuring_s"].sum()),
-            "runs": int(per_lesson["runs"].sum()), "exit_code": code, "lessons": lessons, "log": str(log)}  # fmt: skip
+    ]
+    return {
+        "profile": profile,
+        "wall_s": wall_s,
+        "measuring_s": float(per_lesson["measuring_s"].sum()),
+        "runs": int(per_lesson["runs"].sum()),
+        "exit_code": code,
+        "lessons": lessons,
+        "log": str(log),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,7 +42,9 @@ class Claims:
         self.strict = strict
         self.verdicts: list[Verdict] = []
 
-    def between(self, claim: str, value: float, low: float = -math.inf, high: float = math.inf, detail: str = "") -> Verdict:
+    def between(
+        self, claim: str, value: float, low: float = -math.inf, high: float = math.inf, detail: str = ""
+    ) -> Verdict:
         """`value` lies in [low, high]; NaN never passes."""
         if low > -math.inf and high < math.inf:
             bound = f"between {low:.3g} and {high:.3g}"
@@ -53,8 +55,15 @@ class Claims:
         passed = bool(not math.isnan(value) and low <= value <= high)
         return self._record(Verdict(self.lesson, claim, float(value), bound, passed, detail))
 
-    def ratio(self, claim: str, numerator: float, denominator: float, at_least: float = -math.inf,
-              at_most: float = math.inf, detail: str = "") -> Verdict:  # fmt: skip
+    def ratio(
+        self,
+        claim: str,
+        numerator: float,
+        denominator: float,
+        at_least: float = -math.inf,
+        at_most: float = math.inf,
+        detail: str = "",
+    ) -> Verdict:
         """numerator / denominator lies in [at_least, at_most]."""
         value = numerator / denominator if denominator else math.nan
         detail = detail or f"{numerator:.4g} / {denominator:.4g}"
@@ -68,7 +77,9 @@ class Claims:
     def valid(self, claim: str, frame: pd.DataFrame) -> Verdict:
         """Every run in `frame` is a valid measurement."""
         bad = frame[~frame["valid"].astype(bool)]
-        detail = "; ".join(f"{r.pattern} at {r.users} users: {r.problems}" for r in bad.itertuples()) or "all runs valid"
+        detail = (
+            "; ".join(f"{r.pattern} at {r.users} users: {r.problems}" for r in bad.itertuples()) or "all runs valid"
+        )
         share = 1 - len(bad) / len(frame) if len(frame) else math.nan
         return self.between(claim, share, 1.0, 1.0, detail)
 

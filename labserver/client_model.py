@@ -55,8 +55,9 @@ def slots(pattern: str, threads: int = 40, workers: int = 1) -> float:
     return {"threadpool": threads * workers, "blocking": workers}.get(pattern, math.inf)
 
 
-def predict_client(client: str, requests: int, concurrency: int, io_ms: float, server_slots: float = math.inf,
-                   cost: Cost | None = None) -> Prediction:  # fmt: skip
+def predict_client(
+    client: str, requests: int, concurrency: int, io_ms: float, server_slots: float = math.inf, cost: Cost | None = None
+) -> Prediction:
     """Predicted req/s (requests / wall time) of `requests` GETs of `io_ms` each, `concurrency` in flight.
 
     Without `cost`, S is the I/O wait alone and the client's CPU is free: the pure concurrency model.
@@ -87,8 +88,15 @@ def client_costs(frame: pd.DataFrame) -> dict[str, Cost]:
     return {library: Cost(float(m.client_ms), float(m.mean_ms)) for library, m in medians.iterrows()}
 
 
-def plan(clients: list[str], patterns: list[str], counts: list[int], concurrency: list[int], io_ms: int,
-         max_run_s: float, threads: int = 40) -> pd.DataFrame:  # fmt: skip
+def plan(
+    clients: list[str],
+    patterns: list[str],
+    counts: list[int],
+    concurrency: list[int],
+    io_ms: int,
+    max_run_s: float,
+    threads: int = 40,
+) -> pd.DataFrame:
     """Every run of the lesson and its expected length; `run` is false for runs longer than `max_run_s`,
     except at the smallest count, so that every client is measured at least once."""
     if not clients or not patterns or not counts or not concurrency:
@@ -103,8 +111,16 @@ def plan(clients: list[str], patterns: list[str], counts: list[int], concurrency
                 for n in counts:
                     check_run(client, pattern, n, k, io_ms)
                     wall_s = n / predict_client(client, n, k, io_ms, slots(pattern, threads)).rps
-                    rows.append({"pattern": pattern, "client": client, "users": k, "requests": n,
-                                 "expected_s": wall_s, "run": wall_s <= max_run_s or n == min(counts)})  # fmt: skip
+                    rows.append(
+                        {
+                            "pattern": pattern,
+                            "client": client,
+                            "users": k,
+                            "requests": n,
+                            "expected_s": wall_s,
+                            "run": wall_s <= max_run_s or n == min(counts),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -115,8 +131,20 @@ def speedups(frame: pd.DataFrame) -> pd.DataFrame:
     out["speedup"] = out["rps"] / out["rps_loop"]
     out["predicted_speedup"] = out["predicted_rps"] / out["predicted_rps_loop"]
     out["speedup_ratio"] = out["speedup"] / out["predicted_speedup"]
-    return out[["pattern", "client", "users", "requests", "rps", "speedup", "predicted_speedup", "speedup_ratio",
-                "client_cpu", "bottleneck"]].reset_index(drop=True)  # fmt: skip
+    return out[
+        [
+            "pattern",
+            "client",
+            "users",
+            "requests",
+            "rps",
+            "speedup",
+            "predicted_speedup",
+            "speedup_ratio",
+            "client_cpu",
+            "bottleneck",
+        ]
+    ].reset_index(drop=True)
 
 
 def pick(frame: pd.DataFrame, column: str, **where) -> float:

@@ -29,11 +29,21 @@ SATURATED = 0.9  # a client process above this share of a core is the bottleneck
 CLIENT_COLORS = {"loop": "#8c8c8c", "threadpool": plots.COLORS["threadpool"], "aiohttp": plots.COLORS["gather"]}
 
 
-def _client(server: LabServer, client: str, url: str, requests: int, concurrency: int, log: Path,
-            timeout_s: float) -> tuple[dict | None, str, float]:  # fmt: skip
+def _client(
+    server: LabServer, client: str, url: str, requests: int, concurrency: int, log: Path, timeout_s: float
+) -> tuple[dict | None, str, float]:
     """Run `python -m labserver.clients` to the end; return its report, a status and the server's CPU seconds."""
-    cmd = [sys.executable, "-m", "labserver.clients", client, url,
-           "--requests", str(requests), "--concurrency", str(concurrency)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "labserver.clients",
+        client,
+        url,
+        "--requests",
+        str(requests),
+        "--concurrency",
+        str(concurrency),
+    ]
     before = _cpu_seconds(server.proc.pid)
     proc = procs.spawn(cmd, log, cwd=ROOT)
     status, deadline = "ok", time.monotonic() + timeout_s
@@ -66,8 +76,16 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
-def run_client(server: LabServer, client: str, pattern: str, requests: int, concurrency: int, io_ms: int,
-               cost: Cost | None = None, lesson: str | None = None) -> results.RunResult:  # fmt: skip
+def run_client(
+    server: LabServer,
+    client: str,
+    pattern: str,
+    requests: int,
+    concurrency: int,
+    io_ms: int,
+    cost: Cost | None = None,
+    lesson: str | None = None,
+) -> results.RunResult:
     """Send `requests` GETs to `/{pattern}?io_ms=…` with `client`, measure them, and save the run.
 
     The row holds the measurement (`rps` = requests / wall time, as seed 004 counts it), the
@@ -92,13 +110,33 @@ def run_client(server: LabServer, client: str, pattern: str, requests: int, conc
         url, timeout_s = f"{server.url}/{pattern}?io_ms={io_ms}", 30 + 5 * requests / bound.rps
         report, status, server_s = _client(server, client, url, requests, concurrency, tmp / "client.log", timeout_s)
     finally:  # an interrupted run is saved too, marked invalid
-        params = dict(lesson=lesson, pattern=pattern, client=client, library=LIBRARY[client], users=concurrency,
-                      requests=requests, tasks=1, io_ms=io_ms, cpu_n=0, workers=s.workers,
-                      threads=s.threads)  # fmt: skip
+        params = dict(
+            lesson=lesson,
+            pattern=pattern,
+            client=client,
+            library=LIBRARY[client],
+            users=concurrency,
+            requests=requests,
+            tasks=1,
+            io_ms=io_ms,
+            cpu_n=0,
+            workers=s.workers,
+            threads=s.threads,
+        )
         row = _row(run_id, params, report or {}, status, server_s, predicted, bound, cost, started_at)
-        manifest = {"run_id": run_id, "lesson": lesson, "kind": "client", "params": params, "status": status,
-                    "valid": row["valid"], "problems": row["problems"], "environment": results.environment(),
-                    "result": row, "started_at": started_at, "ended_at": _now()}  # fmt: skip
+        manifest = {
+            "run_id": run_id,
+            "lesson": lesson,
+            "kind": "client",
+            "params": params,
+            "status": status,
+            "valid": row["valid"],
+            "problems": row["problems"],
+            "environment": results.environment(),
+            "result": row,
+            "started_at": started_at,
+            "ended_at": _now(),
+        }
         ends = pd.Series((report or {}).get("ends", []), dtype=float)
         history = ends.astype(int).value_counts().sort_index().rename_axis("second").reset_index(name="rps")
         saved = results.finish(tmp, manifest, history)
@@ -113,16 +151,30 @@ def _row(run_id, params, report, status, server_s, predicted, bound, cost, start
     if report.get("failures"):
         problems.append(f"{report['failures']} of {n} requests failed")
     return {
-        "run_id": run_id, **params, "rps": rps, "wall_s": wall_s,
-        "p50_ms": report.get("p50_ms", math.nan), "p95_ms": report.get("p95_ms", math.nan),
-        "mean_ms": report.get("mean_ms", math.nan), "failures": report.get("failures", n),
-        "predicted_rps": predicted.rps, "predicted_ms": predicted.latency_ms, "bottleneck": predicted.bottleneck,
-        "ratio": rps / predicted.rps if predicted.rps > 0 else math.nan, "concurrency_rps": bound.rps,
-        "client_cpu": report.get("client_cpu", math.nan), "client_ms": report.get("cpu_s", math.nan) / n * 1000,
-        "server_cpu": server_s / wall_s if wall_s > 0 else math.nan, "server_ms": server_s / n * 1000,
-        "client_saturated": report.get("client_cpu", 0.0) >= SATURATED, "cost": asdict(cost) if cost else None,
-        "status": status, "valid": not problems, "problems": "; ".join(problems), "started_at": started_at,
-    }  # fmt: skip
+        "run_id": run_id,
+        **params,
+        "rps": rps,
+        "wall_s": wall_s,
+        "p50_ms": report.get("p50_ms", math.nan),
+        "p95_ms": report.get("p95_ms", math.nan),
+        "mean_ms": report.get("mean_ms", math.nan),
+        "failures": report.get("failures", n),
+        "predicted_rps": predicted.rps,
+        "predicted_ms": predicted.latency_ms,
+        "bottleneck": predicted.bottleneck,
+        "ratio": rps / predicted.rps if predicted.rps > 0 else math.nan,
+        "concurrency_rps": bound.rps,
+        "client_cpu": report.get("client_cpu", math.nan),
+        "client_ms": report.get("cpu_s", math.nan) / n * 1000,
+        "server_cpu": server_s / wall_s if wall_s > 0 else math.nan,
+        "server_ms": server_s / n * 1000,
+        "client_saturated": report.get("client_cpu", 0.0) >= SATURATED,
+        "cost": asdict(cost) if cost else None,
+        "status": status,
+        "valid": not problems,
+        "problems": "; ".join(problems),
+        "started_at": started_at,
+    }
 
 
 def _now() -> str:
@@ -155,8 +207,9 @@ def label(frame: pd.DataFrame) -> pd.Series:
 def throughput_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
     """Measured req/s per run (bars, client CPU on top), the model (black) and pure concurrency (grey), per endpoint."""
     patterns = list(dict.fromkeys(frame["pattern"]))
-    fig, axes = plt.subplots(1, len(patterns), figsize=(7.5 * len(patterns), 5.5), sharey=True, squeeze=False,
-                             layout="constrained")  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(patterns), figsize=(7.5 * len(patterns), 5.5), sharey=True, squeeze=False, layout="constrained"
+    )
     for ax, pattern in zip(axes[0], patterns, strict=True):
         runs = frame[frame["pattern"] == pattern].reset_index(drop=True)
         x = range(len(runs))
@@ -185,13 +238,40 @@ def cpu_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
     return fig
 
 
-COLUMNS = ["pattern", "client", "users", "requests", "rps", "predicted_rps", "ratio", "bottleneck", "concurrency_rps",
-           "wall_s", "p50_ms", "client_cpu", "client_ms", "server_cpu", "server_ms", "failures", "valid"]  # fmt: skip
+COLUMNS = [
+    "pattern",
+    "client",
+    "users",
+    "requests",
+    "rps",
+    "predicted_rps",
+    "ratio",
+    "bottleneck",
+    "concurrency_rps",
+    "wall_s",
+    "p50_ms",
+    "client_cpu",
+    "client_ms",
+    "server_cpu",
+    "server_ms",
+    "failures",
+    "valid",
+]
 
 
 def table(frame: pd.DataFrame) -> pd.DataFrame:
     """The columns a reader of lesson 06 needs, rounded for the eye."""
     return frame[[c for c in COLUMNS if c in frame]].round(
-        {"rps": 1, "predicted_rps": 1, "ratio": 2, "concurrency_rps": 1, "wall_s": 2, "p50_ms": 1,
-         "client_cpu": 2, "client_ms": 2, "server_cpu": 2, "server_ms": 2}
-    )  # fmt: skip
+        {
+            "rps": 1,
+            "predicted_rps": 1,
+            "ratio": 2,
+            "concurrency_rps": 1,
+            "wall_s": 2,
+            "p50_ms": 1,
+            "client_cpu": 2,
+            "client_ms": 2,
+            "server_cpu": 2,
+            "server_ms": 2,
+        }
+    )

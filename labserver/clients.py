@@ -95,12 +95,20 @@ def timed(strategy: str, url: str, n: int, concurrency: int) -> dict:
     latencies = sorted(ms for _, ms, _ in outcomes)
     cuts = statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else latencies * 99
     return {
-        "client": strategy, "requests": n, "concurrency": concurrency, "started": t0,
-        "wall_s": wall_s, "cpu_s": cpu_s, "rps": n / wall_s, "client_cpu": cpu_s / wall_s,
+        "client": strategy,
+        "requests": n,
+        "concurrency": concurrency,
+        "started": t0,
+        "wall_s": wall_s,
+        "cpu_s": cpu_s,
+        "rps": n / wall_s,
+        "client_cpu": cpu_s / wall_s,
         "failures": sum(not ok for _, _, ok in outcomes),
-        "p50_ms": cuts[49], "p95_ms": cuts[94], "mean_ms": statistics.fmean(latencies),
+        "p50_ms": cuts[49],
+        "p95_ms": cuts[94],
+        "mean_ms": statistics.fmean(latencies),
         "ends": [round(end - t0, 4) for end, _, _ in outcomes],
-    }  # fmt: skip
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -67,8 +67,9 @@ class Database:
     ready_timeout_s : how long to wait for the server to accept connections.
     """
 
-    def __init__(self, root: Path | None = None, url: str | None = None, port: int | None = None,
-                 ready_timeout_s: float = 60.0):  # fmt: skip
+    def __init__(
+        self, root: Path | None = None, url: str | None = None, port: int | None = None, ready_timeout_s: float = 60.0
+    ):
         self.external_url = url if url is not None else os.environ.get("DATABASE_URL") or None
         self.root = Path(root) if root else default_root()
         self.asked_root = self.root  # start() may move a root run's cluster elsewhere (see _reachable_root)
@@ -162,8 +163,9 @@ class Database:
                 if self.external:
                     raise DatabaseError(f"cannot connect to DATABASE_URL's server: {e}") from e
             time.sleep(0.05)
-        raise DatabaseError(f"PostgreSQL did not accept connections within {self.ready_timeout_s:.0f} s ({error})\n"
-                            f"{self.log_tail()}")  # fmt: skip
+        raise DatabaseError(
+            f"PostgreSQL did not accept connections within {self.ready_timeout_s:.0f} s ({error})\n{self.log_tail()}"
+        )
 
     def stop(self) -> None:
         """Fast shutdown (SIGINT: clients are cut off, data is flushed), then the whole tree if anything is left."""

@@ -19,9 +19,36 @@ from dataclasses import dataclass
 SEED_ROWS = {"users": 1_000_000, "products": 100_000, "orders": 5_000_000, "order_items": 10_000_000}
 PREFIX = "lab_shop_"
 STATUSES = ("pending", "paid", "cancelled", "refunded")
-WORDS = ("Alpha", "Beta", "Gamma", "Delta", "Omega", "Nova", "Prime", "Ultra", "Max", "Lite", "Turbo", "Pro", "Plus",
-         "Mini", "Smart", "Eco", "Power", "Magic", "Hyper", "Blue", "Red", "Green", "Black", "White", "Silver", "Gold",
-         "Quantum", "Fusion")  # fmt: skip
+WORDS = (
+    "Alpha",
+    "Beta",
+    "Gamma",
+    "Delta",
+    "Omega",
+    "Nova",
+    "Prime",
+    "Ultra",
+    "Max",
+    "Lite",
+    "Turbo",
+    "Pro",
+    "Plus",
+    "Mini",
+    "Smart",
+    "Eco",
+    "Power",
+    "Magic",
+    "Hyper",
+    "Blue",
+    "Red",
+    "Green",
+    "Black",
+    "White",
+    "Silver",
+    "Gold",
+    "Quantum",
+    "Fusion",
+)
 
 TABLES = """
 CREATE TABLE users (
@@ -57,44 +84,65 @@ CREATE TABLE lab_meta (key text PRIMARY KEY, value text NOT NULL);
 # gives the same rows. Items draw their order from every order (the seed's generator drew from
 # the first million only, leaving four fifths of its orders empty).
 LOAD = [
-    ("users", """
+    (
+        "users",
+        """
         INSERT INTO users (id, name, email, created_at)
         SELECT g, 'user_' || g, 'user_' || g || '@example.com', now() - random() * interval '365 days'
-        FROM generate_series(1, %(users)s) AS g"""),
-    ("products", """
+        FROM generate_series(1, %(users)s) AS g""",
+    ),
+    (
+        "products",
+        """
         INSERT INTO products (id, title, unit_price, created_at)
         SELECT g, w[1 + floor(random() * cardinality(w))::int] || ' ' || w[1 + floor(random() * cardinality(w))::int]
                   || ' ' || w[1 + floor(random() * cardinality(w))::int],
                round((random() * 500)::numeric, 2), now() - random() * interval '365 days'
-        FROM generate_series(1, %(products)s) AS g, (SELECT %(words)s::text[] AS w) AS words"""),
-    ("orders", """
+        FROM generate_series(1, %(products)s) AS g, (SELECT %(words)s::text[] AS w) AS words""",
+    ),
+    (
+        "orders",
+        """
         INSERT INTO orders (id, user_id, status, created_at)
         SELECT g, 1 + floor(random() * %(users)s)::bigint, (%(statuses)s::text[])[1 + floor(random() * 4)::int],
                now() - random() * interval '365 days'
-        FROM generate_series(1, %(orders)s) AS g"""),
-    ("order_items", """
+        FROM generate_series(1, %(orders)s) AS g""",
+    ),
+    (
+        "order_items",
+        """
         INSERT INTO order_items (id, order_id, product_id, quantity, unit_price, created_at)
         SELECT i.id, i.order_id, i.product_id, i.quantity, p.unit_price, now() - random() * interval '365 days'
         FROM (SELECT g AS id, 1 + floor(random() * %(orders)s)::bigint AS order_id,
                      1 + floor(random() * %(products)s)::bigint AS product_id, 1 + floor(random() * 5)::int AS quantity
               FROM generate_series(1, %(order_items)s) AS g) AS i
-        JOIN products AS p ON p.id = i.product_id"""),
-    ("keys", """
+        JOIN products AS p ON p.id = i.product_id""",
+    ),
+    (
+        "keys",
+        """
         ALTER TABLE users ADD PRIMARY KEY (id), ADD UNIQUE (email);
         ALTER TABLE products ADD PRIMARY KEY (id);
         ALTER TABLE orders ADD PRIMARY KEY (id);
-        ALTER TABLE order_items ADD PRIMARY KEY (id)"""),
-    ("foreign keys", """
+        ALTER TABLE order_items ADD PRIMARY KEY (id)""",
+    ),
+    (
+        "foreign keys",
+        """
         ALTER TABLE orders ADD CONSTRAINT fk_orders_user FOREIGN KEY (user_id) REFERENCES users (id);
         ALTER TABLE order_items
             ADD CONSTRAINT fk_order_items_order FOREIGN KEY (order_id) REFERENCES orders (id),
-            ADD CONSTRAINT fk_order_items_product FOREIGN KEY (product_id) REFERENCES products (id)"""),
-    ("indexes", """
+            ADD CONSTRAINT fk_order_items_product FOREIGN KEY (product_id) REFERENCES products (id)""",
+    ),
+    (
+        "indexes",
+        """
         CREATE INDEX idx_orders_user_id ON orders (user_id);
         CREATE INDEX idx_order_items_order_id ON order_items (order_id);
         CREATE INDEX idx_order_items_product_id ON order_items (product_id);
-        CREATE INDEX idx_order_items_order_product ON order_items (order_id, product_id)"""),
-]  # fmt: skip
+        CREATE INDEX idx_order_items_order_product ON order_items (order_id, product_id)""",
+    ),
+]
 SIZE = """SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
           WHERE n.nspname = %s AND c.relkind = 'r'"""  # tables with their indexes and TOAST
 SCHEMA_HASH = hashlib.sha256((TABLES + repr(LOAD) + repr(WORDS)).encode()).hexdigest()[:8]
@@ -160,8 +208,15 @@ def ensure(url: str, scale: float, progress: bool | None = None) -> Shop:
             size = conn.execute(SIZE, [schema]).fetchone()[0]
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", [PREFIX])
-    return Shop(url=url, schema=schema, scale=scale, rows=counts, size_mb=int(size) / 2**20,
-                build_s=float(meta["build_s"]), built_now=built_now)  # fmt: skip
+    return Shop(
+        url=url,
+        schema=schema,
+        scale=scale,
+        rows=counts,
+        size_mb=int(size) / 2**20,
+        build_s=float(meta["build_s"]),
+        built_now=built_now,
+    )
 
 
 def _exists(conn, schema: str) -> bool:

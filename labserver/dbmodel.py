@@ -36,8 +36,16 @@ def kind(endpoint: str) -> str:
     return endpoint.split("_", 1)[1]
 
 
-def limits(endpoint: str, users: int, service_ms: float, threads: int = 40, db_pool: int = 20, workers: int = 1,
-           cpu_ms_per_request: float = 0.0, cores: int | None = None) -> dict[str, float]:  # fmt: skip
+def limits(
+    endpoint: str,
+    users: int,
+    service_ms: float,
+    threads: int = 40,
+    db_pool: int = 20,
+    workers: int = 1,
+    cpu_ms_per_request: float = 0.0,
+    cores: int | None = None,
+) -> dict[str, float]:
     """Each bound on a database endpoint's throughput (req/s), by name: what `predict` takes the least of.
 
     `service_ms` is one request's time alone (database wait and CPU included); `cpu_ms_per_request`

@@ -47,10 +47,12 @@ async def lifespan(app: FastAPI):
     size = settings.db_pool
     # Full size from the start (min = max): a pool still growing would make the first seconds
     # of a run measure connection set-up instead of the endpoint.
-    sync_pool = ConnectionPool(settings.database_url, min_size=size, max_size=size, open=False, name="sync",
-                               configure=_warm)  # fmt: skip
-    async_pool = AsyncConnectionPool(settings.database_url, min_size=size, max_size=size, open=False, name="async",
-                                     configure=_awarm)  # fmt: skip
+    sync_pool = ConnectionPool(
+        settings.database_url, min_size=size, max_size=size, open=False, name="sync", configure=_warm
+    )
+    async_pool = AsyncConnectionPool(
+        settings.database_url, min_size=size, max_size=size, open=False, name="async", configure=_awarm
+    )
     app.state.sync_pool, app.state.async_pool = sync_pool, async_pool
     try:
         # well within LabServer's start-up wait, so that its error shows the pool's
@@ -89,8 +91,16 @@ async def db_work(
     user_id: Annotated[int, Query(ge=1, le=2**62, description="whose orders to read")] = 1,
 ) -> tuple[Work, int]:
     if work.tasks != 1:
-        raise HTTPException(422, [{"loc": ["query", "tasks"], "msg": "the database endpoints do one request's "
-                                   f"work: tasks must be 1, got {work.tasks}", "type": "value_error"}])  # fmt: skip
+        raise HTTPException(
+            422,
+            [
+                {
+                    "loc": ["query", "tasks"],
+                    "msg": f"the database endpoints do one request's work: tasks must be 1, got {work.tasks}",
+                    "type": "value_error",
+                }
+            ],
+        )
     return work, user_id
 
 
@@ -124,8 +134,14 @@ async def async_select(request: Request, q: Annotated[tuple[Work, int], Depends(
 
 def _simulation_reply(products: list[dict], items: list[dict], cpu_n: int) -> dict:
     total = sum(row["quantity"] for row in items)
-    return {"total_quantity": total, "fib": fib(cpu_n), "cpu_n": cpu_n, "products": products, "items": items,
-            "pid": os.getpid()}  # fmt: skip
+    return {
+        "total_quantity": total,
+        "fib": fib(cpu_n),
+        "cpu_n": cpu_n,
+        "products": products,
+        "items": items,
+        "pid": os.getpid(),
+    }
 
 
 @router.get("/sync_simulation", response_model=None, summary="def: two queries on two threads, then fib(cpu_n)")
@@ -150,5 +166,8 @@ async def async_simulation(request: Request, q: Annotated[tuple[Work, int], Depe
 @router.get("/db_info", summary="the database pools' state")
 async def db_info(request: Request) -> dict:
     state = request.app.state
-    return {"db_pool": state.settings.db_pool, "sync": state.sync_pool.get_stats(),
-            "async": state.async_pool.get_stats()}  # fmt: skip
+    return {
+        "db_pool": state.settings.db_pool,
+        "sync": state.sync_pool.get_stats(),
+        "async": state.async_pool.get_stats(),
+    }

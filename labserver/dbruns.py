@@ -28,9 +28,15 @@ def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataF
 def _model_args(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame) -> dict:
     fib = cpu_ms(cpu_n)
     s = server.settings
-    return dict(endpoint=endpoint, users=users, service_ms=base.at[endpoint, "service_ms"] + io_ms + fib,
-                threads=s.threads, db_pool=s.db_pool, workers=s.workers,
-                cpu_ms_per_request=base.at[endpoint, "cpu_ms"] + fib)  # fmt: skip
+    return dict(
+        endpoint=endpoint,
+        users=users,
+        service_ms=base.at[endpoint, "service_ms"] + io_ms + fib,
+        threads=s.threads,
+        db_pool=s.db_pool,
+        workers=s.workers,
+        cpu_ms_per_request=base.at[endpoint, "cpu_ms"] + fib,
+    )
 
 
 def predict(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame):
@@ -43,21 +49,39 @@ def limits(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int,
     return dbmodel.limits(**_model_args(server, endpoint, users, io_ms, cpu_n, base))
 
 
-def predict_frame(server: LabServer, base: pd.DataFrame, plan: list[tuple[list[str], int, int, list[int] | int]]
-                  ) -> pd.DataFrame:  # fmt: skip
+def predict_frame(
+    server: LabServer, base: pd.DataFrame, plan: list[tuple[list[str], int, int, list[int] | int]]
+) -> pd.DataFrame:
     """The prediction of every planned run: `plan` holds (endpoints, users, io_ms, cpu_n or depths) per part."""
     rows = []
     for endpoints, users, io_ms, cpu_n in plan:
         for n in cpu_n if isinstance(cpu_n, list) else [cpu_n]:
             for endpoint in endpoints:
                 p = predict(server, endpoint, users, io_ms, n, base)
-                rows.append({"pattern": endpoint, "users": users, "io_ms": io_ms, "cpu_n": n, "predicted_rps": p.rps,
-                             "predicted_ms": p.latency_ms, "bottleneck": p.bottleneck})  # fmt: skip
+                rows.append(
+                    {
+                        "pattern": endpoint,
+                        "users": users,
+                        "io_ms": io_ms,
+                        "cpu_n": n,
+                        "predicted_rps": p.rps,
+                        "predicted_ms": p.latency_ms,
+                        "bottleneck": p.bottleneck,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-def sweep(server: LabServer, endpoints: list[str], users: list[int], base: pd.DataFrame, io_ms: int = 0,
-          cpu_n: list[int] | int = 0, lesson: str | None = None, **load) -> pd.DataFrame:  # fmt: skip
+def sweep(
+    server: LabServer,
+    endpoints: list[str],
+    users: list[int],
+    base: pd.DataFrame,
+    io_ms: int = 0,
+    cpu_n: list[int] | int = 0,
+    lesson: str | None = None,
+    **load,
+) -> pd.DataFrame:
     """run_load for every endpoint × users × cpu_n, predicted from `base` (see calibrate); one tidy row per run."""
     depths = cpu_n if isinstance(cpu_n, list) else [cpu_n]
     for endpoint in endpoints:
@@ -69,8 +93,11 @@ def sweep(server: LabServer, endpoints: list[str], users: list[int], base: pd.Da
         for u in users:
             for endpoint in endpoints:
                 p = predict(server, endpoint, u, io_ms, n, base)
-                tags = {"db_pool": server.settings.db_pool, "service_ms": base.at[endpoint, "service_ms"],
-                        "cpu_ms_alone": base.at[endpoint, "cpu_ms"]}  # fmt: skip
+                tags = {
+                    "db_pool": server.settings.db_pool,
+                    "service_ms": base.at[endpoint, "service_ms"],
+                    "cpu_ms_alone": base.at[endpoint, "cpu_ms"],
+                }
                 run = run_load(server, endpoint, u, io_ms=io_ms, cpu_n=n, lesson=lesson, predicted=p, tags=tags, **load)
                 rows.append(run.row)
     frame = pd.DataFrame(rows)

@@ -8,6 +8,7 @@ per-request records rather than Locust's stats CSV, which misses the last second
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import math
@@ -15,15 +16,15 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pandas as pd
 
 from labserver import measure, model, procs, results, spread
 from labserver.cpu import CpuMeter
 from labserver.dbmodel import ENDPOINTS as DB_ENDPOINTS
-from labserver.patterns import check_pattern
 from labserver.paths import LOCUSTFILES, ROOT
+from labserver.patterns import check_pattern
 from labserver.server import LabServer, ServerError
 from labserver.settings import Settings
 from labserver.work import check_bounds
@@ -36,8 +37,16 @@ SATURATED = 0.9  # a Locust process above this share of a core measures itself, 
 MACHINE_RPS_PER_CORE = 2000  # measured: ~4,000-6,000 req/s saturate this 2-core machine, server and generator together
 
 
-def check_load(pattern: str, users: int, duration_s: int, tasks: int, io_ms: int, cpu_n: int,
-               user_class: str = "fast", processes: int = 1) -> None:  # fmt: skip
+def check_load(
+    pattern: str,
+    users: int,
+    duration_s: int,
+    tasks: int,
+    io_ms: int,
+    cpu_n: int,
+    user_class: str = "fast",
+    processes: int = 1,
+) -> None:
     """Raise ValueError saying what to change, before any process starts."""
     if pattern not in DB_ENDPOINTS:  # lesson 07's database routes (dbroutes.py), served when a database is set
         check_pattern(pattern)
@@ -88,17 +97,47 @@ def run_load(
     run_id = results.new_run_id(pattern, users)
     tmp = results.partial_dir(run_id)
     cmd = [
-        sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pattern.py"), USER_CLASSES[user_class],
-        "--headless", "--only-summary", "--host", server.url,
-        "-u", str(users), "-r", str(spawn_rate), "-t", f"{duration_s}s", "--stop-timeout", "0",
-        "--json-file", str(tmp / "locust"), "--csv", str(tmp / "locust"), "--csv-full-history",
-        "--html", str(tmp / "report.html"), "--records-file", str(tmp / "records"),
-        "--pattern", pattern, "--tasks", str(tasks), "--io-ms", str(io_ms), "--cpu-n", str(cpu_n),
-        "--timeout-s", str(timeout_s),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(LOCUSTFILES / "pattern.py"),
+        USER_CLASSES[user_class],
+        "--headless",
+        "--only-summary",
+        "--host",
+        server.url,
+        "-u",
+        str(users),
+        "-r",
+        str(spawn_rate),
+        "-t",
+        f"{duration_s}s",
+        "--stop-timeout",
+        "0",
+        "--json-file",
+        str(tmp / "locust"),
+        "--csv",
+        str(tmp / "locust"),
+        "--csv-full-history",
+        "--html",
+        str(tmp / "report.html"),
+        "--records-file",
+        str(tmp / "records"),
+        "--pattern",
+        pattern,
+        "--tasks",
+        str(tasks),
+        "--io-ms",
+        str(io_ms),
+        "--cpu-n",
+        str(cpu_n),
+        "--timeout-s",
+        str(timeout_s),
+    ]
     if processes > 1:
         cmd += ["--processes", str(processes)]
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
     locust: list[subprocess.Popen] = []  # filled in the spawner thread: a Ctrl-C cannot separate process and handle
     meters, status, failing = None, "ok", True
     try:
@@ -120,15 +159,28 @@ def run_load(
             server.stop()  # what is left of a dead server (orphaned workers, pool children) holds its port
         try:
             settings = server.settings
-            params = dict(pattern=pattern, users=users, tasks=tasks, io_ms=io_ms, cpu_n=cpu_n, workers=settings.workers,
-                          threads=settings.threads, procs=settings.procs, duration_s=duration_s, spawn_rate=spawn_rate,
-                          user_class=user_class, processes=processes, timeout_s=timeout_s, **(tags or {}))  # fmt: skip
+            params = dict(
+                pattern=pattern,
+                users=users,
+                tasks=tasks,
+                io_ms=io_ms,
+                cpu_n=cpu_n,
+                workers=settings.workers,
+                threads=settings.threads,
+                procs=settings.procs,
+                duration_s=duration_s,
+                spawn_rate=spawn_rate,
+                user_class=user_class,
+                processes=processes,
+                timeout_s=timeout_s,
+                **(tags or {}),
+            )
             meters = meters or (CpuMeter(-1), CpuMeter(-1))  # never sampled: CPU figures come out NaN
             exit_code = locust[0].returncode if locust else None
-            result = _collect(tmp, run_id, params, status, exit_code, meters, warmup_s, expect_failures, lesson,
-                              predicted)  # fmt: skip
-            result.manifest.update(started_at=started_at,
-                                   ended_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))  # fmt: skip
+            result = _collect(
+                tmp, run_id, params, status, exit_code, meters, warmup_s, expect_failures, lesson, predicted
+            )
+            result.manifest.update(started_at=started_at, ended_at=datetime.now(UTC).isoformat(timespec="seconds"))
             result.row["started_at"] = started_at
             if server_log is not None:
                 (tmp / "server.log").write_text(server_log)
@@ -148,8 +200,14 @@ def _watch(proc, server: LabServer, duration_s: int, meters, progress: bool, lab
 
     deadline = time.monotonic() + duration_s + 30  # start-up and shutdown with room to spare
     started = time.monotonic()
-    with tqdm(total=duration_s, desc=label, unit="s", disable=not progress, leave=False,
-              bar_format="{desc}: {bar} {n:.0f}/{total} s") as bar:  # fmt: skip
+    with tqdm(
+        total=duration_s,
+        desc=label,
+        unit="s",
+        disable=not progress,
+        leave=False,
+        bar_format="{desc}: {bar} {n:.0f}/{total} s",
+    ) as bar:
         while proc.poll() is None:
             for meter in meters:
                 meter.sample()
@@ -159,10 +217,8 @@ def _watch(proc, server: LabServer, duration_s: int, meters, progress: bool, lab
                 return "timed out"
             bar.n = min(duration_s, round(time.monotonic() - started))
             bar.refresh()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.25)  # returns the moment Locust exits: no part of a tick is slept away
-            except subprocess.TimeoutExpired:
-                pass
     for meter in meters:
         meter.sample()
     return "ok" if server.alive else "server died"
@@ -184,8 +240,9 @@ def _read_records(tmp) -> list[list[measure.Record]]:
     return per_user
 
 
-def _collect(tmp, run_id, params, status, exit_code, meters, warmup_s, expect_failures, lesson,
-             predicted=None) -> results.RunResult:  # fmt: skip
+def _collect(
+    tmp, run_id, params, status, exit_code, meters, warmup_s, expect_failures, lesson, predicted=None
+) -> results.RunResult:
     problems = [] if status == "ok" else [status]
     locust_json = tmp / "locust.json"
     stats = _read_json(locust_json, [])
@@ -207,24 +264,59 @@ def _collect(tmp, run_id, params, status, exit_code, meters, warmup_s, expect_fa
         problems.append(f"only {m.requests} requests after the warm-up: run longer or with more users")
     machine_limit = MACHINE_RPS_PER_CORE * (os.cpu_count() or 1)
     if m.rps > machine_limit:
-        problems.append(f"{m.rps:.0f} req/s is past what this machine can drive (~{machine_limit}): the figure is a floor")
+        problems.append(
+            f"{m.rps:.0f} req/s is past what this machine can drive (~{machine_limit}): the figure is a floor"
+        )
     served = spread.counts(per_user, since=measure.warmup_end(per_user, start, warmup_s))  # as `requests` counts them
-    p = predicted or model.predict(params["pattern"], params["users"], params["tasks"], params["io_ms"],
-                                   params["cpu_n"], params["threads"], params["workers"], params["procs"])  # fmt: skip
+    p = predicted or model.predict(
+        params["pattern"],
+        params["users"],
+        params["tasks"],
+        params["io_ms"],
+        params["cpu_n"],
+        params["threads"],
+        params["workers"],
+        params["procs"],
+    )
     row = {
-        "run_id": run_id, "lesson": lesson, **params,
-        "rps": m.rps, "p50_ms": m.p50_ms, "p95_ms": m.p95_ms, "p99_ms": m.p99_ms, "mean_ms": m.mean_ms,
-        "requests": m.requests, "failures": m.failures, "failure_rate": m.failures / m.requests if m.requests else math.nan,
-        "predicted_rps": p.rps, "predicted_ms": p.latency_ms, "bottleneck": p.bottleneck,
+        "run_id": run_id,
+        "lesson": lesson,
+        **params,
+        "rps": m.rps,
+        "p50_ms": m.p50_ms,
+        "p95_ms": m.p95_ms,
+        "p99_ms": m.p99_ms,
+        "mean_ms": m.mean_ms,
+        "requests": m.requests,
+        "failures": m.failures,
+        "failure_rate": m.failures / m.requests if m.requests else math.nan,
+        "predicted_rps": p.rps,
+        "predicted_ms": p.latency_ms,
+        "bottleneck": p.bottleneck,
         "ratio": m.rps / p.rps if p.rps and not math.isnan(p.rps) else math.nan,
-        "locust_cpu": locust_cores, "server_cpu": server_cores, "generator_saturated": generator_saturated,
-        "window_s": m.window_s, "window_start": m.window_start, "method": m.method,
-        "workers_seen": len(served), "worker_requests": served,
-        "status": status, "valid": not problems, "problems": "; ".join(problems),
-    }  # fmt: skip
-    manifest = {"run_id": run_id, "lesson": lesson, "params": params, "status": status, "valid": not problems,
-                "problems": problems, "locust_exit_code": exit_code, "environment": results.environment(),
-                "result": row}  # fmt: skip
+        "locust_cpu": locust_cores,
+        "server_cpu": server_cores,
+        "generator_saturated": generator_saturated,
+        "window_s": m.window_s,
+        "window_start": m.window_start,
+        "method": m.method,
+        "workers_seen": len(served),
+        "worker_requests": served,
+        "status": status,
+        "valid": not problems,
+        "problems": "; ".join(problems),
+    }
+    manifest = {
+        "run_id": run_id,
+        "lesson": lesson,
+        "params": params,
+        "status": status,
+        "valid": not problems,
+        "problems": problems,
+        "locust_exit_code": exit_code,
+        "environment": results.environment(),
+        "result": row,
+    }
     return results.RunResult(row=row, history=_history(per_user, start), path=tmp, manifest=manifest)
 
 
@@ -236,7 +328,9 @@ def _history(per_user, start: float) -> pd.DataFrame:
     flat["second"] = (flat["end"] - start).astype(int)
     return (
         flat.groupby("second")
-        .agg(rps=("ok", "size"), p95_ms=("latency_ms", lambda s: s.quantile(0.95)), failures=("ok", lambda s: (~s).sum()))
+        .agg(
+            rps=("ok", "size"), p95_ms=("latency_ms", lambda s: s.quantile(0.95)), failures=("ok", lambda s: (~s).sum())
+        )
         .reset_index()
     )
 
@@ -248,8 +342,16 @@ def check_sweep(patterns: list[str], users: list[int], workers: int = 1, threads
         raise ValueError("give at least one pattern and one users value")
     for pattern in patterns:
         for u in users:
-            check_load(pattern, u, load.get("duration_s", 5), load.get("tasks", 1), load.get("io_ms", 0),
-                       load.get("cpu_n", 0), load.get("user_class", "fast"), load.get("processes", 1))  # fmt: skip
+            check_load(
+                pattern,
+                u,
+                load.get("duration_s", 5),
+                load.get("tasks", 1),
+                load.get("io_ms", 0),
+                load.get("cpu_n", 0),
+                load.get("user_class", "fast"),
+                load.get("processes", 1),
+            )
 
 
 def sweep(server: LabServer, patterns: list[str], users: list[int], lesson: str | None = None, **load) -> pd.DataFrame:

@@ -128,8 +128,15 @@ def predict_frame(patterns: list[str], users: list[int], **kw) -> pd.DataFrame:
     for pattern in patterns:
         for u in users:
             p = predict(pattern, u, **kw)
-            rows.append({"pattern": pattern, "users": u, "predicted_rps": p.rps, "predicted_ms": p.latency_ms,
-                         "bottleneck": p.bottleneck})  # fmt: skip
+            rows.append(
+                {
+                    "pattern": pattern,
+                    "users": u,
+                    "predicted_rps": p.rps,
+                    "predicted_ms": p.latency_ms,
+                    "bottleneck": p.bottleneck,
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -17,10 +17,13 @@ import pandas as pd
 import seaborn as sns
 
 # One colour per pattern across every lesson, so "gather" is always the same green.
-COLORS = dict(zip(
-    ["sequential", "gather", "threadpool", "processpool", "blocking", "dependent", "mixed", "wrapped"],
-    sns.color_palette("colorblind", 8), strict=True,
-))  # fmt: skip
+COLORS = dict(
+    zip(
+        ["sequential", "gather", "threadpool", "processpool", "blocking", "dependent", "mixed", "wrapped"],
+        sns.color_palette("colorblind", 8),
+        strict=True,
+    )
+)
 INVALID = "#d62728"
 
 
@@ -99,8 +102,13 @@ def _axes(ax):
 
 
 def _label(column: str) -> str:
-    return {"users": "concurrent users", "cpu_n": "CPU work per sub-task: fib(cpu_n)", "workers": "uvicorn workers",
-            "tasks": "sub-tasks per request", "io_ms": "I/O wait per sub-task (ms)"}.get(column, column)  # fmt: skip
+    return {
+        "users": "concurrent users",
+        "cpu_n": "CPU work per sub-task: fib(cpu_n)",
+        "workers": "uvicorn workers",
+        "tasks": "sub-tasks per request",
+        "io_ms": "I/O wait per sub-task (ms)",
+    }.get(column, column)
 
 
 def save(fig: plt.Figure, lesson: str, name: str) -> Path | None:

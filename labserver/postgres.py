@@ -104,10 +104,23 @@ def _create_system_user() -> pwd.struct_passwd:
             f"system user named {RUN_AS}, run the lab as a normal user, or set DATABASE_URL"
         )
     subprocess.run(
-        [useradd, "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
-         "--shell", "/usr/sbin/nologin", "--comment", "Concurrency Lab's private PostgreSQL", RUN_AS],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            useradd,
+            "--system",
+            "--user-group",
+            "--no-create-home",
+            "--home-dir",
+            "/nonexistent",
+            "--shell",
+            "/usr/sbin/nologin",
+            "--comment",
+            "Concurrency Lab's private PostgreSQL",
+            RUN_AS,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     print(
         f"Running as root: PostgreSQL refuses to run as root, so the lab created the system user {RUN_AS!r} "
         f"(no login, no home) to run its private cluster. Remove it later with: userdel {RUN_AS}"
@@ -177,8 +190,22 @@ def initdb(bin_dir: Path, who: Account, pgdata: Path, password: str) -> None:
         if not who.is_self:  # the data folder and the password belong to the user that runs the server
             os.chown(pgdata, who.uid, who.gid)
             os.chown(pwfile, who.uid, who.gid)
-        cmd = [str(bin_dir / "initdb"), "-D", str(pgdata), "-U", DB_USER, "--pwfile", str(pwfile),
-               "--auth", "scram-sha-256", "-E", "UTF8", "--locale", "C", "--no-instructions"]  # fmt: skip
+        cmd = [
+            str(bin_dir / "initdb"),
+            "-D",
+            str(pgdata),
+            "-U",
+            DB_USER,
+            "--pwfile",
+            str(pwfile),
+            "--auth",
+            "scram-sha-256",
+            "-E",
+            "UTF8",
+            "--locale",
+            "C",
+            "--no-instructions",
+        ]
         out = subprocess.run(cmd, capture_output=True, text=True, cwd=pgdata.parent, **who.popen_kw())
         if out.returncode != 0:
             shutil.rmtree(pgdata, ignore_errors=True)
@@ -215,10 +242,15 @@ def spawn_as(who: Account, cmd: list[str], log_path: Path) -> subprocess.Popen:
         # Popen changes the user before preexec_fn runs: the parent-death signal survives (a change
         # of user after prctl would clear it).
         return subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd="/",
-            start_new_session=True, preexec_fn=lambda: _postgres_child_setup(parent),
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd="/",
+            start_new_session=True,
+            preexec_fn=lambda: _postgres_child_setup(parent),
             **who.popen_kw(),
-        )  # fmt: skip
+        )
     finally:
         log.close()
 

@@ -116,9 +116,13 @@ class _Spawner:
             # Its own session and no parent-death signal: the guard must outlive this process.
             self.guard = subprocess.Popen(
                 [sys.executable, "-m", "labserver.guard", str(self.pid), str(read_fd)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                pass_fds=(read_fd,), start_new_session=True, cwd=Path(__file__).resolve().parent.parent,
-            )  # fmt: skip
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(read_fd,),
+                start_new_session=True,
+                cwd=Path(__file__).resolve().parent.parent,
+            )
         finally:
             os.close(read_fd)
         for pgid in self.groups:
@@ -158,9 +162,13 @@ def spawn(
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", _ARM, str(spawner.pid), *cmd],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
-            )  # fmt: skip
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                cwd=cwd,
+                start_new_session=True,
+            )
         finally:
             log.close()
         try:

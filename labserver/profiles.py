@@ -47,8 +47,15 @@ PROFILES: dict[str, dict[str, dict]] = {
     "07_database": {
         "quick": {},
         "full": {"scale": 1.0, "seed_users": 2000, "sweep_cpu_n": [15, 20, 25, 30], "duration_s": 10},
-        "smoke": {"scale": 0.001, "slow_users": 30, "slow_io_ms": 50, "seed_users": 20, "sweep_users": 4,
-                  "sweep_cpu_n": [10, 15], "duration_s": 2},
+        "smoke": {
+            "scale": 0.001,
+            "slow_users": 30,
+            "slow_io_ms": 50,
+            "seed_users": 20,
+            "sweep_users": 4,
+            "sweep_cpu_n": [10, 15],
+            "duration_s": 2,
+        },
     },
     # 99 only reads the runs on disk: nothing to size.
     "99_summary": {"quick": {}, "full": {}, "smoke": {}},

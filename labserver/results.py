@@ -57,8 +57,11 @@ def _git_commit() -> str | None:
     try:
         out = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--abbrev=12"],
-            cwd=ROOT, capture_output=True, text=True, timeout=5,
-        )  # fmt: skip
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         return out.stdout.strip() or None
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -135,19 +138,47 @@ def load_runs(lesson: str | None = None, root: Path | None = None) -> pd.DataFra
     return frame.sort_values("started_at", ignore_index=True) if rows else frame
 
 
-COLUMNS = ["pattern", "users", "tasks", "io_ms", "cpu_n", "workers", "rps", "predicted_rps", "ratio",
-           "p50_ms", "p95_ms", "predicted_ms", "failures", "locust_cpu", "server_cpu", "valid", "problems"]  # fmt: skip
+COLUMNS = [
+    "pattern",
+    "users",
+    "tasks",
+    "io_ms",
+    "cpu_n",
+    "workers",
+    "rps",
+    "predicted_rps",
+    "ratio",
+    "p50_ms",
+    "p95_ms",
+    "predicted_ms",
+    "failures",
+    "locust_cpu",
+    "server_cpu",
+    "valid",
+    "problems",
+]
 
 
 def table(frame: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:
     """The columns a reader needs, rounded for the eye."""
     cols = [c for c in [*(extra or []), *COLUMNS] if c in frame.columns]
-    return frame[cols].round({"rps": 1, "predicted_rps": 1, "ratio": 3, "p50_ms": 1, "p95_ms": 1,
-                              "predicted_ms": 1, "locust_cpu": 2, "server_cpu": 2})  # fmt: skip
+    return frame[cols].round(
+        {
+            "rps": 1,
+            "predicted_rps": 1,
+            "ratio": 3,
+            "p50_ms": 1,
+            "p95_ms": 1,
+            "predicted_ms": 1,
+            "locust_cpu": 2,
+            "server_cpu": 2,
+        }
+    )
 
 
-def compare(frame: pd.DataFrame, column: str, numerator: str, denominator: str, by: str = "pattern",
-            on: str = "users") -> pd.DataFrame:  # fmt: skip
+def compare(
+    frame: pd.DataFrame, column: str, numerator: str, denominator: str, by: str = "pattern", on: str = "users"
+) -> pd.DataFrame:
     """`column` of two groups side by side for each value of `on`, with their ratio."""
     wide = frame.pivot_table(index=on, columns=by, values=column)
     out = wide[[numerator, denominator]].copy()

@@ -96,11 +96,23 @@ class LabServer:
         self.port = self.port or procs.free_port(self.host)
         self.log_path = Path(tempfile.mkdtemp(prefix="labserver-")) / "server.log"
         cmd = [
-            sys.executable, "-m", "uvicorn", "labserver.app:create_app", "--factory",
-            "--host", self.host, "--port", str(self.port), "--workers", str(self.settings.workers),
-            "--log-level", "warning", "--no-access-log",
-            "--timeout-graceful-shutdown", "3",  # do not wait out a 5 s sleep at every stop
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "labserver.app:create_app",
+            "--factory",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--workers",
+            str(self.settings.workers),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            "--timeout-graceful-shutdown",
+            "3",  # do not wait out a 5 s sleep at every stop
+        ]
         started = time.perf_counter()
         self.proc = None
         _running.add(self)

@@ -26,8 +26,13 @@ class Settings:
     db_pool: int = DB_POOL_DEFAULT
 
     def to_env(self) -> dict[str, str]:
-        return {"LAB_WORKERS": str(self.workers), "LAB_THREADS": str(self.threads), "LAB_PROCS": str(self.procs),
-                "LAB_DATABASE_URL": self.database_url, "LAB_DB_POOL": str(self.db_pool)}  # fmt: skip
+        return {
+            "LAB_WORKERS": str(self.workers),
+            "LAB_THREADS": str(self.threads),
+            "LAB_PROCS": str(self.procs),
+            "LAB_DATABASE_URL": self.database_url,
+            "LAB_DB_POOL": str(self.db_pool),
+        }
 
     @classmethod
     def from_env(cls) -> Settings:

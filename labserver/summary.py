@@ -41,38 +41,106 @@ class Headline:
 
 # Published figures (references, not measurements of ours): each article's numbers as it printed them.
 PUBLISHED = [
-    Headline("002", "01", "p95 latency, async def / def at 100 concurrent requests", 150 / 300,
-             "p95 ≈ 150 ms vs ≈ 300 ms, ab -n1000 -c100, 100 ms sleep", "p95_ms",
-             {"pattern": "sequential"}, {"pattern": "threadpool"}, {"users": 100}),
-    Headline("003", "02", "req/s, asyncio.gather / three awaits in order", 97.33 / 32.24,
-             "97.33 vs 32.24 req/s, Locust 500 users, 2 workers, 3 × 5 s", "rps",
-             {"pattern": "gather"}, {"pattern": "sequential"}, {"users": 500}),
-    Headline("003", "02", "req/s, dependent / independent awaits", 32.25 / 32.24,
-             "32.25 vs 32.24 req/s, same setting", "rps",
-             {"pattern": "dependent"}, {"pattern": "sequential"}, {"users": 500}),
-    Headline("003", "02", "sync baseline, measured / predicted req/s",
-             5.29 / predict("threadpool", 500, tasks=3, io_ms=5000, threads=40, workers=2).rps,
-             "5.29 req/s vs the model's 2 workers × 40 threads / 15 s = 5.33", "ratio",
-             {"pattern": "threadpool"}, None, {"users": 500}),
-    Headline("004", "06", "req/s, thread pool / loop of requests, 100 requests to a def endpoint", 191.74 / 15.84,
-             "191.74 vs 15.84 req/s, 50 ms sleep, one thread per request", "rps",
-             {"client": "threadpool", "pattern": "threadpool"}, {"client": "loop", "pattern": "threadpool"},
-             {"requests": 100, "users": 100}),
-    Headline("004", "06", "req/s, aiohttp / thread pool, 1,000 requests to an async endpoint", 1031.05 / 316.08,
-             "1,031.05 vs 316.08 req/s, 50 ms asyncio.sleep, 1,000 in flight", "rps",
-             {"client": "aiohttp", "pattern": "sequential"}, {"client": "threadpool", "pattern": "sequential"},
-             {"requests": 1000, "users": 1000}),
-    Headline("000", "04", "p95 latency, CPU-heavy async def, --workers = cores / one worker", 50 / 90,
-             "≈ 50 vs ≈ 90, read off its chart: fib + sleep, 6 workers on 6 cores vs its one-process versions",
-             "p95_ms", {"pattern": "sequential"}, {"pattern": "sequential", "workers": 1},
-             {"workers": CORES, "cpu_n": 20}),
-    Headline("001", "05", "share of requests failed, time.sleep inside async def, timeout < queue", 8089 / 9992,
-             "8,089 of 9,992 failed (k6, its 60 s timeout)", "failure_rate",
-             {"pattern": "blocking"}, None, {"timeout_s": 0.001}),
-    Headline("001", "07", "req/s, async / sync PostgreSQL SELECT", 2007.86 / 1123.60,
-             "2,007.86 vs 1,123.60 req/s (k6)", "rps",
-             {"pattern": "async_select"}, {"pattern": "sync_select"}, {"users": 10_000}),
-]  # fmt: skip
+    Headline(
+        "002",
+        "01",
+        "p95 latency, async def / def at 100 concurrent requests",
+        150 / 300,
+        "p95 ≈ 150 ms vs ≈ 300 ms, ab -n1000 -c100, 100 ms sleep",
+        "p95_ms",
+        {"pattern": "sequential"},
+        {"pattern": "threadpool"},
+        {"users": 100},
+    ),
+    Headline(
+        "003",
+        "02",
+        "req/s, asyncio.gather / three awaits in order",
+        97.33 / 32.24,
+        "97.33 vs 32.24 req/s, Locust 500 users, 2 workers, 3 × 5 s",
+        "rps",
+        {"pattern": "gather"},
+        {"pattern": "sequential"},
+        {"users": 500},
+    ),
+    Headline(
+        "003",
+        "02",
+        "req/s, dependent / independent awaits",
+        32.25 / 32.24,
+        "32.25 vs 32.24 req/s, same setting",
+        "rps",
+        {"pattern": "dependent"},
+        {"pattern": "sequential"},
+        {"users": 500},
+    ),
+    Headline(
+        "003",
+        "02",
+        "sync baseline, measured / predicted req/s",
+        5.29 / predict("threadpool", 500, tasks=3, io_ms=5000, threads=40, workers=2).rps,
+        "5.29 req/s vs the model's 2 workers × 40 threads / 15 s = 5.33",
+        "ratio",
+        {"pattern": "threadpool"},
+        None,
+        {"users": 500},
+    ),
+    Headline(
+        "004",
+        "06",
+        "req/s, thread pool / loop of requests, 100 requests to a def endpoint",
+        191.74 / 15.84,
+        "191.74 vs 15.84 req/s, 50 ms sleep, one thread per request",
+        "rps",
+        {"client": "threadpool", "pattern": "threadpool"},
+        {"client": "loop", "pattern": "threadpool"},
+        {"requests": 100, "users": 100},
+    ),
+    Headline(
+        "004",
+        "06",
+        "req/s, aiohttp / thread pool, 1,000 requests to an async endpoint",
+        1031.05 / 316.08,
+        "1,031.05 vs 316.08 req/s, 50 ms asyncio.sleep, 1,000 in flight",
+        "rps",
+        {"client": "aiohttp", "pattern": "sequential"},
+        {"client": "threadpool", "pattern": "sequential"},
+        {"requests": 1000, "users": 1000},
+    ),
+    Headline(
+        "000",
+        "04",
+        "p95 latency, CPU-heavy async def, --workers = cores / one worker",
+        50 / 90,
+        "≈ 50 vs ≈ 90, read off its chart: fib + sleep, 6 workers on 6 cores vs its one-process versions",
+        "p95_ms",
+        {"pattern": "sequential"},
+        {"pattern": "sequential", "workers": 1},
+        {"workers": CORES, "cpu_n": 20},
+    ),
+    Headline(
+        "001",
+        "05",
+        "share of requests failed, time.sleep inside async def, timeout < queue",
+        8089 / 9992,
+        "8,089 of 9,992 failed (k6, its 60 s timeout)",
+        "failure_rate",
+        {"pattern": "blocking"},
+        None,
+        {"timeout_s": 0.001},
+    ),
+    Headline(
+        "001",
+        "07",
+        "req/s, async / sync PostgreSQL SELECT",
+        2007.86 / 1123.60,
+        "2,007.86 vs 1,123.60 req/s (k6)",
+        "rps",
+        {"pattern": "async_select"},
+        {"pattern": "sync_select"},
+        {"users": 10_000},
+    ),
+]
 
 
 def _lesson(runs: pd.DataFrame, prefix: str) -> pd.DataFrame:
@@ -115,8 +183,18 @@ def headlines(runs: pd.DataFrame, published: list[Headline] | None = None) -> pd
             if bottom is not None:
                 ours /= float(bottom[h.column].median())
             note = ", ".join(f"{k} {top[k].iloc[0]:g}" for k in h.near if k in top and k not in h.numerator)
-        out.append({"seed": h.seed, "lesson": h.lesson, "what": h.what, "published": h.published, "ours": ours,
-                    "ours / published": ours / h.published, "our setting": note, "article": h.source})  # fmt: skip
+        out.append(
+            {
+                "seed": h.seed,
+                "lesson": h.lesson,
+                "what": h.what,
+                "published": h.published,
+                "ours": ours,
+                "ours / published": ours / h.published,
+                "our setting": note,
+                "article": h.source,
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -125,15 +203,29 @@ def patterns(runs: pd.DataFrame) -> pd.DataFrame:
     cols = ["lesson", "pattern", "client", "runs", "valid", "median ratio", "lowest", "highest", "within ±25%"]
     if runs.empty or "ratio" not in runs:
         return pd.DataFrame(columns=cols)
-    frame = runs.assign(client=runs["client"].fillna("") if "client" in runs else "", ok=runs["valid"].astype(bool),
-                        lesson=runs["lesson"].fillna("(no lesson)"), pattern=runs["pattern"].fillna("?"))  # fmt: skip
+    frame = runs.assign(
+        client=runs["client"].fillna("") if "client" in runs else "",
+        ok=runs["valid"].astype(bool),
+        lesson=runs["lesson"].fillna("(no lesson)"),
+        pattern=runs["pattern"].fillna("?"),
+    )
     frame["ratio"] = pd.to_numeric(frame["ratio"], errors="coerce")
     rows = []
     for (lesson, pattern, client), group in frame.groupby(["lesson", "pattern", "client"], sort=True):
         ratios = group.loc[group["ok"], "ratio"].dropna()
-        rows.append({"lesson": lesson, "pattern": pattern, "client": client, "runs": len(group),
-                     "valid": int(group["ok"].sum()), "median ratio": ratios.median(), "lowest": ratios.min(),
-                     "highest": ratios.max(), "within ±25%": ((ratios - 1).abs() <= GOOD).mean()})  # fmt: skip
+        rows.append(
+            {
+                "lesson": lesson,
+                "pattern": pattern,
+                "client": client,
+                "runs": len(group),
+                "valid": int(group["ok"].sum()),
+                "median ratio": ratios.median(),
+                "lowest": ratios.min(),
+                "highest": ratios.max(),
+                "within ±25%": ((ratios - 1).abs() <= GOOD).mean(),
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -148,8 +240,9 @@ def chart(runs: pd.DataFrame, heads: pd.DataFrame, title: str) -> plt.Figure:
     """Top: every valid run's measured / predicted, per lesson and pattern. Bottom: each headline, theirs and ours."""
     shown = heads.dropna(subset=["ours"]).reset_index(drop=True)
     rows = (max(4, _groups(runs)), max(3, 1.4 * len(shown)))  # headline labels take two lines
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 2.5 + 0.3 * sum(rows)), height_ratios=rows,
-                                      layout="constrained")  # fmt: skip
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=(11, 2.5 + 0.3 * sum(rows)), height_ratios=rows, layout="constrained"
+    )
     frame = runs[runs["valid"].astype(bool)].copy() if "valid" in runs else runs.copy()
     if not frame.empty:
         frame["ratio"] = pd.to_numeric(frame["ratio"], errors="coerce")  # a run without a prediction holds None
@@ -165,8 +258,11 @@ def chart(runs: pd.DataFrame, heads: pd.DataFrame, title: str) -> plt.Figure:
         top.legend(fontsize="small", loc="lower right")
     top.axvline(1, color="grey", lw=1)
     top.axvspan(1 - GOOD, 1 + GOOD, color="grey", alpha=0.1)
-    top.set(xlabel="measured / predicted throughput (1 = the model; band ±25%)", ylabel="lesson · pattern · client",
-            title="every run against the model")  # fmt: skip
+    top.set(
+        xlabel="measured / predicted throughput (1 = the model; band ±25%)",
+        ylabel="lesson · pattern · client",
+        title="every run against the model",
+    )
     y = [textwrap.fill(f"seed {r.seed} · {r.lesson}: {r.what}", 50) for r in shown.itertuples()][::-1]
     bottom.hlines(y, shown["published"][::-1], shown["ours"][::-1], color="grey", lw=1)
     bottom.scatter(shown["published"][::-1], y, marker="D", s=50, color="grey", label="the article's", zorder=3)

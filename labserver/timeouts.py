@@ -93,8 +93,9 @@ def simulate(users: int, service_s: float, timeout_s: float, duration_s: float, 
     return outcomes
 
 
-def predict_timeouts(users: int, service_s: float, timeout_s: float, duration_s: float, workers: int = 1,
-                     warmup_s: float = 1.0) -> TimeoutPrediction:  # fmt: skip
+def predict_timeouts(
+    users: int, service_s: float, timeout_s: float, duration_s: float, workers: int = 1, warmup_s: float = 1.0
+) -> TimeoutPrediction:
     """A fair worker's run, counted like the lab counts a measured one: requests ending after `warmup_s`."""
     if not 0 <= warmup_s < duration_s:
         raise ValueError(f"warmup_s must be from 0 to less than duration_s ({duration_s}), got {warmup_s}")
