@@ -15,7 +15,7 @@ PROFILES: dict[str, dict[str, dict]] = {
     "01_async_vs_sync": {
         "quick": {},
         "full": {"users": [10, 20, 40, 80, 160, 320], "duration_s": 15},
-        "smoke": {"users": [10, 80], "duration_s": 2},
+        "smoke": {"users": [5, 30], "threads": 10, "duration_s": 2},
     },
     "02_sequential_vs_gather": {
         "quick": {},
