@@ -17,10 +17,10 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
-import psutil
 
 from labserver import plots, procs, results
 from labserver.client_model import LIBRARY, Cost, check_run, client_costs, predict_client, slots
+from labserver.cpu import tree_seconds
 from labserver.paths import ROOT
 from labserver.server import LabServer, ServerError
 
@@ -66,14 +66,7 @@ def _client(
 
 
 def _cpu_seconds(pid: int) -> float:
-    total = 0.0
-    for p in procs.tree(pid):
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            pass
-    return total
+    return tree_seconds(pid)
 
 
 def run_client(

@@ -47,6 +47,18 @@ class CpuMeter:
         return sum(per_process), max(per_process)
 
 
+def tree_seconds(pid: int) -> float:
+    """CPU seconds (user + system) used so far by the process `pid` and its live descendants."""
+    total = 0.0
+    for p in procs.tree(pid):
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
 def busy_seconds() -> float:
     """CPU seconds the whole machine has been busy since boot, summed over its cores (kernel work included)."""
     t = psutil.cpu_times()

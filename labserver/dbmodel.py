@@ -18,7 +18,6 @@ import time
 import urllib.request
 
 import pandas as pd
-import psutil
 
 from labserver.model import Prediction, cpu_ms
 
@@ -78,17 +77,10 @@ def predict(endpoint: str, users: int, service_ms: float, **settings) -> Predict
 def lone_requests(url: str, path: str, n: int = 100, server_pid: int | None = None) -> dict:
     """Send `n` requests one at a time: the median time of one (ms) and, with `server_pid`, the
     server's CPU per request (ms), from psutil on its process tree."""
-    from labserver.procs import tree
+    from labserver.cpu import tree_seconds
 
     def cpu_s() -> float:
-        total = 0.0
-        for p in tree(server_pid) if server_pid else []:
-            try:
-                t = p.cpu_times()
-                total += t.user + t.system
-            except psutil.Error:
-                pass
-        return total
+        return tree_seconds(server_pid) if server_pid else 0.0
 
     for _ in range(max(3, n // 10)):  # warm-up, not timed
         urllib.request.urlopen(url + path, timeout=10).read()
