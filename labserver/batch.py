@@ -38,25 +38,47 @@ def run_lesson(notebook: Path, profile: str, out_dir: Path) -> tuple[list[dict],
     fd, claims_file = tempfile.mkstemp(prefix="claims-", suffix=".jsonl")
     os.close(fd)
     os.environ["LAB_CLAIMS_FILE"] = claims_file
+    # papermill writes its output at the start, after each cell and at the end. Into a file of this
+    # batch's own, then renamed over the final name in one step: two batches running the same
+    # lesson at once cannot leave a notebook torn between them, and no reader sees half a file.
+    partial = out_dir / f".partial-{notebook.stem}-{os.getpid()}.ipynb"
     started = time.perf_counter()
     error = None
     try:
         papermill.execute_notebook(
             str(notebook),
-            str(out_dir / notebook.name),
+            str(partial),
             parameters=params,
             kernel_name=KERNEL,
             cwd=str(NOTEBOOKS),
             progress_bar=False,
+            config=_kernel_config(),
         )
     except papermill.PapermillExecutionError as e:
         error = f"{e.ename}: {e.evalue}"
     finally:
         os.environ.pop("LAB_CLAIMS_FILE", None)
+        if partial.exists():  # a failed or cut-short lesson too: its executed copy shows where it stopped
+            os.replace(partial, out_dir / notebook.name)
     with open(claims_file) as f:
         verdicts = [json.loads(line) for line in f if line.strip()]
     os.unlink(claims_file)
     return verdicts, error, time.perf_counter() - started
+
+
+def _kernel_config():
+    """Kernel-manager settings under which the kernel encrypts its channels (CurveZMQ).
+
+    Otherwise every lesson prints ipykernel's "Kernel is running over TCP without encryption"
+    warning (ipykernel/kernelapp.py). The kernel process logs it straight to the terminal, where
+    no filter in this process can catch it; the cure it names is the one taken here: keys that
+    jupyter_client provisions when asked and the kernelspec declares "curve" (ipykernel install
+    writes that). A pyzmq without CurveZMQ would refuse the setting: the kernel runs as before then.
+    """
+    import zmq
+    from traitlets.config import Config
+
+    return Config(KernelManager={"transport_encryption": "auto" if zmq.has("curve") else "disabled"})
 
 
 def main(argv: list[str] | None = None) -> int:

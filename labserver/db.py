@@ -9,7 +9,6 @@ is postgres.py's business. `DATABASE_URL` skips all of this and uses an existing
 
 from __future__ import annotations
 
-import atexit
 import os
 import secrets
 import shutil
@@ -195,8 +194,9 @@ class Database:
         return f"Database(127.0.0.1:{self.port}, {self.root}, {state})"
 
 
-_running: set[Database] = set()
-_named: dict[str, Database] = {}
+_owned = procs.Owned()
+_running: set[Database] = _owned.running
+_named: dict[str, Database] = _owned.named
 _servers: dict[str, LabServer] = {}
 
 
@@ -224,13 +224,8 @@ def serve(database_url: str, name: str = "db", **settings) -> LabServer:
 
 
 def stop_all() -> None:
-    """Stop every cluster this process started."""
-    for db in list(_running):
-        db.stop()
-    _named.clear()
-
-
-atexit.register(stop_all)
+    """Stop every cluster this process started (also run at interpreter exit)."""
+    _owned.stop_all()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,6 +16,7 @@ papermill#125). Three layers make sure they go anyway:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import os
@@ -187,6 +188,25 @@ def spawn(
         # Interrupted while the child was starting: stop it as soon as it exists.
         future.add_done_callback(lambda f: f.exception() is None and stop_tree(f.result(), grace_s=1))
         raise
+
+
+class Owned:
+    """What one kind of owner (servers, clusters) has started in this process and not stopped yet.
+
+    `running` holds every started object (each has a `stop()` that takes it out again), `named`
+    the ones notebook cells find again by name. `stop_all` runs at interpreter exit too, so that a
+    script or kernel that ends normally takes its servers with it.
+    """
+
+    def __init__(self) -> None:
+        self.running: set = set()
+        self.named: dict = {}
+        atexit.register(self.stop_all)
+
+    def stop_all(self) -> None:
+        for owned in list(self.running):  # a copy: each stop() removes itself from the set
+            owned.stop()
+        self.named.clear()
 
 
 def tree(pid: int) -> list[psutil.Process]:

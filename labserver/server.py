@@ -8,9 +8,9 @@ notebook cells, so re-running the cell that starts it replaces the old one.
 
 from __future__ import annotations
 
-import atexit
 import ipaddress
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -90,10 +90,12 @@ class LabServer:
                 if not (self._pick_port and attempt < PORT_ATTEMPTS and "address already in use" in str(e).lower()):
                     raise
                 self.port = None
+                self._remove_log()  # nobody is shown this attempt's log: the next attempt has its own
         raise AssertionError("unreachable")
 
     def _start_once(self) -> LabServer:
         self.port = self.port or procs.free_port(self.host)
+        self.ready_s = None  # set again only once this start has succeeded
         self.log_path = Path(tempfile.mkdtemp(prefix="labserver-")) / "server.log"
         cmd = [
             sys.executable,
@@ -152,9 +154,20 @@ class LabServer:
         raise ServerError(f"the server did not answer /health within {self.ready_timeout_s:.0f} s\n{self.log_tail()}")
 
     def stop(self) -> None:
+        # A server that started and is still running at stop has nothing to report: its log folder
+        # goes (they piled up in /tmp by the hundred). One that died, or failed to start, keeps it:
+        # its error message names the log, and the caller may still read it (log_tail, after stop).
+        clean = self.alive and self.ready_s is not None
         if self.proc is not None:
             procs.stop_tree(self.proc)
         _running.discard(self)
+        if clean:
+            self._remove_log()
+
+    def _remove_log(self) -> None:
+        if self.log_path is not None:
+            shutil.rmtree(self.log_path.parent, ignore_errors=True)  # the folder mkdtemp made for this start
+            self.log_path = None
 
     def get(self, path: str, timeout: float = 5.0) -> dict:
         """GET `path` from the server and decode its JSON."""
@@ -166,7 +179,7 @@ class LabServer:
 
     def log_tail(self, lines: int = 30) -> str:
         if self.log_path is None:
-            return "(no server log: this server was never started)"
+            return "(no server log: this server was never started, or stopped cleanly and its log was removed)"
         return f"--- last lines of {self.log_path} ---\n{procs.tail(self.log_path, lines)}"
 
     def __enter__(self) -> LabServer:
@@ -219,8 +232,9 @@ def _port_taken(port: int, host: str) -> bool:
     return procs.port_in_use(port, host)
 
 
-_running: set[LabServer] = set()
-_named: dict[str, LabServer] = {}
+_owned = procs.Owned()
+_running: set[LabServer] = _owned.running
+_named: dict[str, LabServer] = _owned.named
 
 
 def serve(name: str = "default", **settings) -> LabServer:
@@ -234,10 +248,5 @@ def serve(name: str = "default", **settings) -> LabServer:
 
 
 def stop_all() -> None:
-    """Stop every server this process started."""
-    for server in list(_running):
-        server.stop()
-    _named.clear()
-
-
-atexit.register(stop_all)
+    """Stop every server this process started (also run at interpreter exit)."""
+    _owned.stop_all()

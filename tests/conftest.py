@@ -16,6 +16,11 @@ import psutil
 import pytest
 
 DATA_DIR = Path(tempfile.mkdtemp(prefix="lab-tests-data-"))
+# mkdtemp makes it 0700. Run as root, lesson 07's cluster runs as the unprivileged
+# concurrency-lab-pg, which could then not enter data/db/ here, and postgres.reachable_root would
+# move the cluster to /var/tmp. Others may enter and read, never write (no one can plant a file or
+# link); nothing secret lies in it: the cluster's password file is 0600 and its data folder 0700.
+DATA_DIR.chmod(0o755)
 os.environ["LAB_DATA_DIR"] = str(DATA_DIR)
 os.environ["LAB_PROGRESS"] = "0"  # no progress bars in the test log
 os.environ.pop("LAB_FIGURES_DIR", None)  # a batch's figures folder must not leak into the tests

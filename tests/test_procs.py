@@ -105,3 +105,18 @@ def test_tree_of_a_missing_process_is_empty():
     proc = subprocess.Popen(["true"])
     proc.wait()
     assert procs.tree(proc.pid) == []
+
+
+def test_owned_stops_everything_it_holds_and_forgets_the_names():
+    owned = procs.Owned()
+
+    class Thing:
+        def stop(self):
+            owned.running.discard(self)  # as LabServer.stop and Database.stop do
+
+    first, second = Thing(), Thing()
+    owned.running.update({first, second})
+    owned.named["lesson"] = first
+    owned.stop_all()
+    assert not owned.running
+    assert not owned.named

@@ -46,6 +46,25 @@ def test_a_server_that_never_started_stops_quietly():
     assert "never started" in s.log_tail()
 
 
+def test_a_clean_stop_removes_the_log_folder_a_dead_server_keeps_it(tmp_path):
+    # Stand-ins for two started servers: a process in its own session each, and a log folder.
+    started = {}
+    for name in ("clean", "dead"):
+        s = LabServer(procs=0)
+        s.log_path = tmp_path / name / "server.log"
+        s.log_path.parent.mkdir()
+        s.proc = procs.spawn(["sleep", "60"], s.log_path)
+        s.ready_s = 0.0
+        started[name] = s
+    procs.stop_tree(started["dead"].proc)  # it died before anyone stopped it
+    for s in started.values():
+        s.stop()
+    assert not (tmp_path / "clean").exists()
+    assert "log was removed" in started["clean"].log_tail()
+    assert (tmp_path / "dead" / "server.log").exists()  # its error message names this log
+    assert str(tmp_path / "dead" / "server.log") in started["dead"].log_tail()
+
+
 @pytest.mark.slow
 def test_normal_exit_leaves_nothing():
     with LabServer(workers=2, procs=1) as s:
@@ -57,8 +76,10 @@ def test_normal_exit_leaves_nothing():
         assert s.info()["workers"] == 2
         assert len(members) >= 1 + 2 + 2
         port = s.port
+        log_folder = s.log_path.parent
     assert not s.alive
     _assert_all_gone(members, port)
+    assert not log_folder.exists()
 
 
 @pytest.mark.slow
@@ -106,6 +127,7 @@ def test_a_server_failing_at_start_up_shows_its_log(monkeypatch):
         s.start()
     assert "threads must be a whole number" in str(e.value)  # from the log tail
     assert not s.alive
+    assert s.log_path.exists()  # kept: the message above points the user at it
 
 
 @pytest.mark.slow
