@@ -19,7 +19,7 @@ from fastapi import FastAPI
 
 from labserver.patterns import PATTERNS
 from labserver.procs import die_with_parent
-from labserver.settings import Settings
+from labserver.settings import Settings, pin, usable_cpus
 
 NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
 
@@ -86,6 +86,8 @@ async def lifespan(app: FastAPI):
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     settings.check()
+    if settings.cpus:  # before any thread or pool starts: they inherit it
+        pin(settings.cpus)
     # FastAPI's built-in OpenTelemetry asks on every request whether a provider is configured;
     # the lab exports no telemetry, so it is switched off: ~5% of the server's CPU per request.
     app = FastAPI(title="Concurrency Lab demo server", lifespan=lifespan, telemetry=NO_TELEMETRY)
@@ -121,6 +123,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "threads": int(limiter.total_tokens),
             "threads_busy": limiter.borrowed_tokens,
             "procs": settings.procs,
+            "cpus": usable_cpus(),
             "in_flight": middleware.in_flight if middleware else None,
             "served": middleware.served if middleware else None,
             "patterns": list(PATTERNS),

@@ -55,3 +55,43 @@ def ceiling_rps(frame: pd.DataFrame, cores: int | None = None) -> pd.Series:
     """
     u = usage(frame, cores)
     return u["usable_cores"] / (u["cpu_ms_per_request"] / 1000)
+
+
+def thread_cost(cpu_n: int, threads: int, calls: int | None = None) -> float:
+    """CPU of fib(cpu_n) computed on `threads` threads at once over its CPU on one thread (1.0: turns are free).
+
+    Threads that all compute take turns on the GIL every `sys.getswitchinterval()` (5 ms); each
+    turn wakes another thread, often on another core, whose cache is cold for the work. Both are
+    timed in this process, alternately (one, many, many, one), so that a drift in the machine's
+    speed falls on both alike. `calls` fib calls per timing (default: `threads`).
+    """
+    import threading
+    import time
+
+    from labserver.work import fib
+
+    calls = calls or threads
+
+    def cpu_per_call(n_threads: int) -> float:
+        left = list(range(calls))
+
+        def work() -> None:
+            while True:
+                try:
+                    left.pop()  # atomic under the GIL: each call is done once
+                except IndexError:
+                    return
+                fib(cpu_n)
+
+        workers = [threading.Thread(target=work) for _ in range(n_threads)]
+        started = time.process_time()  # the whole process: every thread's CPU
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        return (time.process_time() - started) / calls
+
+    one, many = cpu_per_call(1), cpu_per_call(threads)
+    many += cpu_per_call(threads)
+    one += cpu_per_call(1)
+    return many / one

@@ -168,6 +168,7 @@ def run_load(
                 workers=settings.workers,
                 threads=settings.threads,
                 procs=settings.procs,
+                cpus=",".join(map(str, settings.cpus)),  # "" unless the server was pinned
                 duration_s=duration_s,
                 spawn_rate=spawn_rate,
                 user_class=user_class,

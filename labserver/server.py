@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path
 
 from labserver import procs
-from labserver.settings import Settings
+from labserver.settings import Settings, check_cpus
 
 LOOPBACK = "127.0.0.1"
 PORT_ATTEMPTS = 3
@@ -45,6 +45,7 @@ class LabServer:
     host : interface to bind; anything but a loopback address prints a warning.
     port : port to bind; a free one is chosen when None.
     ready_timeout_s : how long to wait for /health before giving up.
+    cpus : the CPUs the server may run on (Linux only), e.g. [1]; None: wherever the OS puts it.
     """
 
     def __init__(
@@ -55,8 +56,14 @@ class LabServer:
         host: str = LOOPBACK,
         port: int | None = None,
         ready_timeout_s: float = 60.0,
+        cpus: list[int] | None = None,
     ):
-        self.settings = Settings(workers=workers, threads=threads, **({} if procs is None else {"procs": procs}))
+        if cpus is not None:
+            check_cpus(cpus)  # here too: an empty list would otherwise read as "not pinned"
+        pinned = {} if cpus is None else {"cpus": tuple(cpus)}
+        self.settings = Settings(
+            workers=workers, threads=threads, **({} if procs is None else {"procs": procs}), **pinned
+        )
         self.settings.check()
         _check_processes(self.settings)
         _check_host(host)

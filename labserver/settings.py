@@ -24,6 +24,9 @@ class Settings:
     procs: int = os.cpu_count() or 1
     database_url: str = ""  # libpq connection string; when set, the app serves the database lesson's routes
     db_pool: int = DB_POOL_DEFAULT
+    # The CPUs the server's processes may run on (empty: wherever the OS puts them). Lesson 07 pins
+    # a server to one core to show what a thread pool's GIL hand-offs between cores cost.
+    cpus: tuple[int, ...] = ()
 
     def to_env(self) -> dict[str, str]:
         return {
@@ -32,6 +35,7 @@ class Settings:
             "LAB_PROCS": str(self.procs),
             "LAB_DATABASE_URL": self.database_url,
             "LAB_DB_POOL": str(self.db_pool),
+            "LAB_CPUS": ",".join(map(str, self.cpus)),
         }
 
     @classmethod
@@ -43,6 +47,7 @@ class Settings:
             procs=int(os.environ.get("LAB_PROCS", default.procs)),
             database_url=os.environ.get("LAB_DATABASE_URL", default.database_url),
             db_pool=int(os.environ.get("LAB_DB_POOL", default.db_pool)),
+            cpus=tuple(int(c) for c in os.environ.get("LAB_CPUS", "").split(",") if c.strip()),
         )
 
     def check(self) -> None:
@@ -55,3 +60,26 @@ class Settings:
         ):
             if not isinstance(value, int) or not low <= value <= high:
                 raise ValueError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+        if self.cpus:
+            check_cpus(self.cpus)
+
+
+def usable_cpus() -> list[int]:
+    """The CPUs this process may run on, or [] where the OS cannot pin processes (macOS)."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def check_cpus(cpus) -> None:
+    """Raise ValueError unless `cpus` is a non-empty set of CPUs this process may use."""
+    usable = usable_cpus()
+    if not usable:
+        raise ValueError("cpus (pinning the server to cores) needs Linux: this OS cannot pin a process")
+    if not isinstance(cpus, tuple | list) or not cpus or not all(type(c) is int and c in usable for c in cpus):
+        raise ValueError(f"cpus must be a list of CPUs from {usable}, got {cpus!r}")
+
+
+def pin(cpus) -> None:
+    """Pin every thread of this process to `cpus`; the threads and processes it starts later inherit that."""
+    # sched_setaffinity(0) pins only the calling thread: set it for each thread already running too.
+    for tid in os.listdir("/proc/self/task"):
+        os.sched_setaffinity(int(tid), cpus)

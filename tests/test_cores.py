@@ -62,3 +62,8 @@ def test_ceiling_is_where_the_cpu_would_run_out():
     assert cores.ceiling_rps(_runs(), cores=2).iloc[2] == pytest.approx(2000)
     # a saturated run sits at its own ceiling
     assert cores.ceiling_rps(_runs(), cores=2).iloc[0] == pytest.approx(50)
+
+
+def test_thread_cost_is_a_ratio_near_one_for_a_single_thread():
+    # one thread against one thread: the same work, timed alternately; no absolute time is asserted
+    assert 0.5 < cores.thread_cost(12, 1, calls=20) < 2.0

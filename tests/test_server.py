@@ -150,3 +150,20 @@ def test_a_server_killed_is_seen_dead():
         s.proc.wait(timeout=10)
         assert not s.alive
         assert "stopped" in repr(s)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="this OS cannot pin a process")
+def test_a_pinned_server_runs_every_process_and_thread_on_its_cpus():
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    with LabServer(procs=1, cpus=[cpu]) as s:
+        s.get("/threadpool")  # starts a thread-pool thread after the pinning: it must inherit it
+        assert s.info()["cpus"] == [cpu]
+        for p in procs.tree(s.proc.pid):  # the worker, its pool child, and every thread of each
+            for t in p.threads():
+                assert os.sched_getaffinity(t.id) == {cpu}
+
+
+def test_cpus_outside_this_machine_fail_before_any_process_starts():
+    with pytest.raises(ValueError, match="cpus must be"):
+        LabServer(cpus=[10_000])
