@@ -28,7 +28,6 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from labserver import model, results
-from labserver.cpu import MachineMeter, wait_until_quiet
+from labserver.cpu import wait_until_quiet
 from labserver.load import run_load
 from labserver.paths import ROOT, data_dir
 from labserver.server import LabServer
@@ -231,26 +230,10 @@ def _read_records(path: Path) -> list[list]:
 
 
 def _measured_run(server: LabServer, pattern: str, users: int, duration_s: int, **load) -> dict:
-    """One run_load, with the machine's CPU sampled beside it; the run's row plus what the bench adds."""
-    machine, stop = MachineMeter(), threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            machine.sample()
-            stop.wait(0.25)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    """One run_load; the run's row (machine and other CPU included) plus what the bench adds."""
     spawned_at, started = time.time(), time.perf_counter()
-    try:
-        result = run_load(server, pattern, users, duration_s=duration_s, lesson="bench", progress=False, **load)
-    finally:
-        stop.set()
-        sampler.join()
+    result = run_load(server, pattern, users, duration_s=duration_s, lesson="bench", progress=False, **load)
     row = dict(result.row)
-    t0 = row["window_start"]
-    row["machine_cpu"] = machine.usage(t0, t0 + row["window_s"])
-    row["other_cpu"] = row["machine_cpu"] - row["server_cpu"] - row["locust_cpu"]
     row["run_s"] = time.perf_counter() - started
     row["locust_first_request_s"] = first_request_delay(_read_records(result.path), spawned_at)
     row["locust_rps"] = locust_rps(result.path / "locust.json")

@@ -135,3 +135,19 @@ def test_a_server_killed_mid_run_raises_and_leaves_a_marked_run():
     assert not runs["valid"].iloc[0]
     assert "server died" in runs["problems"].iloc[0]
     assert str(runs_dir() / runs["run_id"].iloc[0]) in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("machine", "locust", "limited"),
+    [
+        (1.95, 0.7, True),  # every core busy and Locust holds a real share: it waited for CPU
+        (1.95, 0.1, False),  # a CPU-bound server on every core, a light Locust: a fair measurement
+        (1.60, 0.7, False),  # a core's fifth to spare
+        (float("nan"), 0.7, False),  # not measured: no claim either way
+    ],
+)
+def test_machine_limit_needs_a_full_machine_and_a_busy_generator(machine, locust, limited):
+    problem = load.machine_limit(machine, locust, cores=2)
+    assert (problem is not None) == limited
+    if limited:
+        assert "the machine was the limit" in problem and "of 2 cores" in problem
