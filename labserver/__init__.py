@@ -14,6 +14,7 @@ __all__ = [
     "load_runs",
     "predict",
     "run_load",
+    "run_plan",
     "serve",
     "sweep",
 ]
@@ -26,6 +27,7 @@ _WHERE = {
     "load_runs": "labserver.results",
     "predict": "labserver.model",
     "run_load": "labserver.load",
+    "run_plan": "labserver.load",
     "serve": "labserver.server",
     "sweep": "labserver.load",
 }

@@ -2,7 +2,7 @@
 
 `calibrate` sends lone requests to each endpoint (no load) to learn its service time and the
 worker's CPU per request; `sweep` then runs every endpoint × users × cpu_n through the lab's
-harness (`run_load`) with the prediction built from those figures, the thread pool, the
+harness (`run_plan`) with the prediction built from those figures, the thread pool, the
 connection pool and the fib timing.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from labserver import dbmodel
-from labserver.load import check_load, run_load
+from labserver.load import check_load, run_plan
 from labserver.model import cpu_ms
 from labserver.server import LabServer
 
@@ -82,24 +82,27 @@ def sweep(
     lesson: str | None = None,
     **load,
 ) -> pd.DataFrame:
-    """run_load for every endpoint × users × cpu_n, predicted from `base` (see calibrate); one tidy row per run."""
+    """Every endpoint × users × cpu_n in one Locust run (run_plan), predicted from `base` (see calibrate).
+
+    One tidy row per run.
+    """
     depths = cpu_n if isinstance(cpu_n, list) else [cpu_n]
     for endpoint in endpoints:
         for u in users:
             for n in depths:
                 check_load(endpoint, u, load.get("duration_s", 5), 1, io_ms, n)
-    rows = []
+    runs = []
     for n in depths:
         for u in users:
             for endpoint in endpoints:
-                p = predict(server, endpoint, u, io_ms, n, base)
                 tags = {
                     "db_pool": server.settings.db_pool,
                     "service_ms": base.at[endpoint, "service_ms"],
                     "cpu_ms_alone": base.at[endpoint, "cpu_ms"],
                 }
-                run = run_load(server, endpoint, u, io_ms=io_ms, cpu_n=n, lesson=lesson, predicted=p, tags=tags, **load)
-                rows.append(run.row)
+                p = predict(server, endpoint, u, io_ms, n, base)
+                runs.append(dict(pattern=endpoint, users=u, io_ms=io_ms, cpu_n=n, predicted=p, tags=tags))
+    rows = [run.row for run in run_plan(server, runs, lesson=lesson, **load)]
     frame = pd.DataFrame(rows)
     frame["driver"] = frame["pattern"].map(dbmodel.driver)
     return frame

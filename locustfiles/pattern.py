@@ -7,19 +7,32 @@ assumes. Run it on its own, for example:
     locust -f locustfiles/pattern.py --headless -u 50 -t 10s -H http://127.0.0.1:8000 \
         --pattern gather --tasks 3 --io-ms 100
 
-Besides Locust's own statistics, every user keeps (finish time, latency, ok, worker pid) for
-each of its requests, written to --records-file when the test stops: Locust rounds latencies
+Besides Locust's own statistics, every user keeps (finish time, latency, ok, worker pid, stage)
+for each of its requests, written to --records-file when the test stops: Locust rounds latencies
 above 100 ms and its per-second counts cannot tell a steady flow from synchronized bursts. The
 pid comes from the X-Worker-Pid header, so a run with --workers N shows which worker served what.
+
+--plan-file runs several measurements in one Locust process, one after the other: a JSON list
+of stages, each {"pattern", "tasks", "io_ms", "cpu_n", "users", "duration_s"}. Start Locust with
+the largest users of the plan; in each stage the first `users` users send requests and the rest
+wait for a stage that needs them. A request belongs to the stage in which it was sent. Starting
+Locust once per plan instead of once per measurement saves about 1.5 s a run (import, spawn,
+report), and the users keep their open connections from one stage to the next.
 """
 
+import itertools
 import json
 import os
+import random
 import time
 
+import gevent
 from locust import FastHttpUser, HttpUser, constant, events, task
 
-RECORDS: list[list[tuple[float, float, bool, int | None]]] = []
+PLAN: list[dict] = []  # the stages, each with its start ("start_s") after T0
+T0: list[float] = []  # when the test started (time.time()), set once
+RECORDS: list[list[tuple]] = []  # per user, in the order the users started
+NEXT_USER = itertools.count()
 
 
 @events.init_command_line_parser.add_listener
@@ -29,7 +42,8 @@ def add_options(parser):
     parser.add_argument("--io-ms", type=int, default=100, help="I/O wait per sub-task, in ms")
     parser.add_argument("--cpu-n", type=int, default=0, help="fib(cpu_n) per sub-task")
     parser.add_argument("--timeout-s", type=float, default=60.0, help="client timeout per request, in s")
-    parser.add_argument("--records-file", default="", help="where to write every request's (end, ms, ok)")
+    parser.add_argument("--records-file", default="", help="where to write every request's (end, ms, ok, pid, stage)")
+    parser.add_argument("--plan-file", default="", help="JSON list of stages to run one after the other")
 
 
 @events.init.add_listener
@@ -39,32 +53,76 @@ def set_timeout(environment, **_):
         user_class.network_timeout = user_class.connection_timeout = timeout
 
 
+@events.test_start.add_listener
+def load_plan(environment, **_):
+    o = environment.parsed_options
+    if o.plan_file:
+        with open(o.plan_file) as f:
+            stages = json.load(f)
+    else:  # the command line's one pattern, for every user, until Locust's own --run-time ends the test
+        stages = [dict(pattern=o.pattern, tasks=o.tasks, io_ms=o.io_ms, cpu_n=o.cpu_n, users=10**9, duration_s=1e9)]
+    start = 0.0
+    for stage in stages:
+        stage["start_s"] = start
+        stage["path"] = f"/{stage['pattern']}?tasks={stage['tasks']}&io_ms={stage['io_ms']}&cpu_n={stage['cpu_n']}"
+        start += stage["duration_s"]
+    PLAN[:] = stages
+    T0[:] = [time.time()]
+
+
 @events.test_stop.add_listener
 def write_records(environment, **_):
     path = environment.parsed_options.records_file
     if path:
         # one file per process: with --processes N every fork writes its own
         with open(f"{path}.{os.getpid()}.json", "w") as f:
-            json.dump(RECORDS, f)
+            json.dump({"t0": T0[0] if T0 else None, "users": RECORDS}, f)
+
+
+def current_stage(now: float) -> int | None:
+    """The index of the stage running at `now`, None once the plan is over."""
+    elapsed = now - T0[0]
+    for i, stage in enumerate(PLAN):
+        if elapsed < stage["start_s"] + stage["duration_s"]:
+            return i
+    return None
 
 
 class PatternMixin:
     wait_time = constant(0)  # closed loop: the next request leaves as soon as the reply arrives
 
     def on_start(self):
-        o = self.environment.parsed_options
-        self.path = f"/{o.pattern}?tasks={o.tasks}&io_ms={o.io_ms}&cpu_n={o.cpu_n}"
+        self.index = next(NEXT_USER)
         self.records = []
+        self.idle = True  # just spawned, or back from a stage that did not need it
         RECORDS.append(self.records)
 
     def call(self):
+        now = time.time()
+        i = current_stage(now)
+        if i is None:  # the plan is over: Locust's --run-time stops the test in a moment
+            gevent.sleep(0.1)
+            return
+        stage = PLAN[i]
+        if self.index >= stage["users"]:  # not needed in this stage: wait for the next one
+            self.idle = True
+            gevent.sleep(max(0.001, T0[0] + stage["start_s"] + stage["duration_s"] - now))
+            return
+        if self.idle:
+            # Users that start together stay in step: every wait ends at once and the server gets
+            # its requests in bursts, not the steady flow the model assumes (a burst of 200
+            # requests costs one worker ~100 ms of CPU). A random start within one request's
+            # wait spreads them evenly; the warm-up, cut from the window, absorbs it.
+            self.idle = False
+            gevent.sleep(random.uniform(0, min(1.0, stage["tasks"] * stage["io_ms"] / 1000)))
+            return
         started = time.perf_counter()
-        with self.client.get(self.path, name=f"/{self.environment.parsed_options.pattern}", catch_response=True) as r:
+        with self.client.get(stage["path"], name=f"/{stage['pattern']}", catch_response=True) as r:
             ok = r.status_code == 200
             if not ok:
                 r.failure(f"status {r.status_code}")
             pid = r.headers.get("x-worker-pid") if r.headers else None  # None: no reply at all
-        self.records.append((time.time(), (time.perf_counter() - started) * 1000, ok, int(pid) if pid else None))
+        self.records.append((time.time(), (time.perf_counter() - started) * 1000, ok, int(pid) if pid else None, i))
 
 
 class PatternUser(PatternMixin, FastHttpUser):

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from labserver import load, results
+from labserver import collect, load, results
 from labserver.load import check_load, check_sweep, run_load, sweep
 from labserver.paths import runs_dir
 from labserver.server import LabServer, ServerError
@@ -82,7 +82,7 @@ def test_run_load_refuses_a_stopped_server():
 
 def test_history_counts_requests_per_second():
     per_user = [[(100.2, 10.0, True), (100.7, 12.0, True), (101.1, 30.0, False)], [(101.5, 20.0, True)]]
-    h = load._history(per_user, start=100.0)
+    h = collect.history(per_user, start=100.0)
     assert list(h["second"]) == [0, 1]
     assert list(h["rps"]) == [2, 2]
     assert list(h["failures"]) == [0, 1]
@@ -147,7 +147,77 @@ def test_a_server_killed_mid_run_raises_and_leaves_a_marked_run():
     ],
 )
 def test_machine_limit_needs_a_full_machine_and_a_busy_generator(machine, locust, limited):
-    problem = load.machine_limit(machine, locust, cores=2)
+    problem = collect.machine_limit(machine, locust, cores=2)
     assert (problem is not None) == limited
     if limited:
         assert "the machine was the limit" in problem and "of 2 cores" in problem
+
+
+def test_stage_records_keep_the_stage_and_its_users():
+    files = {"records.1.json": [[(1.0, 5.0, True, 7, 0), (2.0, 5.0, True, 7, 1)], [(1.5, 5.0, True, 7, 1)], []]}
+    assert collect.stage_records(files, 0, users=1) == {"records.1.json": [[(1.0, 5.0, True, 7, 0)]]}
+    assert collect.stage_records(files, 1, users=3) == {
+        "records.1.json": [[(2.0, 5.0, True, 7, 1)], [(1.5, 5.0, True, 7, 1)], []]
+    }
+
+
+@pytest.mark.parametrize(
+    ("runs", "name"),
+    [
+        ([], "at least one run"),
+        ([{"pattern": "gather"}], "users"),
+        ([{"pattern": "gather", "users": 2, "io": 5}], "io"),
+    ],
+)
+def test_run_plan_checks_its_runs_before_starting_anything(runs, name):
+    with pytest.raises(ValueError, match=name):
+        load.run_plan(None, runs)
+
+
+@pytest.mark.slow
+def test_a_plan_measures_each_run_in_its_own_folder_with_one_locust():
+    plan = [
+        {"pattern": "sequential", "users": 4, "io_ms": 10},
+        {"pattern": "gather", "users": 8, "tasks": 2, "io_ms": 10},
+        {"pattern": "threadpool", "users": 2, "io_ms": 10, "tags": {"note": "last"}},
+    ]
+    with LabServer(procs=0) as server:
+        done = load.run_plan(server, plan, duration_s=2, lesson="tests-plan")
+    assert [(r.row["pattern"], r.row["users"], r.row["tasks"]) for r in done] == [
+        ("sequential", 4, 1),
+        ("gather", 8, 2),
+        ("threadpool", 2, 1),
+    ]
+    assert done[2].row["note"] == "last"
+    assert all(r.row["status"] == "ok" and r.row["valid"] for r in done), [r.row["problems"] for r in done]
+    assert len({r.path for r in done}) == 3 and all(r.path.parent == runs_dir() for r in done)
+    # one Locust process: the same log in every folder, and each folder keeps only its own users' records
+    assert len({(r.path / "locust.log").stat().st_ino for r in done}) == 1
+    for r in done:
+        (records,) = r.path.glob("records.*.json")
+        per_user = json.loads(records.read_text())
+        assert len(per_user) == r.row["users"]
+        stages = {rec[4] for user in per_user for rec in user}
+        assert stages == {done.index(r)}
+    # the runs follow each other: each starts no sooner than the one before
+    starts = [r.row["window_start"] for r in done]
+    assert starts == sorted(starts)
+
+
+@pytest.mark.slow
+def test_a_server_killed_mid_plan_keeps_the_runs_before_it():
+    plan = [
+        {"pattern": "sequential", "users": 3, "io_ms": 10, "duration_s": 2},
+        {"pattern": "sequential", "users": 3, "io_ms": 10},
+    ]
+    with LabServer(procs=0) as server:
+        killer = threading.Timer(4.0, os.kill, (server.proc.pid, signal.SIGKILL))
+        killer.start()
+        try:
+            with pytest.raises(ServerError, match="server died"):
+                load.run_plan(server, plan, duration_s=20, lesson="tests-plan-killed")
+        finally:
+            killer.cancel()
+    runs = results.load_runs("tests-plan-killed")
+    assert list(runs["status"]) == ["ok", "server died"]
+    assert list(runs["valid"]) == [True, False]

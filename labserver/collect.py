@@ -1,0 +1,252 @@
+"""From what a Locust process left on disk to one RunResult per measurement (stage) of its plan.
+
+The figures come from per-request records rather than Locust's stats CSV, which misses the
+last second; a request belongs to the stage in which it was sent (locustfiles/pattern.py).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from labserver import measure, model, results, spread
+from labserver.cpu import CpuMeter, MachineMeter
+
+SATURATED = 0.9  # a Locust process above this share of a core measures itself, not the server
+MIN_REQUESTS = 20
+# The machine is the limit when nearly every core is busy while Locust takes a real share of
+# them: the generator then waits for CPU beside the server, and its latencies include that wait.
+# (A CPU-bound server alone on every core, with a light Locust, is a fair measurement: lesson 03.)
+MACHINE_BUSY = 0.95  # share of all cores
+MACHINE_LOCUST_CORES = 0.2
+
+
+def read_json(path, default):
+    """A JSON file Locust wrote, or `default` if it is missing or was cut short (Locust killed mid-write)."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def read_plan_records(folder: Path) -> tuple[float | None, dict[str, list[list]]]:
+    """(when the test started, {records file name: per-user record lists}) from every Locust process's file."""
+    t0, files = None, {}
+    for path in sorted(glob.glob(str(folder / "records.*.json"))):
+        data = read_json(path, {})
+        if not isinstance(data, dict):  # cut short, or not ours
+            continue
+        if data.get("t0") is not None:
+            t0 = data["t0"] if t0 is None else min(t0, data["t0"])
+        files[os.path.basename(path)] = data.get("users", [])
+    return t0, files
+
+
+def stage_records(files: dict[str, list[list]], stage: int, users: int) -> dict[str, list[list]]:
+    """Each file's records of one stage, for the users that stage used (the first `users` of each process)."""
+    return {name: [[r for r in user if r[4] == stage] for user in per_user[:users]] for name, per_user in files.items()}
+
+
+def write_records(folder: Path, files: dict[str, list[list]]) -> None:
+    for name, per_user in files.items():
+        with open(folder / name, "w") as f:
+            json.dump(per_user, f)
+
+
+def collect(
+    tmp: Path,
+    run_id: str,
+    params: dict,
+    per_user: list[list],
+    start: float,
+    status: str,
+    exit_code: int | None,
+    meters,
+    warmup_s: float,
+    expect_failures: bool,
+    lesson: str | None,
+    predicted: model.Prediction | None = None,
+) -> results.RunResult:
+    """One stage's RunResult: its figures, the prediction beside them, and whether it is a valid measurement."""
+    problems = [] if status == "ok" else [status]
+    if status == "ok" and exit_code not in (None, 0, 1):  # 1 means "some requests failed"; None: not judged
+        status = "locust failed"
+        problems.append(f"locust exited with code {exit_code}; see {tmp.name}/locust.log")
+    m = measure.measure(per_user, start=start, warmup_s=warmup_s)  # the warm-up ends once every user is in its loop
+    window = (m.window_start, m.window_start + m.window_s)
+    locust_cores, locust_busiest = meters[0].usage(*window)
+    server_cores, _ = meters[1].usage(*window)
+    machine_cores = meters[2].usage(*window)
+    cores = os.cpu_count() or 1
+    log = (tmp / "locust.log").read_text(errors="replace") if (tmp / "locust.log").exists() else ""
+    generator_saturated = locust_busiest >= SATURATED or "CPU usage above" in log
+    if generator_saturated:
+        problems.append(f"load generator saturated ({locust_busiest:.0%} of a core): it measured itself")
+    if m.failures and not expect_failures:
+        problems.append(f"{m.failures} of {m.requests} requests failed")
+    if m.requests < MIN_REQUESTS:
+        problems.append(f"only {m.requests} requests after the warm-up: run longer or with more users")
+    limit = machine_limit(machine_cores, locust_cores, cores)
+    if limit:
+        problems.append(limit)
+    served = spread.counts(per_user, since=measure.warmup_end(per_user, start, warmup_s))  # as `requests` counts them
+    names = ("pattern", "users", "tasks", "io_ms", "cpu_n", "threads", "workers", "procs")
+    p = predicted or model.predict(*(params[name] for name in names))
+    row = {
+        "run_id": run_id,
+        "lesson": lesson,
+        **params,
+        "rps": m.rps,
+        "p50_ms": m.p50_ms,
+        "p95_ms": m.p95_ms,
+        "p99_ms": m.p99_ms,
+        "mean_ms": m.mean_ms,
+        "requests": m.requests,
+        "failures": m.failures,
+        "failure_rate": m.failures / m.requests if m.requests else math.nan,
+        "predicted_rps": p.rps,
+        "predicted_ms": p.latency_ms,
+        "bottleneck": p.bottleneck,
+        "ratio": m.rps / p.rps if p.rps and not math.isnan(p.rps) else math.nan,
+        "locust_cpu": locust_cores,
+        "server_cpu": server_cores,
+        "machine_cpu": machine_cores,  # every process on the machine, these two included
+        "other_cpu": machine_cores - locust_cores - server_cores,  # the rest: the notebook, a database, others' work
+        "generator_saturated": generator_saturated,
+        "window_s": m.window_s,
+        "window_start": m.window_start,
+        "method": m.method,
+        "workers_seen": len(served),
+        "worker_requests": served,
+        "status": status,
+        "valid": not problems,
+        "problems": "; ".join(problems),
+    }
+    manifest = {
+        "run_id": run_id,
+        "lesson": lesson,
+        "params": params,
+        "status": status,
+        "valid": not problems,
+        "problems": problems,
+        "locust_exit_code": exit_code,
+        "environment": results.environment(),
+        "result": row,
+    }
+    return results.RunResult(row=row, history=history(per_user, start), path=tmp, manifest=manifest)
+
+
+def machine_limit(machine_cores: float, locust_cores: float, cores: int) -> str | None:
+    """Why the machine, not the server, set the pace of a run; None when it did not (or was not measured)."""
+    if machine_cores >= MACHINE_BUSY * cores and locust_cores >= MACHINE_LOCUST_CORES:  # NaN compares False
+        return (
+            f"the machine was the limit ({machine_cores:.2f} of {cores} cores busy, {locust_cores:.2f} of them"
+            " Locust's): the generator waited for CPU beside the server, so the figure is a floor"
+        )
+    return None
+
+
+def history(per_user, start: float) -> pd.DataFrame:
+    """Requests finished per second of the run, with their p95 latency."""
+    flat = pd.DataFrame([r[:3] for user in per_user for r in user], columns=["end", "latency_ms", "ok"])
+    if flat.empty:
+        return pd.DataFrame(columns=["second", "rps", "p95_ms", "failures"])
+    flat["second"] = (flat["end"] - start).astype(int)
+    return (
+        flat.groupby("second")
+        .agg(
+            rps=("ok", "size"), p95_ms=("latency_ms", lambda s: s.quantile(0.95)), failures=("ok", lambda s: (~s).sum())
+        )
+        .reset_index()
+    )
+
+
+def save_plan(server, stages: list[dict], run_ids: list[str], tmp: Path, run: tuple, common: dict) -> list:
+    """Publish one run folder per stage that ran: the finished ones "ok", the one cut short with `status`.
+
+    `run` is how the Locust process went: (status, when it ended early or None, the process or None,
+    the CPU meters or None, when it started, the server's log if the server died).
+    """
+    status, ended, locust, meters, started_at, server_log = run
+    settings = server.settings
+    meters = meters or (CpuMeter(-1), CpuMeter(-1), MachineMeter())  # never sampled: CPU figures are NaN
+    exit_code = locust.returncode if locust else None
+    t0, files = read_plan_records(tmp)
+    t0 = t0 if t0 is not None else started_at.timestamp()
+    saved = []
+    for i, (stage, run_id) in enumerate(zip(stages, run_ids, strict=True)):
+        begins = t0 + sum(s["duration_s"] for s in stages[:i])
+        last = i == len(stages) - 1
+        if ended is not None and ended < begins:
+            break  # never started: nothing to save
+        cut_short = ended is not None and (last or ended < begins + stage["duration_s"])
+        folder = tmp if i == 0 else results.partial_dir(run_id)
+        if i:
+            _link_locust_files(saved[0].path, folder)  # the first run's folder, published by now
+        mine = stage_records(files, i, stage["users"])
+        write_records(folder, mine)
+        params = dict(
+            pattern=stage["pattern"],
+            users=stage["users"],
+            tasks=stage["tasks"],
+            io_ms=stage["io_ms"],
+            cpu_n=stage["cpu_n"],
+            workers=settings.workers,
+            threads=settings.threads,
+            procs=settings.procs,
+            cpus=",".join(map(str, settings.cpus)),  # "" unless the server was pinned
+            duration_s=stage["duration_s"],
+            spawn_rate=common["spawn_rate"] or max(s["users"] for s in stages),
+            user_class=common["user_class"],
+            processes=common["processes"],
+            timeout_s=common["timeout_s"],
+            **(stage["tags"] or {}),
+        )
+        result = collect(
+            folder,
+            run_id,
+            params,
+            [user for per_user in mine.values() for user in per_user],
+            begins,
+            status if cut_short else "ok",
+            exit_code if (cut_short or last) else None,  # Locust's exit says how the plan ended, not each run
+            meters,
+            common["warmup_s"],
+            common["expect_failures"],
+            common["lesson"],
+            stage["predicted"],
+        )
+        run_started = datetime.fromtimestamp(begins, UTC).isoformat(timespec="seconds")
+        result.manifest.update(
+            started_at=run_started,
+            ended_at=datetime.fromtimestamp(min(ended or time.time(), begins + stage["duration_s"]), UTC).isoformat(
+                timespec="seconds"
+            ),
+            plan={"first_run": run_ids[0], "stage": i, "stages": len(stages)},
+        )
+        result.row["started_at"] = run_started
+        if server_log is not None and cut_short:
+            (folder / "server.log").write_text(server_log)
+        saved.append(results.finish(folder, result.manifest, result.history))
+        if cut_short:
+            break
+    return saved
+
+
+def _link_locust_files(src: Path, dst: Path) -> None:
+    """Locust's own files (log, report, stats) of the whole plan, in every run's folder: hard links, no copies."""
+    for path in src.iterdir():
+        if path.name.startswith(("locust", "report")) or path.name == "plan.json":
+            try:
+                os.link(path, dst / path.name)
+            except OSError:
+                shutil.copy2(path, dst / path.name)
