@@ -182,18 +182,24 @@ def save_plan(server, stages: list[dict], run_ids: list[str], tmp: Path, run: tu
     exit_code = locust.returncode if locust else None
     t0, files = read_plan_records(tmp)
     t0 = t0 if t0 is not None else started_at.timestamp()
-    saved = []
+    saved, drained = [], t0  # drained: when the last request of the stages so far was answered
     for i, (stage, run_id) in enumerate(zip(stages, run_ids, strict=True)):
         begins = t0 + sum(s["duration_s"] for s in stages[:i])
+        ends = begins + stage["duration_s"]
         last = i == len(stages) - 1
         if ended is not None and ended < begins:
             break  # never started: nothing to save
-        cut_short = ended is not None and (last or ended < begins + stage["duration_s"])
+        cut_short = ended is not None and (last or ended < ends)
         folder = tmp if i == 0 else results.partial_dir(run_id)
         if i:
             _link_locust_files(saved[0].path, folder)  # the first run's folder, published by now
         mine = stage_records(files, i, stage["users"])
         write_records(folder, mine)
+        # The stage's users wait for the stages before it to drain, so its warm-up starts then; and
+        # what its own queue answers after its end, with fewer users sending, is not its steady flow.
+        start = max(begins, drained)
+        per_user = [[r for r in user if r[0] <= ends] for records in mine.values() for user in records]
+        drained = max([ends, *(r[0] for records in mine.values() for user in records for r in user)])
         params = dict(
             pattern=stage["pattern"],
             users=stage["users"],
@@ -215,8 +221,8 @@ def save_plan(server, stages: list[dict], run_ids: list[str], tmp: Path, run: tu
             folder,
             run_id,
             params,
-            [user for per_user in mine.values() for user in per_user],
-            begins,
+            per_user,
+            start,
             status if cut_short else "ok",
             exit_code if (cut_short or last) else None,  # Locust's exit says how the plan ended, not each run
             meters,
@@ -228,9 +234,7 @@ def save_plan(server, stages: list[dict], run_ids: list[str], tmp: Path, run: tu
         run_started = datetime.fromtimestamp(begins, UTC).isoformat(timespec="seconds")
         result.manifest.update(
             started_at=run_started,
-            ended_at=datetime.fromtimestamp(min(ended or time.time(), begins + stage["duration_s"]), UTC).isoformat(
-                timespec="seconds"
-            ),
+            ended_at=datetime.fromtimestamp(min(ended or time.time(), ends), UTC).isoformat(timespec="seconds"),
             plan={"first_run": run_ids[0], "stage": i, "stages": len(stages)},
         )
         result.row["started_at"] = run_started

@@ -8,12 +8,16 @@ connection pool and the fib timing.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from labserver import dbmodel
-from labserver.load import check_load, run_plan
+from labserver.load import DURATION_MAX_S, check_load, run_plan
 from labserver.model import cpu_ms
 from labserver.server import LabServer
+
+CYCLES = 4  # requests per user a run measures at least, after its warm-up
 
 
 def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataFrame:
@@ -84,7 +88,9 @@ def sweep(
 ) -> pd.DataFrame:
     """Every endpoint × users × cpu_n in one Locust run (run_plan), predicted from `base` (see calibrate).
 
-    One tidy row per run.
+    One tidy row per run. A run whose requests are slow lasts longer than `duration_s`: long
+    enough for the warm-up and then `CYCLES` requests per user at the predicted latency, so that
+    fib(28) at 32 users (about 1.3 s a request) is measured on more than a request or two each.
     """
     depths = cpu_n if isinstance(cpu_n, list) else [cpu_n]
     for endpoint in endpoints:
@@ -101,7 +107,11 @@ def sweep(
                     "cpu_ms_alone": base.at[endpoint, "cpu_ms"],
                 }
                 p = predict(server, endpoint, u, io_ms, n, base)
-                runs.append(dict(pattern=endpoint, users=u, io_ms=io_ms, cpu_n=n, predicted=p, tags=tags))
+                long_enough = math.ceil(load.get("warmup_s", 1.0) + CYCLES * p.latency_ms / 1000)
+                duration_s = min(DURATION_MAX_S, max(load.get("duration_s", 5), long_enough))
+                runs.append(
+                    dict(pattern=endpoint, users=u, io_ms=io_ms, cpu_n=n, duration_s=duration_s, predicted=p, tags=tags)
+                )
     rows = [run.row for run in run_plan(server, runs, lesson=lesson, **load)]
     frame = pd.DataFrame(rows)
     frame["driver"] = frame["pattern"].map(dbmodel.driver)
