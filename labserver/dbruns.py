@@ -17,7 +17,7 @@ from labserver.load import DURATION_MAX_S, check_load, run_plan
 from labserver.model import cpu_ms
 from labserver.server import LabServer
 
-CYCLES = 4  # requests per user a run measures at least, after its warm-up
+CYCLES = 3  # requests per user a run measures at least, after its warm-up
 
 
 def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataFrame:
@@ -88,9 +88,10 @@ def sweep(
 ) -> pd.DataFrame:
     """Every endpoint × users × cpu_n in one Locust run (run_plan), predicted from `base` (see calibrate).
 
-    One tidy row per run. A run whose requests are slow lasts longer than `duration_s`: long
-    enough for the warm-up and then `CYCLES` requests per user at the predicted latency, so that
-    fib(28) at 32 users (about 1.3 s a request) is measured on more than a request or two each.
+    One tidy row per run. A run whose requests are slow lasts longer than `duration_s` (twice it
+    at most): long enough for the warm-up and then `CYCLES` requests per user at the predicted
+    latency, so that fib(28) at 32 users (about 1.3 s a request) is measured on more than a
+    request or two each.
     """
     depths = cpu_n if isinstance(cpu_n, list) else [cpu_n]
     for endpoint in endpoints:
@@ -107,8 +108,9 @@ def sweep(
                     "cpu_ms_alone": base.at[endpoint, "cpu_ms"],
                 }
                 p = predict(server, endpoint, u, io_ms, n, base)
+                duration_s = load.get("duration_s", 5)
                 long_enough = math.ceil(load.get("warmup_s", 1.0) + CYCLES * p.latency_ms / 1000)
-                duration_s = min(DURATION_MAX_S, max(load.get("duration_s", 5), long_enough))
+                duration_s = min(DURATION_MAX_S, 2 * duration_s, max(duration_s, long_enough))
                 runs.append(
                     dict(pattern=endpoint, users=u, io_ms=io_ms, cpu_n=n, duration_s=duration_s, predicted=p, tags=tags)
                 )

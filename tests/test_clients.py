@@ -222,12 +222,26 @@ def test_an_interrupted_run_is_saved_as_such_and_its_client_is_stopped():
     from labserver import LabServer, load_runs
     from labserver.client_runs import run_client
 
+    def interrupt_once_the_client_runs(stop: threading.Event) -> None:
+        # A Ctrl-C in the middle of the 5 s run: once the client process exists, not after a fixed
+        # delay, which a slow start-up on a busy machine could outlast or precede.
+        while not stop.wait(0.05):
+            if any("labserver.clients" in _cmdline(p) for p in psutil.Process().children(recursive=True)):
+                stop.wait(0.5)
+                _thread.interrupt_main()
+                return
+
     with LabServer() as server:
-        timer = threading.Timer(1.0, _thread.interrupt_main)  # a Ctrl-C in the middle of a 5 s run
-        timer.start()
-        with pytest.raises(KeyboardInterrupt):
-            run_client(server, "loop", "sequential", 100, 1, 50, lesson="test_interrupt")
-        timer.cancel()
+        stop = threading.Event()
+        watcher = threading.Thread(target=interrupt_once_the_client_runs, args=(stop,), daemon=True)
+        watcher.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                result = run_client(server, "loop", "sequential", 100, 1, 50, lesson="test_interrupt")
+                pytest.fail(f"the run ended before the interrupt: {result.row['status']}, {result.row['problems']}")
+        finally:
+            stop.set()
+            watcher.join()
         assert not [p for p in psutil.Process().children(recursive=True) if "labserver.clients" in _cmdline(p)]
     saved = load_runs("test_interrupt")
     assert list(saved["status"]) == ["interrupted"] and not saved["valid"].any()

@@ -15,7 +15,10 @@ def test_too_few_samples_is_nan():
 def test_busy_process_uses_cpu():
     meter = CpuMeter(os.getpid())
     meter.sample()
-    fib(24)
+    # CPU times advance in clock ticks (10 ms): work until a few have passed, however fast the machine
+    started = time.process_time()
+    while time.process_time() - started < 0.05:
+        fib(20)
     meter.sample()
     cores, busiest = meter.usage(0, float("inf"))
     assert cores > 0
