@@ -109,3 +109,14 @@ def test_a_run_without_a_prediction_or_a_lesson_does_not_break_the_chart():
     runs.loc[len(runs) - 2, "ratio"] = None  # as load_runs gives it when a manifest holds null
     summary.chart(runs, headlines(runs), "t")
     assert not patterns(runs).empty
+
+
+def test_a_headline_can_leave_out_runs_on_a_pinned_server():
+    runs = pd.DataFrame([
+        _run(lesson="07_database", pattern="async_select", users=1000, rps=900.0, cpus=""),
+        _run(lesson="07_database", pattern="sync_select", users=1000, rps=600.0, cpus=None),  # unset, read back as NaN
+        _run(lesson="07_database", pattern="async_select", users=1000, rps=1200.0, cpus="1"),
+        _run(lesson="07_database", pattern="sync_select", users=1000, rps=1300.0, cpus="1"),
+    ])  # fmt: skip
+    seed_001 = next(h for h in summary.PUBLISHED if h.lesson == "07")
+    assert headlines(runs, [seed_001]).iloc[0]["ours"] == pytest.approx(900 / 600)
