@@ -72,7 +72,7 @@ def load_plan(environment, **_):
         stage["path"] = f"/{stage['pattern']}?tasks={stage['tasks']}&io_ms={stage['io_ms']}&cpu_n={stage['cpu_n']}"
         start += stage["duration_s"]
     PLAN[:] = stages
-    # A full garbage collection walks every object Locust's imports made: 20-60 ms here, during
+    # A full garbage collection walks every object Locust's imports made: 20-80 ms here, during
     # which no reply is read. Every request in flight waits it out, and a closed loop of equal
     # waits repeats the gap forever after. Frozen objects are left out of every collection.
     gc.freeze()
