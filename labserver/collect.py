@@ -75,13 +75,18 @@ def collect(
     expect_failures: bool,
     lesson: str | None,
     predicted: model.Prediction | None = None,
+    settle: int | list[int] = 2,
 ) -> results.RunResult:
-    """One stage's RunResult: its figures, the prediction beside them, and whether it is a valid measurement."""
+    """One stage's RunResult: its figures, the prediction beside them, and whether it is a valid measurement.
+
+    `settle` is measure.warmup_end's `settle_requests`: how many replies each user needs before it counts as in its loop.
+    """
     problems = [] if status == "ok" else [status]
     if status == "ok" and exit_code not in (None, 0, 1):  # 1 means "some requests failed"; None: not judged
         status = "locust failed"
         problems.append(f"locust exited with code {exit_code}; see {tmp.name}/locust.log")
-    m = measure.measure(per_user, start=start, warmup_s=warmup_s)  # the warm-up ends once every user is in its loop
+    cut = measure.warmup_end(per_user, start, warmup_s, settle)  # once every user is in its loop
+    m = measure.measure(per_user, start=start, warmup_s=warmup_s, settle_requests=settle)
     window = (m.window_start, m.window_start + m.window_s)
     locust_cores, locust_busiest = meters[0].usage(*window)
     server_cores, _ = meters[1].usage(*window)
@@ -98,7 +103,7 @@ def collect(
     limit = machine_limit(machine_cores, locust_cores, cores)
     if limit:
         problems.append(limit)
-    served = spread.counts(per_user, since=measure.warmup_end(per_user, start, warmup_s))  # as `requests` counts them
+    served = spread.counts(per_user, since=cut)  # as `requests` counts them
     names = ("pattern", "users", "tasks", "io_ms", "cpu_n", "threads", "workers", "procs")
     p = predicted or model.predict(*(params[name] for name in names))
     row = {
@@ -195,10 +200,15 @@ def save_plan(server, stages: list[dict], run_ids: list[str], tmp: Path, run: tu
             _link_locust_files(saved[0].path, folder)  # the first run's folder, published by now
         mine = stage_records(files, i, stage["users"])
         write_records(folder, mine)
-        # The stage's users wait for the stages before it to drain, so its warm-up starts then; and
+        # The stage's first requests share the server with what is left of the stages before, so
+        # its warm-up starts once the last of those is answered; and
         # what its own queue answers after its end, with fewer users sending, is not its steady flow.
         start = max(begins, drained)
         per_user = [[r for r in user if r[0] <= ends] for records in mine.values() for user in records]
+        # A user of the stage before carried on (locustfiles/pattern.py): it is in its loop once that
+        # stage has drained. One that joins needs two replies: its first may open a connection.
+        before = stages[i - 1]["users"] if i else 0
+        settle = [0 if u < before else 2 for records in mine.values() for u in range(len(records))]
         drained = max([ends, *(r[0] for records in mine.values() for user in records for r in user)])
         params = dict(
             pattern=stage["pattern"],
@@ -230,6 +240,7 @@ def save_plan(server, stages: list[dict], run_ids: list[str], tmp: Path, run: tu
             common["expect_failures"],
             common["lesson"],
             stage["predicted"],
+            settle,
         )
         run_started = datetime.fromtimestamp(begins, UTC).isoformat(timespec="seconds")
         result.manifest.update(

@@ -35,6 +35,7 @@ from labserver.work import check_bounds
 USERS_MAX = 2000
 DURATION_MAX_S = 600
 USER_CLASSES = {"fast": "PatternUser", "requests": "PatternHttpUser"}
+RUN_TIME_SLACK_S = 5
 
 
 def check_load(
@@ -186,7 +187,8 @@ def _stage(run: dict, duration_s: int) -> dict:
 def _command(server, tmp, users, spawn_rate, total_s, user_class, processes, timeout_s) -> list[str]:
     cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pattern.py"), USER_CLASSES[user_class]]
     cmd += ["--headless", "--only-summary", "--host", server.url, "-u", str(users), "-r", str(spawn_rate)]
-    cmd += ["-t", f"{math.ceil(total_s)}s", "--stop-timeout", "0"]
+    # The locustfile ends the test when its plan is over; --run-time, a little later, is a safety net.
+    cmd += ["-t", f"{math.ceil(total_s) + RUN_TIME_SLACK_S}s", "--stop-timeout", "0"]
     cmd += ["--json-file", str(tmp / "locust"), "--csv", str(tmp / "locust"), "--csv-full-history"]
     cmd += ["--html", str(tmp / "report.html"), "--records-file", str(tmp / "records")]
     cmd += ["--plan-file", str(tmp / "plan.json"), "--timeout-s", str(timeout_s)]

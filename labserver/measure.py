@@ -8,11 +8,15 @@ The warm-up is cut by what happened, not by the clock alone: it ends once every 
 finished `settle_requests` requests (all users spawned, connections open, each user in its
 loop), and at the latest `warmup_s` after the first reply. With 100 ms requests that is
 about 0.2 s instead of a fixed second: a 5 s run keeps 4.6 s of measurement, not 3.6 s.
+A user that carried on from the stage before (locustfiles/pattern.py) is in its loop already
+and needs no reply at all: a plan's later stages start measuring the moment the stage before
+has drained.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,20 +39,32 @@ class Measured:
     window_start: float = math.nan  # when the first reply counted came (same clock as the records)
 
 
-def warmup_end(per_user: list[list[Record]], start: float, warmup_s: float = 1.0, settle_requests: int = 2) -> float:
+def warmup_end(
+    per_user: list[list[Record]], start: float, warmup_s: float = 1.0, settle_requests: int | Sequence[int] = 2
+) -> float:
     """When the warm-up ends: once every user has finished `settle_requests` requests, at most `warmup_s` after `start`.
 
     A user with fewer replies than that (slow, queued requests) leaves the cap in place: its
     flow has not settled. `settle_requests=0` gives the plain fixed cut at `start + warmup_s`.
+    A sequence gives each user its own count; a user with 0 is in its loop from `start` on.
     """
     cap = start + warmup_s
-    if settle_requests <= 0 or not per_user or any(len(records) < settle_requests for records in per_user):
+    if isinstance(settle_requests, int):
+        if settle_requests <= 0:
+            return cap
+        settle_requests = [settle_requests] * len(per_user)
+    if len(settle_requests) != len(per_user):
+        raise ValueError(f"settle_requests: {len(settle_requests)} counts for {len(per_user)} users")
+    pairs = list(zip(per_user, settle_requests, strict=True))
+    if not per_user or any(len(records) < n for records, n in pairs):
         return cap
-    settled = max(records[settle_requests - 1][0] for records in per_user)
+    settled = max((records[n - 1][0] for records, n in pairs if n > 0), default=start)
     return max(start, min(cap, settled))
 
 
-def measure(per_user: list[list[Record]], start: float, warmup_s: float = 1.0, settle_requests: int = 2) -> Measured:
+def measure(
+    per_user: list[list[Record]], start: float, warmup_s: float = 1.0, settle_requests: int | Sequence[int] = 2
+) -> Measured:
     """Throughput and latency of the requests that finished after the warm-up (see `warmup_end`)."""
     cut = warmup_end(per_user, start, warmup_s, settle_requests)
     after = [[r for r in records if r[0] >= cut] for records in per_user]

@@ -15,11 +15,18 @@ pid comes from the X-Worker-Pid header, so a run with --workers N shows which wo
 --plan-file runs several measurements in one Locust process, one after the other: a JSON list
 of stages, each {"pattern", "tasks", "io_ms", "cpu_n", "users", "duration_s"}. Start Locust with
 the largest users of the plan; in each stage the first `users` users send requests and the rest
-wait for a stage that needs them. A request belongs to the stage in which it was sent, and no
-user sends the first request of a stage before every request of the stages before it has been
-answered: a queue left by one stage (32 requests of fib(28) are 2 s of CPU) never slows the
-next. Starting Locust once per plan instead of once per measurement saves its start-up, spawn
-and report on every run but the first, and the users keep their open connections.
+wait for a stage that needs them. A request belongs to the stage in which it was sent. When a
+stage waits on I/O, a user that was in the loop of the stage before goes straight on with the
+next one: the users stay spread as the closed loop spread them, and the server is never idle
+between stages; a user that joins (or comes back) starts at a random moment within one
+request's wait instead. When a stage only computes, every user first waits until the stages
+before have drained: their requests would compete with the new ones for the same cores and
+GIL (an event loop's queue of fib(26) took 4 s to drain behind 32 new threads of fib(28)).
+Either way the lab's warm-up, cut from every stage's window, starts only once the last
+request of the stages before is answered (labserver/collect.py). Starting Locust once per plan instead of
+once per measurement saves its start-up, spawn and report on every run but the first, and the
+users keep their open connections. The plan ends the test itself, on time: Locust's own
+--run-time timer starts on a clock gevent last read before the imports, ~0.4 s early here.
 """
 
 import collections
@@ -32,6 +39,7 @@ import time
 
 import gevent
 from locust import FastHttpUser, HttpUser, constant, events, task
+from locust.runners import WorkerRunner
 
 PLAN: list[dict] = []  # the stages, each with its start ("start_s") after T0
 T0: list[float] = []  # when the test started (time.time()), set once
@@ -77,6 +85,15 @@ def load_plan(environment, **_):
     # waits repeats the gap forever after. Frozen objects are left out of every collection.
     gc.freeze()
     T0[:] = [time.time()]
+    if o.plan_file and not isinstance(environment.runner, WorkerRunner):  # the master ends a --processes run
+        gevent.spawn(end_plan, environment.runner, T0[0] + start)
+
+
+def end_plan(runner, at: float) -> None:
+    """Stop the test when the plan is over, by the wall clock (--run-time stays a safety net)."""
+    while time.time() < at:
+        gevent.sleep(at - time.time())  # may wake early on gevent's stale clock: check again
+    runner.quit()
 
 
 @events.test_stop.add_listener
@@ -117,15 +134,20 @@ class PatternMixin:
             gevent.sleep(max(0.001, T0[0] + stage["start_s"] + stage["duration_s"] - now))
             return
         if self.stage != i:
-            while any(IN_FLIGHT[earlier] for earlier in range(i)):  # the stages before drain first
-                gevent.sleep(0.005)
+            carried_on = self.stage == i - 1  # in the loop of the stage just before
             self.stage = i
-            # Users that start together stay in step: every wait ends at once and the server gets
-            # its requests in bursts, not the steady flow the model assumes (a burst of 200
-            # requests costs one worker ~100 ms of CPU). A random start within one request's
-            # wait spreads them evenly; the warm-up, cut from the window, absorbs it.
-            gevent.sleep(random.uniform(0, min(1.0, stage["tasks"] * stage["io_ms"] / 1000)))
-            return
+            spread_s = min(1.0, stage["tasks"] * stage["io_ms"] / 1000)  # one request's wait, at most 1 s
+            if not spread_s:  # computing only: the stages before drain first (see the top of this file)
+                while any(IN_FLIGHT[earlier] for earlier in range(i)):
+                    gevent.sleep(0.005)
+                return
+            if not carried_on:
+                # Users that start together stay in step: every wait ends at once and the server
+                # gets its requests in bursts, not the steady flow the model assumes (a burst of
+                # 200 requests costs one worker ~100 ms of CPU). A random start within one
+                # request's wait spreads them evenly; the warm-up, cut from the window, absorbs it.
+                gevent.sleep(random.uniform(0, spread_s))
+                return
         IN_FLIGHT[i] += 1
         started = time.perf_counter()
         try:

@@ -221,3 +221,36 @@ def test_a_server_killed_mid_plan_keeps_the_runs_before_it():
     runs = results.load_runs("tests-plan-killed")
     assert list(runs["status"]) == ["ok", "server died"]
     assert list(runs["valid"]) == [True, False]
+
+
+@pytest.mark.slow
+def test_a_plan_hands_each_user_on_and_counts_the_next_stage_once_the_last_has_drained():
+    plan = [{"pattern": "sequential", "users": 5, "io_ms": 200}, {"pattern": "gather", "users": 5, "io_ms": 200}]
+    with LabServer(procs=0) as server:
+        first, second = load.run_plan(server, plan, duration_s=2, lesson="tests-plan-hand-on")
+
+    def records(run):
+        (path,) = run.path.glob("records.*.json")
+        return [rec for user in json.loads(path.read_text()) for rec in user]
+
+    drained = max(rec[0] for rec in records(first))  # the last reply to a request of the first stage
+    first_sent = min(rec[0] - rec[1] / 1000 for rec in records(second))
+    # Users went straight on: the second stage's first requests left before the first had drained...
+    assert first_sent < drained
+    # ...and none of them is counted: the second stage's window opens after that last reply.
+    assert second.row["window_start"] >= drained
+    assert second.row["valid"], second.row["problems"]
+    # The plan ended the test itself, not Locust's --run-time (whose clock starts ~0.4 s early).
+    assert "--run-time limit reached" not in (first.path / "locust.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_plan_lets_the_stage_before_drain_when_the_next_only_computes():
+    plan = [{"pattern": "threadpool", "users": 4, "cpu_n": 18}, {"pattern": "sequential", "users": 4, "cpu_n": 18}]
+    with LabServer(procs=0) as server:
+        first, second = load.run_plan(server, plan, duration_s=2, lesson="tests-plan-drain")
+    sent = [json.loads(p.read_text()) for p in second.path.glob("records.*.json")]
+    received = [json.loads(p.read_text()) for p in first.path.glob("records.*.json")]
+    drained = max(rec[0] for per_user in received for user in per_user for rec in user)
+    assert min(rec[0] - rec[1] / 1000 for per_user in sent for user in per_user for rec in user) >= drained
+    assert second.row["valid"], second.row["problems"]

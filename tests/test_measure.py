@@ -120,3 +120,13 @@ def test_a_user_that_has_not_settled_keeps_the_cap():
 def test_the_cut_never_precedes_the_start():
     per_user = steady(2, 0.1, 3.0)  # replies from t=0, but the run's clock says it started at 0.5
     assert warmup_end(per_user, start=0.5, warmup_s=1.0) == 0.5
+
+
+def test_users_already_in_their_loop_need_no_reply():
+    per_user = steady(4, 0.1, 5.0)  # replies from 0.1 s on, staggered over the first cycle
+    assert warmup_end(per_user, start=0.5, warmup_s=1.0, settle_requests=[0, 0, 0, 0]) == 0.5
+    # one user joining needs its two replies; the others none
+    joined = [[(r[0] + 0.6, *r[1:]) for r in per_user[0]], *per_user[1:]]
+    assert warmup_end(joined, start=0.5, warmup_s=1.0, settle_requests=[2, 0, 0, 0]) == pytest.approx(0.7)
+    with pytest.raises(ValueError, match="3 counts for 4 users"):
+        warmup_end(per_user, start=0.5, settle_requests=[0, 0, 0])
