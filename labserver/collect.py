@@ -79,7 +79,7 @@ def collect(
 ) -> results.RunResult:
     """One stage's RunResult: its figures, the prediction beside them, and whether it is a valid measurement.
 
-    `settle` is measure.warmup_end's `settle_requests`: how many replies each user needs before it counts as in its loop.
+    `settle` is measure.warmup_end's `settle_requests`: the replies each user needs before it is in its loop.
     """
     problems = [] if status == "ok" else [status]
     if status == "ok" and exit_code not in (None, 0, 1):  # 1 means "some requests failed"; None: not judged
@@ -175,15 +175,15 @@ def history(per_user, start: float) -> pd.DataFrame:
     )
 
 
-def save_plan(server, stages: list[dict], run_ids: list[str], tmp: Path, run: tuple, common: dict) -> list:
+def save_plan(stages: list[dict], run_ids: list[str], tmp: Path, run: tuple, common: dict) -> list:
     """Publish one run folder per stage that ran: the finished ones "ok", the one cut short with `status`.
 
-    `run` is how the Locust process went: (status, when it ended early or None, the process or None,
-    the CPU meters or None, when it started, the server's log if the server died).
+    Each stage names its `server`. `run` is how the Locust process went: (status, when it ended
+    early or None, the process or None, the CPU meters (Locust's, one per server by id(server),
+    the machine's) or None, when it started, the dead server's log if a server died).
     """
     status, ended, locust, meters, started_at, server_log = run
-    settings = server.settings
-    meters = meters or (CpuMeter(-1), CpuMeter(-1), MachineMeter())  # never sampled: CPU figures are NaN
+    meters = meters or (CpuMeter(-1), {}, MachineMeter())  # never sampled: CPU figures are NaN
     exit_code = locust.returncode if locust else None
     t0, files = read_plan_records(tmp)
     t0 = t0 if t0 is not None else started_at.timestamp()
@@ -207,9 +207,11 @@ def save_plan(server, stages: list[dict], run_ids: list[str], tmp: Path, run: tu
         per_user = [[r for r in user if r[0] <= ends] for records in mine.values() for user in records]
         # A user of the stage before carried on (locustfiles/pattern.py): it is in its loop once that
         # stage has drained. One that joins needs two replies: its first may open a connection.
-        before = stages[i - 1]["users"] if i else 0
+        same_server = i > 0 and stages[i - 1]["server"] is stage["server"]  # else every user opens a connection
+        before = stages[i - 1]["users"] if same_server else 0
         settle = [0 if u < before else 2 for records in mine.values() for u in range(len(records))]
         drained = max([ends, *(r[0] for records in mine.values() for user in records for r in user)])
+        settings = stage["server"].settings
         params = dict(
             pattern=stage["pattern"],
             users=stage["users"],
@@ -235,7 +237,7 @@ def save_plan(server, stages: list[dict], run_ids: list[str], tmp: Path, run: tu
             start,
             status if cut_short else "ok",
             exit_code if (cut_short or last) else None,  # Locust's exit says how the plan ended, not each run
-            meters,
+            (meters[0], meters[1].get(id(stage["server"]), CpuMeter(-1)), meters[2]),
             common["warmup_s"],
             common["expect_failures"],
             common["lesson"],

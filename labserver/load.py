@@ -104,15 +104,18 @@ def run_plan(
     """Measure several runs on `server` one after the other, with one Locust process for them all.
 
     Each run is a dict with `pattern` and `users`, and optionally `tasks`, `io_ms`, `cpu_n`,
-    `duration_s` (else the keyword's), `predicted` (a model.Prediction; else model.predict's)
-    and `tags` (more columns for its row). Every run gets its own folder under data/runs/ and
-    its own RunResult, exactly as if run_load had measured it; only Locust's start-up, spawn
-    and report are paid once. If the server dies or the run is interrupted, the runs measured
-    so far and the one cut short are saved, then ServerError (or the interrupt) goes on.
+    `duration_s` (else the keyword's), `predicted` (a model.Prediction; else model.predict's),
+    `tags` (more columns for its row) and `server` (another running LabServer to measure, so
+    that runs on servers of different settings can take turns in one plan; else `server`).
+    Every run gets its own folder under data/runs/ and its own RunResult, exactly as if
+    run_load had measured it; only Locust's start-up, spawn and report are paid once. If a
+    server dies or the run is interrupted, the runs measured so far and the one cut short are
+    saved, then ServerError (or the interrupt) goes on.
     """
-    stages = [_stage(run, duration_s) for run in runs]
+    stages = [_stage(run, duration_s, server) for run in runs]
     if not stages:
         raise ValueError("give at least one run")
+    servers = list({id(s["server"]): s["server"] for s in stages}.values())
     for s in stages:
         check_load(s["pattern"], s["users"], s["duration_s"], s["tasks"], s["io_ms"], s["cpu_n"], user_class, processes)
     common = dict(
@@ -129,13 +132,15 @@ def run_plan(
         # Users are numbered per Locust process, so a stage could not say which of them it uses.
         return [r for run in runs for r in run_plan(server, [run], duration_s, **common)]
     progress = os.environ.get("LAB_PROGRESS", "1") != "0" if progress is None else progress
-    if not server.alive:
-        raise ServerError(f"the server is not running; start it first\n{server.log_tail()}")
+    for each in servers:
+        if not each.alive:
+            raise ServerError(f"the server is not running; start it first\n{each.log_tail()}")
     users = max(s["users"] for s in stages)
     spawn_rate = spawn_rate or users  # all users at once: the warm-up is cut from the window anyway
     run_ids = [results.new_run_id(s["pattern"], s["users"]) for s in stages]
     tmp = results.partial_dir(run_ids[0])  # Locust writes here; the first run's folder
-    (tmp / "plan.json").write_text(json.dumps([{k: s[k] for k in LOCUST_KEYS} for s in stages]))
+    plan = [{**{k: s[k] for k in LOCUST_KEYS}, "host": s["server"].url} for s in stages]
+    (tmp / "plan.json").write_text(json.dumps(plan))
     total_s = sum(s["duration_s"] for s in stages)
     cmd = _command(server, tmp, users, spawn_rate, total_s, user_class, processes, timeout_s)
     started_at = datetime.now(UTC)
@@ -143,8 +148,8 @@ def run_plan(
     meters, status, failing, ended = None, "ok", True, None
     try:
         procs.spawn(cmd, tmp / "locust.log", cwd=ROOT, on_start=locust.append)
-        meters = (CpuMeter(locust[0].pid), CpuMeter(server.proc.pid), MachineMeter())
-        status, ended = _watch(locust[0], server, stages, meters, progress)
+        meters = (CpuMeter(locust[0].pid), {id(s): CpuMeter(s.proc.pid) for s in servers}, MachineMeter())
+        status, ended = _watch(locust[0], servers, stages, meters, progress)
         failing = False
     except KeyboardInterrupt:
         status, ended = "interrupted", time.time()
@@ -155,12 +160,13 @@ def run_plan(
     finally:
         if locust:
             procs.stop_tree(locust[0], grace_s=3)  # SIGTERM first: Locust writes what it measured so far
-        server_log = server.log_tail(200) if status == "server died" else None
-        if server_log is not None:
-            server.stop()  # what is left of a dead server (orphaned workers, pool children) holds its port
+        dead = [s for s in servers if not s.alive] if status == "server died" else []
+        server_log = dead[0].log_tail(200) if dead else None
+        for each in dead:
+            each.stop()  # what is left of a dead server (orphaned workers, pool children) holds its port
         try:
             run = (status, ended, locust[0] if locust else None, meters, started_at, server_log)
-            saved = save_plan(server, stages, run_ids, tmp, run, common)
+            saved = save_plan(stages, run_ids, tmp, run, common)
         except Exception:
             if not failing:
                 raise
@@ -168,20 +174,24 @@ def run_plan(
             # The exception already on its way out is the news; the unfinished .partial- folder is never read.
     if status == "server died":
         where = saved[-1].path if saved else tmp
-        raise ServerError(f"the server died during the run; partial result saved in {where}\n{server.log_tail()}")
+        log = dead[0].log_tail() if dead else "(it was running again when checked)"
+        raise ServerError(f"the server died during the run; partial result saved in {where}\n{log}")
     return saved
 
 
 LOCUST_KEYS = ("pattern", "users", "tasks", "io_ms", "cpu_n", "duration_s")
 
 
-def _stage(run: dict, duration_s: int) -> dict:
-    unknown = set(run) - {*LOCUST_KEYS, "predicted", "tags"}
+def _stage(run: dict, duration_s: int, server: LabServer) -> dict:
+    unknown = set(run) - {*LOCUST_KEYS, "predicted", "tags", "server"}
     if unknown:
-        raise ValueError(f"unknown run keys {sorted(unknown)}; a run takes {', '.join(LOCUST_KEYS)}, predicted, tags")
+        raise ValueError(
+            f"unknown run keys {sorted(unknown)}; a run takes {', '.join(LOCUST_KEYS)}, predicted, tags, server"
+        )
     if "pattern" not in run or "users" not in run:
         raise ValueError(f"a run needs a pattern and users, got {run!r}")
-    return {"tasks": 1, "io_ms": 0, "cpu_n": 0, "duration_s": duration_s, "predicted": None, "tags": None, **run}
+    defaults = {"tasks": 1, "io_ms": 0, "cpu_n": 0, "duration_s": duration_s, "predicted": None, "tags": None}
+    return {**defaults, **run, "server": run.get("server") or server}
 
 
 def _command(server, tmp, users, spawn_rate, total_s, user_class, processes, timeout_s) -> list[str]:
@@ -195,8 +205,10 @@ def _command(server, tmp, users, spawn_rate, total_s, user_class, processes, tim
     return cmd + (["--processes", str(processes)] if processes > 1 else [])
 
 
-def _watch(proc, server: LabServer, stages: list[dict], meters, progress: bool) -> tuple[str, float | None]:
-    """Wait for Locust to finish, sampling CPU and checking the server; return the status and when it went wrong."""
+def _watch(proc, servers: list[LabServer], stages: list[dict], meters, progress: bool) -> tuple[str, float | None]:
+    """Wait for Locust to finish, sampling CPU and checking the servers; return the status and when it went wrong."""
+    locust_meter, server_meters, machine_meter = meters
+    meters = [locust_meter, *server_meters.values(), machine_meter]
     from tqdm.auto import tqdm  # imported here: the progress bar picks its display at import
 
     total_s = sum(s["duration_s"] for s in stages)
@@ -212,7 +224,7 @@ def _watch(proc, server: LabServer, stages: list[dict], meters, progress: bool) 
         while proc.poll() is None:
             for meter in meters:
                 meter.sample()
-            if not server.alive:
+            if not all(s.alive for s in servers):
                 return "server died", time.time()
             if time.monotonic() > deadline:
                 return "timed out", time.time()
@@ -226,7 +238,7 @@ def _watch(proc, server: LabServer, stages: list[dict], meters, progress: bool) 
                 proc.wait(timeout=0.25)  # returns the moment Locust exits: no part of a tick is slept away
     for meter in meters:
         meter.sample()
-    return ("ok", None) if server.alive else ("server died", time.time())
+    return ("ok", None) if all(s.alive for s in servers) else ("server died", time.time())
 
 
 def check_sweep(patterns: list[str], users: list[int], workers: int = 1, threads: int = 40, **load) -> None:

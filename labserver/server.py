@@ -120,7 +120,7 @@ class LabServer:
             "warning",
             "--no-access-log",
             "--timeout-graceful-shutdown",
-            "3",  # do not wait out a 5 s sleep at every stop
+            "1",  # requests still in flight at a stop were abandoned by their users: do not wait them out
         ]
         started = time.perf_counter()
         self.proc = None

@@ -77,7 +77,9 @@ def load_plan(environment, **_):
     start = 0.0
     for stage in stages:
         stage["start_s"] = start
-        stage["path"] = f"/{stage['pattern']}?tasks={stage['tasks']}&io_ms={stage['io_ms']}&cpu_n={stage['cpu_n']}"
+        # An absolute URL when the stage names its server: one plan can take turns between servers.
+        query = f"/{stage['pattern']}?tasks={stage['tasks']}&io_ms={stage['io_ms']}&cpu_n={stage['cpu_n']}"
+        stage["path"] = stage.get("host", "") + query
         start += stage["duration_s"]
     PLAN[:] = stages
     # A full garbage collection walks every object Locust's imports made: 20-80 ms here, during

@@ -254,3 +254,21 @@ def test_a_plan_lets_the_stage_before_drain_when_the_next_only_computes():
     drained = max(rec[0] for per_user in received for user in per_user for rec in user)
     assert min(rec[0] - rec[1] / 1000 for per_user in sent for user in per_user for rec in user) >= drained
     assert second.row["valid"], second.row["problems"]
+
+
+@pytest.mark.slow
+def test_one_plan_takes_turns_between_servers():
+    with LabServer(procs=0, threads=40) as wide, LabServer(procs=0, threads=2) as narrow:
+        plan = [
+            {"pattern": "threadpool", "users": 4, "io_ms": 50, "server": narrow},
+            {"pattern": "threadpool", "users": 4, "io_ms": 50},  # the plan's own server: `wide`
+            {"pattern": "threadpool", "users": 4, "io_ms": 50, "server": narrow},
+        ]
+        done = load.run_plan(wide, plan, duration_s=2, lesson="tests-plan-servers")
+        pids = {narrow.proc.pid: "narrow", wide.proc.pid: "wide"}
+    assert [r.row["threads"] for r in done] == [2, 40, 2]
+    # each run's requests were served by its own server's one worker (uvicorn serves in its main process)
+    assert [pids[int(next(iter(r.row["worker_requests"])))] for r in done] == ["narrow", "wide", "narrow"]
+    assert all(r.row["valid"] for r in done), [r.row["problems"] for r in done]
+    # 2 threads of 50 ms serve half what 4 users ask of 40
+    assert done[0].row["rps"] < 0.75 * done[1].row["rps"]
