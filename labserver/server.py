@@ -29,6 +29,7 @@ PORT_ATTEMPTS = 3
 # Each worker is a process, and so is each process-pool child of each worker: bounded so that a
 # typo (workers=100) cannot fork a laptop into swap.
 PROCESSES_MAX = 64
+STOP_GRACE_S = 2.0
 
 
 class ServerError(RuntimeError):
@@ -166,7 +167,9 @@ class LabServer:
         # its error message names the log, and the caller may still read it (log_tail, after stop).
         clean = self.alive and self.ready_s is not None
         if self.proc is not None:
-            procs.stop_tree(self.proc)
+            # uvicorn's own grace (1 s, above) and then its shutdown; past that, a blocked loop is
+            # still running the requests its users abandoned (lesson 05's mixed: 4.9 s), so SIGKILL.
+            procs.stop_tree(self.proc, grace_s=STOP_GRACE_S)
         _running.discard(self)
         if clean:
             self._remove_log()
