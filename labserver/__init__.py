@@ -15,6 +15,7 @@ __all__ = [
     "predict",
     "run_load",
     "run_plan",
+    "running",
     "serve",
     "sweep",
 ]
@@ -28,6 +29,7 @@ _WHERE = {
     "predict": "labserver.model",
     "run_load": "labserver.load",
     "run_plan": "labserver.load",
+    "running": "labserver.server",
     "serve": "labserver.server",
     "sweep": "labserver.load",
 }

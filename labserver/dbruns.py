@@ -76,28 +76,27 @@ def predict_frame(
     return pd.DataFrame(rows)
 
 
-def sweep(
+def plan(
     server: LabServer,
     endpoints: list[str],
     users: list[int],
     base: pd.DataFrame,
     io_ms: int = 0,
     cpu_n: list[int] | int = 0,
-    lesson: str | None = None,
-    **load,
-) -> pd.DataFrame:
-    """Every endpoint × users × cpu_n in one Locust run (run_plan), predicted from `base` (see calibrate).
+    duration_s: int = 5,
+    warmup_s: float = 1.0,
+) -> list[dict]:
+    """Every endpoint × users × cpu_n on `server`, as runs for run_plan, predicted from `base` (see calibrate).
 
-    One tidy row per run. A run whose requests are slow lasts longer than `duration_s` (twice it
-    at most): long enough for the warm-up and then `CYCLES` requests per user at the predicted
-    latency, so that fib(28) at 32 users (about 1.3 s a request) is measured on more than a
-    request or two each.
+    A run whose requests are slow lasts longer than `duration_s` (twice it at most): long enough
+    for the warm-up and then `CYCLES` requests per user at the predicted latency, so that fib(28)
+    at 32 users (about 1.3 s a request) is measured on more than a request or two each.
     """
     depths = cpu_n if isinstance(cpu_n, list) else [cpu_n]
     for endpoint in endpoints:
         for u in users:
             for n in depths:
-                check_load(endpoint, u, load.get("duration_s", 5), 1, io_ms, n)
+                check_load(endpoint, u, duration_s, 1, io_ms, n)
     runs = []
     for n in depths:
         for u in users:
@@ -108,13 +107,31 @@ def sweep(
                     "cpu_ms_alone": base.at[endpoint, "cpu_ms"],
                 }
                 p = predict(server, endpoint, u, io_ms, n, base)
-                duration_s = load.get("duration_s", 5)
-                long_enough = math.ceil(load.get("warmup_s", 1.0) + CYCLES * p.latency_ms / 1000)
-                duration_s = min(DURATION_MAX_S, 2 * duration_s, max(duration_s, long_enough))
+                long_enough = math.ceil(warmup_s + CYCLES * p.latency_ms / 1000)
+                run_s = min(DURATION_MAX_S, 2 * duration_s, max(duration_s, long_enough))
                 runs.append(
-                    dict(pattern=endpoint, users=u, io_ms=io_ms, cpu_n=n, duration_s=duration_s, predicted=p, tags=tags)
+                    dict(pattern=endpoint, users=u, io_ms=io_ms, cpu_n=n, duration_s=run_s, predicted=p, tags=tags)
                 )
-    rows = [run.row for run in run_plan(server, runs, lesson=lesson, **load)]
-    frame = pd.DataFrame(rows)
-    frame["driver"] = frame["pattern"].map(dbmodel.driver)
-    return frame
+    return [{**run, "server": server} for run in runs]
+
+
+def frame(results: list) -> pd.DataFrame:
+    """One tidy row per RunResult, with the endpoint's `driver` (sync or async)."""
+    rows = pd.DataFrame([r.row for r in results])
+    rows["driver"] = rows["pattern"].map(dbmodel.driver)
+    return rows
+
+
+def sweep(
+    server: LabServer,
+    endpoints: list[str],
+    users: list[int],
+    base: pd.DataFrame,
+    io_ms: int = 0,
+    cpu_n: list[int] | int = 0,
+    lesson: str | None = None,
+    **load,
+) -> pd.DataFrame:
+    """`plan`'s runs, measured in one Locust run (run_plan); one tidy row per run (see `frame`)."""
+    runs = plan(server, endpoints, users, base, io_ms, cpu_n, load.get("duration_s", 5), load.get("warmup_s", 1.0))
+    return frame(run_plan(server, runs, lesson=lesson, **load))

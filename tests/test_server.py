@@ -167,3 +167,24 @@ def test_a_pinned_server_runs_every_process_and_thread_on_its_cpus():
 def test_cpus_outside_this_machine_fail_before_any_process_starts():
     with pytest.raises(ValueError, match="cpus must be"):
         LabServer(cpus=[10_000])
+
+
+def test_running_starts_servers_together_and_stops_them_all():
+    with server.running([LabServer(procs=0), LabServer(workers=2, procs=0)]) as (one, two):
+        assert one.alive and two.alive and one.port != two.port
+        assert len({p.pid for p in procs.tree(two.proc.pid)}) >= 3  # the supervisor and its 2 workers
+        pids = [p.pid for s in (one, two) for p in procs.tree(s.proc.pid)]
+    assert not one.alive and not two.alive
+    assert not [pid for pid in pids if psutil.pid_exists(pid) and _alive(psutil.Process(pid))]
+
+
+def test_running_raises_the_first_failed_start_and_stops_the_others(monkeypatch):
+    def no_luck():
+        raise ServerError("no luck")
+
+    broken = LabServer(procs=0)
+    monkeypatch.setattr(broken, "start", no_luck, raising=False)
+    good = LabServer(procs=0)
+    with pytest.raises(ServerError, match="no luck"), server.running([good, broken]):
+        pytest.fail("the body must not run when a server did not start")
+    assert good.proc is not None and not good.alive  # it had started, and was stopped
