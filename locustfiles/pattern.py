@@ -13,7 +13,8 @@ above 100 ms and its per-second counts cannot tell a steady flow from synchroniz
 pid comes from the X-Worker-Pid header, so a run with --workers N shows which worker served what.
 
 --plan-file runs several measurements in one Locust process, one after the other: a JSON list
-of stages, each {"pattern", "tasks", "io_ms", "cpu_n", "users", "duration_s"}. Start Locust with
+of stages, each {"pattern", "tasks", "io_ms", "cpu_n", "users", "duration_s"} and optionally
+"host" (its server's URL, when a plan takes turns between servers). Start Locust with
 the largest users of the plan; in each stage the first `users` users send requests and the rest
 wait for a stage that needs them. A request belongs to the stage in which it was sent. When a
 stage waits on I/O, a user that was in the loop of the stage before goes straight on with the
@@ -23,10 +24,11 @@ request's wait instead. When a stage only computes, every user first waits until
 before have drained: their requests would compete with the new ones for the same cores and
 GIL (an event loop's queue of fib(26) took 4 s to drain behind 32 new threads of fib(28)).
 Either way the lab's warm-up, cut from every stage's window, starts only once the last
-request of the stages before is answered (labserver/collect.py). Starting Locust once per plan instead of
-once per measurement saves its start-up, spawn and report on every run but the first, and the
-users keep their open connections. The plan ends the test itself, on time: Locust's own
---run-time timer starts on a clock gevent last read before the imports, ~0.4 s early here.
+request of the stages before is answered (labserver/collect.py). Starting Locust once per plan
+instead of once per measurement saves its start-up, spawn and report on every run but the
+first, and the users keep their open connections. The plan ends the test itself, on time:
+Locust's own --run-time timer is set on a clock gevent last read before the imports, and fired
+~0.4 s early here.
 """
 
 import collections
