@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -25,6 +26,10 @@ os.environ["LAB_DATA_DIR"] = str(DATA_DIR)
 os.environ["LAB_PROGRESS"] = "0"  # no progress bars in the test log
 os.environ.pop("LAB_FIGURES_DIR", None)  # a batch's figures folder must not leak into the tests
 os.environ.pop("LAB_CLAIMS_FILE", None)
+# Some tests press Ctrl-C on purpose, in this process and in the owner processes it starts. A
+# shell that runs `make test &` in the background hands them SIGINT ignored, and Python then
+# never raises KeyboardInterrupt (an owner's round ran on for 90 s): restore the usual handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 LAB_WORDS = ("uvicorn", "locust")
 

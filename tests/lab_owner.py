@@ -234,6 +234,7 @@ def main(options: dict) -> int:
     import labserver.load  # noqa: F401 - pay for the imports before the first round's clock starts
 
     rng = random.Random(options.get("seed"))
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a kernel does, whatever it inherited
     signal.signal(signal.SIGALRM, _fail)
     _emit(event="ready", pid=os.getpid())
     if options["end"] == "complete":
