@@ -24,7 +24,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from labserver.query import work_query
+from labserver.query import Digits, work_query
 from labserver.work import Work, fib
 
 # The single SELECT: a user's orders (index on orders.user_id).
@@ -88,7 +88,7 @@ async def _awarm(conn) -> None:
 
 async def db_work(
     work: Annotated[Work, Depends(work_query)],
-    user_id: Annotated[int, Query(ge=1, le=2**62, description="whose orders to read")] = 1,
+    user_id: Annotated[int, Query(ge=1, le=2**62, description="whose orders to read"), Digits] = 1,
 ) -> tuple[Work, int]:
     if work.tasks != 1:
         raise HTTPException(

@@ -78,3 +78,11 @@ def test_startup_freezes_what_the_server_built():
             assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+@pytest.mark.parametrize("value", ["5%0B", "%205", "5.0", "1e2", "abc"])
+def test_a_number_must_be_written_with_digits_only(client, value):
+    r = client.get(f"/sequential?io_ms={value}")
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["query", "io_ms"]
+    assert "digits only" in r.json()["detail"][0]["msg"]
