@@ -263,7 +263,7 @@ def harness(duration_s: int, ready: list[float]) -> list[dict]:
                 print(
                     f"  harness: {processes} Locust process(es), {users} users: {rows[-1]['rps']:.0f} req/s", flush=True
                 )
-    # The server's own CPU per request, measured (the median over the runs): the second prediction.
+    # The server's own CPU per request, measured in its busiest run: the second prediction.
     frame = pd.DataFrame(rows)
     server_ms = model.server_cpu_ms(frame)
     curve = model.with_server_cpu(frame, server_ms)

@@ -184,9 +184,15 @@ def test_queueing_bends_the_prediction_below_the_bounds_near_the_knee():
     assert far.rps == pytest.approx(20 / 0.1005, rel=1e-3)  # few users: no queue to speak of
 
 
-def test_server_cpu_ms_is_the_median_cpu_per_request():
-    runs = pd.DataFrame({"server_cpu": [0.5, 1.0, 0.2], "rps": [1000.0, 2000.0, 100.0]})
-    assert server_cpu_ms(runs) == pytest.approx(0.5)  # 0.5, 0.5 and 2.0 ms per request
+def test_server_cpu_ms_is_the_cpu_per_request_of_the_busiest_run():
+    # 2.0 ms per request when light, 0.25 when busiest: the ceiling is where the worker is busy
+    runs = pd.DataFrame({"server_cpu": [0.2, 0.5, 0.9, float("nan")], "rps": [100.0, 1000.0, 3600.0, 5000.0]})
+    assert server_cpu_ms(runs) == pytest.approx(0.25)
+
+
+def test_server_cpu_ms_without_a_measured_run_is_nan():
+    runs = pd.DataFrame({"server_cpu": [float("nan")], "rps": [100.0]})
+    assert math.isnan(server_cpu_ms(runs))
 
 
 def test_with_server_cpu_predicts_again_and_keeps_the_first_prediction():
