@@ -6,6 +6,9 @@ One run measures everything and writes data/bench/latest.json plus a dated copy:
   users, with one Locust process and with `--processes 2`: measured beside predicted (Little's
   law, and the curve with the server's own measured CPU per request), with the CPU of Locust,
   of the server and of everything else on the machine during the measurement window.
+- alone: one user, the same endpoint: the share of Little's law a closed loop gets with no queue at
+  all, the request's round trip and the machine's timer wake-up on top of the 100 ms. A loaded run
+  near it lost nothing to the harness (it may even pass it: busy processes wake up faster).
 - overhead_s: median time from asking for a server to /health answering, from starting Locust
   to its first request, and per run outside its measurement window.
 - batch: wall time of `python -m labserver.batch` (quick profile) and the part of it spent
@@ -194,6 +197,12 @@ def table(report: dict) -> str:
                 f"{r['server_ms']:14.3f} {r['locust_ms']:14.3f} {r['server_cpu']:13.2f} "
                 f"{r['locust_cpu']:6.2f} {r['other_cpu']:5.2f}  {'yes' if r['valid'] else 'NO'}"
             )
+        if report.get("alone"):
+            a = report["alone"]
+            lines.append(
+                f"one user alone: {a['rps']:.2f} req/s, mean {a['mean_ms']:.1f} ms: {a['ratio']:.3f} of Little's law "
+                "with no queue at all"
+            )
         lines.append("")
     for lesson in (report.get("batch") or {}).get("lessons", []):
         share = lesson["measuring_s"] / lesson["wall_s"] if lesson["wall_s"] else float("nan")
@@ -252,11 +261,20 @@ def _quiet_run(server: LabServer, pattern: str, users: int, duration_s: int, **l
     return {**best, "attempts": len(tries)}
 
 
-def harness(duration_s: int, ready: list[float]) -> list[dict]:
-    """The ideal async endpoint at each of USERS, with one and two Locust processes, on one server."""
+def harness(duration_s: int, ready: list[float]) -> tuple[list[dict], dict]:
+    """One user alone, then the ideal async endpoint at each of USERS, with one and two Locust processes; one server."""
     rows = []
     with LabServer() as server:
         ready.append(server.ready_s)
+        one = _quiet_run(server, "sequential", 1, duration_s, io_ms=IO_MS)
+        alone = {
+            "rps": one["rps"],
+            "mean_ms": one["mean_ms"],
+            "p50_ms": one["p50_ms"],
+            "ratio": one["ratio"],
+            "what": f"one user alone, {IO_MS} ms I/O: measured / Little's law with no queue at all",
+        }
+        print(f"  harness: 1 user alone: {one['rps']:.2f} req/s, {one['ratio']:.3f} of Little's law", flush=True)
         for processes in (1, 2):
             for users in USERS:
                 rows.append(_quiet_run(server, "sequential", users, duration_s, io_ms=IO_MS, processes=processes))
@@ -276,7 +294,7 @@ def harness(duration_s: int, ready: list[float]) -> list[dict]:
         server_ms_model=server_ms,
         valid=frame["valid"].astype(bool),
     )
-    return out[HARNESS_COLUMNS].to_dict("records")
+    return out[HARNESS_COLUMNS].to_dict("records"), alone
 
 
 def repeatability(duration_s: int, ready: list[float], runs: list[dict]) -> dict:
@@ -368,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict] = []  # every bench run, for the overhead medians
     if "harness" not in args.skip:
         print("Harness fidelity: /sequential, 100 ms I/O", flush=True)
-        report["harness"] = harness(args.duration_s, ready)
+        report["harness"], report["alone"] = harness(args.duration_s, ready)
         runs += report["harness"]
     if "repeatability" not in args.skip:
         report["repeatability"] = repeatability(args.duration_s, ready, runs)

@@ -127,3 +127,9 @@ def test_lesson_walls_reads_papermill_s_durations(tmp_path):
     (tmp_path / "01_broken.ipynb").write_text("{")
     assert lesson_walls(tmp_path, since=0) == {"00_start_here": 46.5}
     assert lesson_walls(tmp_path, since=4e9) == {}  # written before the batch started: not this batch's
+
+
+def test_table_gives_the_one_user_ceiling_beside_the_runs():
+    report = {**_report(), "alone": {"rps": 9.86, "mean_ms": 101.4, "p50_ms": 101.3, "ratio": 0.986, "what": "x"}}
+    assert "one user alone: 9.86 req/s, mean 101.4 ms: 0.986 of Little's law" in table(report)
+    assert "one user alone" not in table(_report())
