@@ -26,7 +26,7 @@ test-stress: setup
 	$(PY) -m pytest -m stress tests/test_stress.py
 
 figures: setup
-	$(PY) -m labserver.batch --profile $(PROFILE)
+	$(PY) -m labserver.course.batch --profile $(PROFILE)
 
 # JupyterLab for this machine only, with token authentication on. That is Jupyter's default (a
 # fresh random token, printed in the URL, never on the command line where `ps` shows it); it is
@@ -36,12 +36,12 @@ lab: setup
 	env -u JUPYTER_TOKEN -u JUPYTER_TOKEN_FILE $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 notebooks/ $(LAB_ARGS)
 
 bench: setup
-	$(PY) -m labserver.bench
+	$(PY) -m labserver.course.bench
 
 # Lesson 07's private PostgreSQL with the shop data (SCALE=1 is seed 001's size), until Ctrl-C.
 SCALE ?= 0.01
 db: setup
-	$(PY) -m labserver.db --scale $(SCALE)
+	$(PY) -m labserver.postgres --scale $(SCALE)
 
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

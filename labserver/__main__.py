@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from labserver.settings import THREADS_DEFAULT, Settings
+from labserver.demo.settings import THREADS_DEFAULT, Settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn  # imported late: `--help` should not pay for it
 
     uvicorn.run(
-        "labserver.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers, log_level="info"
+        "labserver.demo.app:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level="info",
     )
     return 0
 

@@ -1,0 +1,51 @@
+"""Lesson 06's charts: each client strategy's throughput beside its model, and the client's own CPU."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from labserver.charts.plots import COLORS, INVALID
+from labserver.theory.cores import SATURATED
+
+# A client thread pool is a thread pool, and aiohttp gathers: the same colours as those server patterns.
+CLIENT_COLORS = {"loop": "#8c8c8c", "threadpool": COLORS["threadpool"], "aiohttp": COLORS["gather"]}
+
+
+def label(frame: pd.DataFrame) -> pd.Series:
+    """A short name per run for chart axes: client, requests in flight, requests sent."""
+    return frame["client"] + "\n×" + frame["users"].astype(str) + " · " + frame["requests"].astype(str)
+
+
+def throughput_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
+    """Measured req/s per run (bars, client CPU on top), the model (black) and pure concurrency (grey), per endpoint."""
+    patterns = list(dict.fromkeys(frame["pattern"]))
+    fig, axes = plt.subplots(
+        1, len(patterns), figsize=(7.5 * len(patterns), 5.5), sharey=True, squeeze=False, layout="constrained"
+    )
+    for ax, pattern in zip(axes[0], patterns, strict=True):
+        runs = frame[frame["pattern"] == pattern].reset_index(drop=True)
+        x = range(len(runs))
+        ax.bar(x, runs["rps"], color=[CLIENT_COLORS[c] for c in runs["client"]], alpha=0.85)
+        ax.scatter(x, runs["predicted_rps"], marker="_", s=900, color="black", zorder=3, label="model (with CPU)")
+        ax.scatter(x, runs["concurrency_rps"], marker="_", s=900, color="grey", zorder=3, label="concurrency only")
+        for i, r in runs.iterrows():
+            ax.annotate(f"{r.client_cpu:.2f}", (i, r.rps), ha="center", va="bottom", fontsize="x-small")
+        ax.set_xticks(list(x), label(runs), fontsize="x-small")
+        ax.set(yscale="log", title=f"/{pattern}", xlabel="client, ×in flight · requests sent (on the bars: client CPU)")
+    axes[0][0].set_ylabel("throughput (req/s, log scale)")
+    axes[0][0].legend(fontsize="small", loc="upper left")
+    fig.suptitle(title, fontweight="bold")
+    return fig
+
+
+def cpu_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
+    """Client CPU against the rate it drove: where it reaches one core, the client measures itself."""
+    fig, ax = plt.subplots(layout="constrained")
+    for client, runs in frame.groupby("client", sort=False):
+        ax.scatter(runs["rps"], runs["client_cpu"], s=60, color=CLIENT_COLORS[client], label=client)
+    ax.axhline(SATURATED, color=INVALID, ls="--", lw=1, label=f"saturated ({SATURATED:.0%} of a core)")
+    ax.set(xscale="log", title=title, xlabel="measured throughput (req/s), log scale", ylabel="client CPU (cores)")
+    ax.set_ylim(0, max(1.1, float(frame["client_cpu"].max()) * 1.1))
+    ax.legend(fontsize="small")
+    return fig

@@ -1,0 +1,227 @@
+"""Lesson 06's runs: a client strategy in its own process against a LabServer, predicted, measured, saved.
+
+Each run is `python -m labserver.clients` in its own session (it dies with its owner), which
+measures its own wall time and CPU; the server's CPU is read around it. Every run lands in
+data/runs/ with a manifest, like a Locust run, so that `load_runs` and the summary find it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from labserver.harness import procs, results
+from labserver.harness.launcher import LabServer, ServerError
+from labserver.harness.meters import tree_seconds
+from labserver.paths import ROOT
+from labserver.theory.clients import LIBRARY, Cost, check_run, client_costs, predict_client, slots
+from labserver.theory.cores import SATURATED
+
+
+def _client(
+    server: LabServer, client: str, url: str, requests: int, concurrency: int, log: Path, timeout_s: float
+) -> tuple[dict | None, str, float]:
+    """Run `python -m labserver.clients` to the end; return its report, a status and the server's CPU seconds."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "labserver.clients",
+        client,
+        url,
+        "--requests",
+        str(requests),
+        "--concurrency",
+        str(concurrency),
+    ]
+    before = _cpu_seconds(server.proc.pid)
+    proc = procs.spawn(cmd, log, cwd=ROOT)
+    status, deadline = "ok", time.monotonic() + timeout_s
+    try:
+        while proc.poll() is None:
+            if not server.alive:
+                status = "server died"
+                break
+            if time.monotonic() > deadline:
+                status = "timed out"
+                break
+            time.sleep(0.02)
+    finally:
+        procs.stop_tree(proc, grace_s=1)
+    server_cpu_s = _cpu_seconds(server.proc.pid) - before
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("{")]
+    if status == "ok" and (proc.returncode != 0 or not lines):
+        status = f"client failed (exit code {proc.returncode}); see {log}"
+    return (json.loads(lines[-1]) if lines and status == "ok" else None), status, server_cpu_s
+
+
+def _cpu_seconds(pid: int) -> float:
+    return tree_seconds(pid)
+
+
+def run_client(
+    server: LabServer,
+    client: str,
+    pattern: str,
+    requests: int,
+    concurrency: int,
+    io_ms: int,
+    cost: Cost | None = None,
+    lesson: str | None = None,
+) -> results.RunResult:
+    """Send `requests` GETs to `/{pattern}?io_ms=…` with `client`, measure them, and save the run.
+
+    The row holds the measurement (`rps` = requests / wall time, as seed 004 counts it), the
+    prediction (`predicted_rps`, `bottleneck`, `ratio`; priced with the library's `cost` if
+    given), the pure concurrency model (`concurrency_rps`), and both CPUs (`client_cpu`,
+    `server_cpu`, in cores; `client_ms`, `server_ms` per request).
+    """
+    concurrency = 1 if client == "loop" else concurrency
+    check_run(client, pattern, requests, concurrency, io_ms)
+    if not server.alive:
+        tail = f"\n{server.log_tail()}" if server.log_path else ""
+        raise ServerError(f"the server is not running; start it first (`with LabServer() as server:`){tail}")
+    s = server.settings
+    where = slots(pattern, s.threads, s.workers)
+    predicted = predict_client(client, requests, concurrency, io_ms, where, cost)
+    bound = predict_client(client, requests, concurrency, io_ms, where)
+    run_id = results.new_run_id(f"{pattern}-{client}", concurrency)
+    tmp = results.partial_dir(run_id)
+    started_at = _now()
+    report, status, server_s = None, "interrupted", 0.0
+    try:
+        url, timeout_s = f"{server.url}/{pattern}?io_ms={io_ms}", 30 + 5 * requests / bound.rps
+        report, status, server_s = _client(server, client, url, requests, concurrency, tmp / "client.log", timeout_s)
+    finally:  # an interrupted run is saved too, marked invalid
+        params = dict(
+            lesson=lesson,
+            pattern=pattern,
+            client=client,
+            library=LIBRARY[client],
+            users=concurrency,
+            requests=requests,
+            tasks=1,
+            io_ms=io_ms,
+            cpu_n=0,
+            workers=s.workers,
+            threads=s.threads,
+        )
+        row = _row(run_id, params, report or {}, status, server_s, predicted, bound, cost, started_at)
+        manifest = {
+            "run_id": run_id,
+            "lesson": lesson,
+            "kind": "client",
+            "params": params,
+            "status": status,
+            "valid": row["valid"],
+            "problems": row["problems"],
+            "environment": results.environment(),
+            "result": row,
+            "started_at": started_at,
+            "ended_at": _now(),
+        }
+        ends = pd.Series((report or {}).get("ends", []), dtype=float)
+        history = ends.astype(int).value_counts().sort_index().rename_axis("second").reset_index(name="rps")
+        saved = results.finish(tmp, manifest, history)
+    if status == "server died":
+        raise ServerError(f"the server died during the run; partial result saved in {saved.path}\n{server.log_tail()}")
+    return saved
+
+
+def _row(run_id, params, report, status, server_s, predicted, bound, cost, started_at) -> dict:
+    n, wall_s, rps = params["requests"], report.get("wall_s", math.nan), report.get("rps", math.nan)
+    problems = [] if status == "ok" else [status]
+    if report.get("failures"):
+        problems.append(f"{report['failures']} of {n} requests failed")
+    return {
+        "run_id": run_id,
+        **params,
+        "rps": rps,
+        "wall_s": wall_s,
+        "p50_ms": report.get("p50_ms", math.nan),
+        "p95_ms": report.get("p95_ms", math.nan),
+        "mean_ms": report.get("mean_ms", math.nan),
+        "failures": report.get("failures", n),
+        "predicted_rps": predicted.rps,
+        "predicted_ms": predicted.latency_ms,
+        "bottleneck": predicted.bottleneck,
+        "ratio": rps / predicted.rps if predicted.rps > 0 else math.nan,
+        "concurrency_rps": bound.rps,
+        "client_cpu": report.get("client_cpu", math.nan),
+        "client_ms": report.get("cpu_s", math.nan) / n * 1000,
+        "server_cpu": server_s / wall_s if wall_s > 0 else math.nan,
+        "server_ms": server_s / n * 1000,
+        "client_saturated": report.get("client_cpu", 0.0) >= SATURATED,
+        "cost": asdict(cost) if cost else None,
+        "status": status,
+        "valid": not problems,
+        "problems": "; ".join(problems),
+        "started_at": started_at,
+    }
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str | None = None) -> pd.DataFrame:
+    """run_client for every planned run (the rows of `plan` whose `run` is true); one tidy row each.
+
+    In two rounds: first each client at its lowest concurrency (the loop, which never saturates
+    the client), then the rest, priced with what one request cost each library in the first.
+    """
+    todo = runs[runs["run"]] if "run" in runs else runs
+    first = todo["users"] == todo.groupby("client")["users"].transform("min")
+    rows = {r.Index: _one(server, r, io_ms, None, lesson) for r in todo[first].itertuples()}
+    costs = client_costs(pd.DataFrame(rows.values()))
+    rows |= {r.Index: _one(server, r, io_ms, costs.get(LIBRARY[r.client]), lesson) for r in todo[~first].itertuples()}
+    return pd.DataFrame([rows[i] for i in sorted(rows)])  # in the plan's order
+
+
+def _one(server: LabServer, r, io_ms: int, cost: Cost | None, lesson: str | None) -> dict:
+    return run_client(server, r.client, r.pattern, int(r.requests), int(r.users), io_ms, cost, lesson).row
+
+
+COLUMNS = [
+    "pattern",
+    "client",
+    "users",
+    "requests",
+    "rps",
+    "predicted_rps",
+    "ratio",
+    "bottleneck",
+    "concurrency_rps",
+    "wall_s",
+    "p50_ms",
+    "client_cpu",
+    "client_ms",
+    "server_cpu",
+    "server_ms",
+    "failures",
+    "valid",
+]
+
+
+def table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The columns a reader of lesson 06 needs, rounded for the eye."""
+    return frame[[c for c in COLUMNS if c in frame]].round(
+        {
+            "rps": 1,
+            "predicted_rps": 1,
+            "ratio": 2,
+            "concurrency_rps": 1,
+            "wall_s": 2,
+            "p50_ms": 1,
+            "client_cpu": 2,
+            "client_ms": 2,
+            "server_cpu": 2,
+            "server_ms": 2,
+        }
+    )

@@ -1,0 +1,120 @@
+"""`python -m labserver.course.batch`: run every lesson through papermill and report every claim.
+
+Executed notebooks land in data/executed/, figures in data/figures/, and one table of
+claims is printed at the end; the exit code is non-zero if a claim failed or a lesson broke.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from labserver.course import profiles
+from labserver.paths import NOTEBOOKS, data_dir, figures_dir
+
+KERNEL = "concurrency-lab"
+
+
+def lessons(selected: list[str] | None = None) -> list[Path]:
+    """The lesson notebooks, in order; `selected` keeps those whose name starts with one of its items."""
+    found = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    if selected:
+        found = [nb for nb in found if any(nb.stem.startswith(s) for s in selected)]
+        if not found:
+            raise SystemExit(f"no lesson matches {selected}; lessons are: {', '.join(nb.stem for nb in lessons())}")
+    return found
+
+
+def run_lesson(notebook: Path, profile: str, out_dir: Path) -> tuple[list[dict], str | None, float]:
+    """Execute one lesson; return its claim verdicts, the error that stopped it (if any) and its wall time."""
+    import papermill  # ~2.5 s to import: only when a lesson is really run
+
+    params = {**profiles.parameters(notebook.stem, profile), "strict": True}
+    fd, claims_file = tempfile.mkstemp(prefix="claims-", suffix=".jsonl")
+    os.close(fd)
+    os.environ["LAB_CLAIMS_FILE"] = claims_file
+    # papermill writes its output at the start, after each cell and at the end. Into a file of this
+    # batch's own, then renamed over the final name in one step: two batches running the same
+    # lesson at once cannot leave a notebook torn between them, and no reader sees half a file.
+    partial = out_dir / f".partial-{notebook.stem}-{os.getpid()}.ipynb"
+    started = time.perf_counter()
+    error = None
+    try:
+        papermill.execute_notebook(
+            str(notebook),
+            str(partial),
+            parameters=params,
+            kernel_name=KERNEL,
+            cwd=str(NOTEBOOKS),
+            progress_bar=False,
+            config=_kernel_config(),
+        )
+    except papermill.PapermillExecutionError as e:
+        error = f"{e.ename}: {e.evalue}"
+    finally:
+        os.environ.pop("LAB_CLAIMS_FILE", None)
+        if partial.exists():  # a failed or cut-short lesson too: its executed copy shows where it stopped
+            os.replace(partial, out_dir / notebook.name)
+    with open(claims_file) as f:
+        verdicts = [json.loads(line) for line in f if line.strip()]
+    os.unlink(claims_file)
+    return verdicts, error, time.perf_counter() - started
+
+
+def _kernel_config():
+    """Kernel-manager settings under which the kernel encrypts its channels (CurveZMQ).
+
+    Otherwise every lesson prints ipykernel's "Kernel is running over TCP without encryption"
+    warning (ipykernel/kernelapp.py). The kernel process logs it straight to the terminal, where
+    no filter in this process can catch it; the cure it names is the one taken here: keys that
+    jupyter_client provisions when asked and the kernelspec declares "curve" (ipykernel install
+    writes that). A pyzmq without CurveZMQ would refuse the setting: the kernel runs as before then.
+    """
+    import zmq
+    from traitlets.config import Config
+
+    return Config(KernelManager={"transport_encryption": "auto" if zmq.has("curve") else "disabled"})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labserver.course.batch", description=__doc__)
+    parser.add_argument("lessons", nargs="*", help="lesson names or prefixes (default: all), e.g. 00 01_async")
+    parser.add_argument("--profile", default="quick", choices=profiles.NAMES, help="run sizes (default: quick)")
+    args = parser.parse_args(argv)
+
+    notebooks = lessons(args.lessons)
+    out_dir = data_dir() / "executed"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("LAB_FIGURES_DIR", str(figures_dir()))
+    os.environ["LAB_PROGRESS"] = "0"  # no progress bars inside executed notebooks
+    print(f"Running {len(notebooks)} lesson(s), profile {args.profile}, into {out_dir}", flush=True)
+
+    all_verdicts, broken, started = [], [], time.perf_counter()
+    for nb in notebooks:
+        print(f"  {nb.stem} …", end=" ", flush=True)
+        verdicts, error, wall_s = run_lesson(nb, args.profile, out_dir)
+        passed = sum(v["passed"] for v in verdicts)
+        print(f"{passed}/{len(verdicts)} claims passed in {wall_s:.0f} s" + (f" — stopped: {error}" if error else ""))
+        all_verdicts += verdicts
+        if error and not (verdicts and "ClaimFailed" in error):
+            broken.append((nb.stem, error))
+
+    print(f"\nClaims ({time.perf_counter() - started:.0f} s in all):")
+    for v in all_verdicts:
+        mark = "PASS" if v["passed"] else "FAIL"
+        print(f"  {mark}  {v['lesson']:<20} {v['claim']}: {v['measured']:.3g} (expected {v['bound']})")
+    for name, error in broken:
+        print(f"  BROKEN {name}: {error}")
+    failed = [v for v in all_verdicts if not v["passed"]]
+    print(f"\n{len(all_verdicts) - len(failed)} passed, {len(failed)} failed")
+    print(f"Figures: {os.environ['LAB_FIGURES_DIR']}   Executed notebooks: {out_dir}")
+    return 1 if failed or broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Run profiles for the batch: the parameters each lesson gets in `quick`, `full` and `smoke` runs.
+
+A lesson's own parameters cell holds its quick values, which is what a learner runs;
+`full` comes closer to the articles' scale; `smoke` is the tiny run the tests use.
+"""
+
+from __future__ import annotations
+
+from labserver.checks import choice
+
+PROFILES: dict[str, dict[str, dict]] = {
+    "00_start_here": {
+        "quick": {},
+        "full": {"users": [50, 100, 200, 400, 800], "duration_s": 15},
+        "smoke": {"users": [5, 10], "requests_users": [10], "duration_s": 2},
+    },
+    "01_async_vs_sync": {
+        "quick": {},
+        "full": {"users": [10, 20, 40, 80, 160, 320], "duration_s": 15},
+        "smoke": {"users": [5, 30], "threads": 10, "duration_s": 2},
+    },
+    "02_sequential_vs_gather": {
+        "quick": {},
+        "full": {"users": [100, 250], "io_ms": 200, "duration_s": 15},
+        "smoke": {"users": [20], "io_ms": 100, "duration_s": 2},
+    },
+    "03_cpu_bound": {
+        "quick": {},
+        "full": {"rounds": 4, "sweep_cpu_n": [15, 17, 19, 23], "duration_s": 10},
+        "smoke": {"rounds": 1, "sweep_cpu_n": [15], "duration_s": 2},
+    },
+    "05_blocking": {
+        "quick": {},
+        "full": {"users": [5, 50, 100], "duration_s": 15, "timeout_run_s": 30},
+        "smoke": {"users": [2, 5], "duration_s": 2, "timeout_s": 0.3, "timeout_run_s": 3},
+    },
+    "04_workers": {
+        "quick": {},
+        "full": {"workers": [1, 2, 3, 4], "users": 40, "io_users": 200, "rounds": 3, "duration_s": 10},
+        "smoke": {"workers": [1, 2], "io_users": 20, "rounds": 1, "duration_s": 2},
+    },
+    # 06 counts requests, not seconds: `max_run_s` bounds each run's expected length instead.
+    "06_client_side": {
+        "quick": {},
+        "full": {"counts": [100, 1000], "concurrency": [10, 40, 100, 1000], "max_run_s": 60.0},
+        "smoke": {"counts": [20, 40], "concurrency": [4], "io_ms": 20, "max_run_s": 1.0},
+    },
+    # 07 builds its data once per scale: `full` is seed 001's size (a few minutes, about 2 GB, the first time).
+    "07_database": {
+        "quick": {},
+        "full": {"scale": 1.0, "seed_users": 2000, "sweep_cpu_n": [15, 20, 25, 30], "duration_s": 10},
+        "smoke": {
+            "scale": 0.001,
+            "slow_users": 30,
+            "slow_io_ms": 50,
+            "seed_users": 20,
+            "sweep_users": 4,
+            "sweep_cpu_n": [10, 15],
+            "duration_s": 2,
+        },
+    },
+    # 99 only reads the runs on disk: nothing to size.
+    "99_summary": {"quick": {}, "full": {}, "smoke": {}},
+}
+
+NAMES = ("quick", "full", "smoke")
+
+
+def parameters(lesson: str, profile: str) -> dict:
+    """The parameters to give `lesson` in `profile` (empty: the notebook's own defaults)."""
+    choice("profile", profile, NAMES)
+    return dict(PROFILES.get(lesson, {}).get(profile, {}))

@@ -1,0 +1,152 @@
+"""The demo FastAPI app: one route per pattern, plus /health and /info.
+
+Run by uvicorn as `labserver.demo.app:create_app` with `--factory`; settings arrive through
+the environment (see settings.py) so that every `--workers` process sees the same ones.
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import multiprocessing
+import os
+import signal
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from fastapi import FastAPI
+
+from labserver.demo.cpus import pin, usable_cpus
+from labserver.demo.lifeline import die_with_parent
+from labserver.demo.patterns import PATTERNS
+from labserver.demo.settings import Settings
+
+NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
+# Python collects its youngest objects every 700 net allocations. Under load that count keeps
+# reaching 700 by chance while nothing is garbage: at 200 users the server ran 60-90 passes a
+# second, each walking the live objects of the requests in flight (up to 20,000) and freeing none
+# (DEBUG_SAVEALL found no cyclic garbage), 6-9% of its time in pauses of 1-6 ms. Cyclic garbage
+# is still collected, once 100,000 objects have piled up.
+GC_THRESHOLD0 = 100_000
+
+
+class InFlight:
+    """ASGI middleware: counts requests in flight and served, and names the worker in a header."""
+
+    def __init__(self, app):
+        self.app = app
+        self.in_flight = 0
+        self.served = 0
+        self.pid_header = (b"x-worker-pid", str(os.getpid()).encode())
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_pid(message):
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), self.pid_header]
+            await send(message)
+
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send_with_pid)
+        finally:
+            self.in_flight -= 1
+            self.served += 1
+
+
+def _start_pool(procs: int) -> ProcessPoolExecutor | None:
+    if procs == 0:
+        return None
+    # spawn, not fork: a forked child would inherit uvicorn's listening socket and signal
+    # handlers, and keep the port busy if it outlived the server.
+    # initargs: a child whose worker died before it asked for the signal exits at once
+    pool = ProcessPoolExecutor(
+        procs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=die_with_parent,
+        initargs=(signal.SIGTERM, os.getpid()),
+    )
+    # Start every worker now, so that the first measured requests do not pay for it, but do not
+    # wait for them: they import in the background while uvicorn finishes starting and Locust
+    # starts (~0.7 s), instead of adding ~0.5 s to every server's start-up.
+    for _ in range(procs):
+        pool.submit(abs, 0)  # each submit with no idle worker spawns one (spawn context)
+    return pool
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI):
+    settings: Settings = app.state.settings
+    anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
+    app.state.pool = _start_pool(settings.procs)
+    # Everything imported and built so far lives as long as the server: keep it out of the garbage
+    # collector's full passes, which would otherwise walk it all (tens of ms with FastAPI and
+    # pydantic loaded) while every request waits.
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD0, *gc.get_threshold()[1:])
+    try:
+        yield
+    finally:
+        if app.state.pool is not None:
+            # wait=True: a pool left running would outlive uvicorn and hold its port.
+            app.state.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+    settings.check()
+    if settings.cpus:  # before any thread or pool starts: they inherit it
+        pin(settings.cpus)
+    # FastAPI's built-in OpenTelemetry asks on every request whether a provider is configured;
+    # the lab exports no telemetry, so it is switched off: ~5% of the server's CPU per request.
+    app = FastAPI(title="Concurrency Lab demo server", lifespan=lifespan, telemetry=NO_TELEMETRY)
+    app.state.settings = settings
+    app.state.pool = None
+    app.add_middleware(InFlight)  # Starlette builds the instance; /info finds it in the middleware stack
+
+    for name, endpoint in PATTERNS.items():
+        summary = sys.modules[endpoint.__module__].__doc__.splitlines()[0]
+        # response_model=None for a `def` endpoint: FastAPI would otherwise validate its return value
+        # with a second trip through the thread pool, queueing behind new requests under load. An
+        # `async def` one keeps the model FastAPI infers from `-> dict`: validated in place and
+        # serialised by pydantic-core, ~100 fewer Python calls per request than jsonable_encoder
+        # (about 15% of the server's CPU per request).
+        plain = {} if inspect.iscoroutinefunction(endpoint) else {"response_model": None}
+        app.add_api_route(f"/{name}", endpoint, methods=["GET"], name=name, summary=summary, **plain)
+    if settings.database_url:  # lesson 07's routes; their lifespan opens and closes the psycopg pools
+        from labserver.demo.shop import router as db_router
+
+        app.include_router(db_router)
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"status": "ok", "pid": os.getpid()}
+
+    @app.get("/info")
+    async def info() -> dict:
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        middleware = _in_flight_counter(app)
+        return {
+            "pid": os.getpid(),
+            "workers": settings.workers,
+            "threads": int(limiter.total_tokens),
+            "threads_busy": limiter.borrowed_tokens,
+            "procs": settings.procs,
+            "cpus": usable_cpus(),
+            "in_flight": middleware.in_flight if middleware else None,
+            "served": middleware.served if middleware else None,
+            "patterns": list(PATTERNS),
+        }
+
+    return app
+
+
+def _in_flight_counter(app: FastAPI) -> InFlight | None:
+    stack = app.middleware_stack
+    while stack is not None and not isinstance(stack, InFlight):
+        stack = getattr(stack, "app", None)
+    return stack

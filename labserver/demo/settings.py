@@ -1,0 +1,63 @@
+"""Server settings, passed from `LabServer` to each uvicorn worker through the environment.
+
+uvicorn's `--workers` starts fresh processes that import the app by name, so the
+environment is the one channel that reaches all of them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from labserver.checks import whole
+from labserver.demo.cpus import check_cpus
+
+THREADS_DEFAULT = 40  # AnyIO's own default thread-pool size
+WORKERS_MAX = 16
+THREADS_MAX = 1000
+PROCS_MAX = 32
+DB_POOL_DEFAULT = 20  # connections in each of the database lesson's two pools (per worker)
+DB_POOL_MAX = 200
+
+
+@dataclass(frozen=True)
+class Settings:
+    workers: int = 1
+    threads: int = THREADS_DEFAULT
+    procs: int = os.cpu_count() or 1
+    database_url: str = ""  # libpq connection string; when set, the app serves the database lesson's routes
+    db_pool: int = DB_POOL_DEFAULT
+    # The CPUs the server's processes may run on (empty: wherever the OS puts them). Lesson 07 pins
+    # a server to one core to show what a thread pool's GIL hand-offs between cores cost.
+    cpus: tuple[int, ...] = ()
+
+    def to_env(self) -> dict[str, str]:
+        return {
+            "LAB_WORKERS": str(self.workers),
+            "LAB_THREADS": str(self.threads),
+            "LAB_PROCS": str(self.procs),
+            "LAB_DATABASE_URL": self.database_url,
+            "LAB_DB_POOL": str(self.db_pool),
+            "LAB_CPUS": ",".join(map(str, self.cpus)),
+        }
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        default = cls()
+        return cls(
+            workers=int(os.environ.get("LAB_WORKERS", default.workers)),
+            threads=int(os.environ.get("LAB_THREADS", default.threads)),
+            procs=int(os.environ.get("LAB_PROCS", default.procs)),
+            database_url=os.environ.get("LAB_DATABASE_URL", default.database_url),
+            db_pool=int(os.environ.get("LAB_DB_POOL", default.db_pool)),
+            cpus=tuple(int(c) for c in os.environ.get("LAB_CPUS", "").split(",") if c.strip()),
+        )
+
+    def check(self) -> None:
+        """Raise ValueError naming the setting that is out of range."""
+        whole("workers", self.workers, 1, WORKERS_MAX)
+        whole("threads", self.threads, 1, THREADS_MAX)
+        whole("procs", self.procs, 0, PROCS_MAX)
+        whole("db_pool", self.db_pool, 1, DB_POOL_MAX)
+        if self.cpus:
+            check_cpus(self.cpus)

@@ -1,0 +1,235 @@
+"""From what a Locust process left on disk to one RunResult per measurement (stage) of its plan.
+
+The figures come from per-request records rather than Locust's stats CSV, which misses the
+last second; a request belongs to the stage in which it was sent (locustfiles/pattern.py).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from labserver.harness import measure, records, results
+from labserver.harness.meters import CpuMeter, MachineMeter
+from labserver.theory import model
+from labserver.theory.cores import SATURATED
+
+MIN_REQUESTS = 20
+# The machine is the limit when nearly every core is busy while Locust takes a real share of
+# them: the generator then waits for CPU beside the server, and its latencies include that wait.
+# (A CPU-bound server alone on every core, with a light Locust, is a fair measurement: lesson 03.)
+MACHINE_BUSY = 0.95  # share of all cores
+MACHINE_LOCUST_CORES = 0.2
+
+
+def collect(
+    tmp: Path,
+    run_id: str,
+    params: dict,
+    per_user: list[list],
+    start: float,
+    status: str,
+    exit_code: int | None,
+    meters,
+    warmup_s: float,
+    expect_failures: bool,
+    lesson: str | None,
+    predicted: model.Prediction | None = None,
+    settle: int | list[int] = 2,
+) -> results.RunResult:
+    """One stage's RunResult: its figures, the prediction beside them, and whether it is a valid measurement.
+
+    `settle` is measure.warmup_end's `settle_requests`: the replies each user needs before it is in its loop.
+    """
+    problems = [] if status == "ok" else [status]
+    if status == "ok" and exit_code not in (None, 0, 1):  # 1 means "some requests failed"; None: not judged
+        status = "locust failed"
+        problems.append(f"locust exited with code {exit_code}; see {tmp.name}/locust.log")
+    cut = measure.warmup_end(per_user, start, warmup_s, settle)  # once every user is in its loop
+    m = measure.measure(per_user, start=start, warmup_s=warmup_s, settle_requests=settle)
+    window = (m.window_start, m.window_start + m.window_s)
+    locust_cores, locust_busiest = meters[0].usage(*window)
+    server_cores, _ = meters[1].usage(*window)
+    machine_cores = meters[2].usage(*window)
+    cores = os.cpu_count() or 1
+    log = (tmp / "locust.log").read_text(errors="replace") if (tmp / "locust.log").exists() else ""
+    generator_saturated = locust_busiest >= SATURATED or "CPU usage above" in log
+    if generator_saturated:
+        problems.append(f"load generator saturated ({locust_busiest:.0%} of a core): it measured itself")
+    if m.failures and not expect_failures:
+        problems.append(f"{m.failures} of {m.requests} requests failed")
+    if m.requests < MIN_REQUESTS:
+        problems.append(f"only {m.requests} requests after the warm-up: run longer or with more users")
+    limit = machine_limit(machine_cores, locust_cores, cores)
+    if limit:
+        problems.append(limit)
+    served = records.counts(per_user, since=cut)  # as `requests` counts them
+    names = ("pattern", "users", "tasks", "io_ms", "cpu_n", "threads", "workers", "procs")
+    p = predicted or model.predict(*(params[name] for name in names))
+    row = {
+        "run_id": run_id,
+        "lesson": lesson,
+        **params,
+        "rps": m.rps,
+        "p50_ms": m.p50_ms,
+        "p95_ms": m.p95_ms,
+        "p99_ms": m.p99_ms,
+        "mean_ms": m.mean_ms,
+        "requests": m.requests,
+        "failures": m.failures,
+        "failure_rate": m.failures / m.requests if m.requests else math.nan,
+        "predicted_rps": p.rps,
+        "predicted_ms": p.latency_ms,
+        "bottleneck": p.bottleneck,
+        "ratio": m.rps / p.rps if p.rps and not math.isnan(p.rps) else math.nan,
+        "locust_cpu": locust_cores,
+        "server_cpu": server_cores,
+        "machine_cpu": machine_cores,  # every process on the machine, these two included
+        "other_cpu": machine_cores - locust_cores - server_cores,  # the rest: the notebook, a database, others' work
+        "generator_saturated": generator_saturated,
+        "window_s": m.window_s,
+        "window_start": m.window_start,
+        "method": m.method,
+        "workers_seen": len(served),
+        "worker_requests": served,
+        "status": status,
+        "valid": not problems,
+        "problems": "; ".join(problems),
+    }
+    manifest = {
+        "run_id": run_id,
+        "lesson": lesson,
+        "params": params,
+        "status": status,
+        "valid": not problems,
+        "problems": problems,
+        "locust_exit_code": exit_code,
+        "environment": results.environment(),
+        "result": row,
+    }
+    return results.RunResult(row=row, history=history(per_user, start), path=tmp, manifest=manifest)
+
+
+def machine_limit(machine_cores: float, locust_cores: float, cores: int) -> str | None:
+    """Why the machine, not the server, set the pace of a run; None when it did not (or was not measured)."""
+    if machine_cores >= MACHINE_BUSY * cores and locust_cores >= MACHINE_LOCUST_CORES:  # NaN compares False
+        return (
+            f"the machine was the limit ({machine_cores:.2f} of {cores} cores busy, {locust_cores:.2f} of them"
+            " Locust's): the generator waited for CPU beside the server, so the figure is a floor"
+        )
+    return None
+
+
+def history(per_user, start: float) -> pd.DataFrame:
+    """Requests finished per second of the run, with their p95 latency."""
+    flat = pd.DataFrame([(r.end, r.ms, r.ok) for user in per_user for r in user], columns=["end", "latency_ms", "ok"])
+    if flat.empty:
+        return pd.DataFrame(columns=["second", "rps", "p95_ms", "failures"])
+    flat["second"] = (flat["end"] - start).astype(int)
+    return (
+        flat.groupby("second")
+        .agg(
+            rps=("ok", "size"), p95_ms=("latency_ms", lambda s: s.quantile(0.95)), failures=("ok", lambda s: (~s).sum())
+        )
+        .reset_index()
+    )
+
+
+def save_plan(stages: list[dict], run_ids: list[str], tmp: Path, run: tuple, common: dict) -> list:
+    """Publish one run folder per stage that ran: the finished ones "ok", the one cut short with `status`.
+
+    Each stage names its `server`. `run` is how the Locust process went: (status, when it ended
+    early or None, the process or None, the CPU meters (Locust's, one per server by id(server),
+    the machine's) or None, when it started, the dead server's log if a server died).
+    """
+    status, ended, locust, meters, started_at, server_log = run
+    meters = meters or (CpuMeter(-1), {}, MachineMeter())  # never sampled: CPU figures are NaN
+    exit_code = locust.returncode if locust else None
+    t0, files = records.read_plan(tmp)
+    t0 = t0 if t0 is not None else started_at.timestamp()
+    saved, drained = [], t0  # drained: when the last request of the stages so far was answered
+    for i, (stage, run_id) in enumerate(zip(stages, run_ids, strict=True)):
+        begins = t0 + sum(s["duration_s"] for s in stages[:i])
+        ends = begins + stage["duration_s"]
+        last = i == len(stages) - 1
+        if ended is not None and ended < begins:
+            break  # never started: nothing to save
+        cut_short = ended is not None and (last or ended < ends)
+        folder = tmp if i == 0 else results.partial_dir(run_id)
+        if i:
+            _link_locust_files(saved[0].path, folder)  # the first run's folder, published by now
+        mine = records.stage(files, i, stage["users"])
+        records.write(folder, mine)
+        # The stage's first requests share the server with what is left of the stages before, so
+        # its warm-up starts once the last of those is answered; and
+        # what its own queue answers after its end, with fewer users sending, is not its steady flow.
+        start = max(begins, drained)
+        per_user = [[r for r in user if r.end <= ends] for records in mine.values() for user in records]
+        # A user of the stage before carried on (locustfiles/pattern.py): it is in its loop once that
+        # stage has drained. One that joins needs two replies: its first may open a connection.
+        same_server = i > 0 and stages[i - 1]["server"] is stage["server"]  # else every user opens a connection
+        before = stages[i - 1]["users"] if same_server else 0
+        settle = [0 if u < before else 2 for records in mine.values() for u in range(len(records))]
+        drained = max([ends, *(r.end for records in mine.values() for user in records for r in user)])
+        settings = stage["server"].settings
+        params = dict(
+            pattern=stage["pattern"],
+            users=stage["users"],
+            tasks=stage["tasks"],
+            io_ms=stage["io_ms"],
+            cpu_n=stage["cpu_n"],
+            workers=settings.workers,
+            threads=settings.threads,
+            procs=settings.procs,
+            cpus=",".join(map(str, settings.cpus)),  # "" unless the server was pinned
+            duration_s=stage["duration_s"],
+            spawn_rate=common["spawn_rate"] or max(s["users"] for s in stages),
+            user_class=common["user_class"],
+            processes=common["processes"],
+            timeout_s=common["timeout_s"],
+            **(stage["tags"] or {}),
+        )
+        result = collect(
+            folder,
+            run_id,
+            params,
+            per_user,
+            start,
+            status if cut_short else "ok",
+            exit_code if (cut_short or last) else None,  # Locust's exit says how the plan ended, not each run
+            (meters[0], meters[1].get(id(stage["server"]), CpuMeter(-1)), meters[2]),
+            common["warmup_s"],
+            common["expect_failures"],
+            common["lesson"],
+            stage["predicted"],
+            settle,
+        )
+        run_started = datetime.fromtimestamp(begins, UTC).isoformat(timespec="seconds")
+        result.manifest.update(
+            started_at=run_started,
+            ended_at=datetime.fromtimestamp(min(ended or time.time(), ends), UTC).isoformat(timespec="seconds"),
+            plan={"first_run": run_ids[0], "stage": i, "stages": len(stages)},
+        )
+        result.row["started_at"] = run_started
+        if server_log is not None and cut_short:
+            (folder / "server.log").write_text(server_log)
+        saved.append(results.finish(folder, result.manifest, result.history))
+        if cut_short:
+            break
+    return saved
+
+
+def _link_locust_files(src: Path, dst: Path) -> None:
+    """Locust's own files (log, report, stats) of the whole plan, in every run's folder: hard links, no copies."""
+    for path in src.iterdir():
+        if path.name.startswith(("locust", "report")) or path.name == "plan.json":
+            try:
+                os.link(path, dst / path.name)
+            except OSError:
+                shutil.copy2(path, dst / path.name)

@@ -1,0 +1,302 @@
+"""The demo server in the background: uvicorn in a subprocess, owned by a context manager.
+
+`LabServer` starts uvicorn (never inside the kernel: `uvicorn.run` cannot run in a running
+event loop), waits for /health, and stops the whole process tree on exit, on exception,
+on KeyboardInterrupt and at interpreter exit. `serve()` keeps one server per name across
+notebook cells, so re-running the cell that starts it replaces the old one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import warnings
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from labserver.demo.cpus import check_cpus
+from labserver.demo.settings import Settings
+from labserver.harness import procs
+
+LOOPBACK = "127.0.0.1"
+PORT_ATTEMPTS = 3
+# Each worker is a process, and so is each process-pool child of each worker: bounded so that a
+# typo (workers=100) cannot fork a laptop into swap.
+PROCESSES_MAX = 64
+STOP_GRACE_S = 2.0
+
+
+class ServerError(RuntimeError):
+    """The server did not come up, or died; the message carries the tail of its log."""
+
+
+class LabServer:
+    """uvicorn serving `labserver.demo.app` in a subprocess on a free loopback port.
+
+    Parameters
+    ----------
+    workers, threads, procs : server settings (uvicorn `--workers`, thread-pool size,
+        process-pool size per worker).
+    host : interface to bind; anything but a loopback address prints a warning.
+    port : port to bind; a free one is chosen when None.
+    ready_timeout_s : how long to wait for /health before giving up.
+    cpus : the CPUs the server may run on (Linux only), e.g. [1]; None: wherever the OS puts it.
+    """
+
+    def __init__(
+        self,
+        workers: int = 1,
+        threads: int = 40,
+        procs: int | None = None,
+        host: str = LOOPBACK,
+        port: int | None = None,
+        ready_timeout_s: float = 60.0,
+        cpus: list[int] | None = None,
+    ):
+        if cpus is not None:
+            check_cpus(cpus)  # here too: an empty list would otherwise read as "not pinned"
+        pinned = {} if cpus is None else {"cpus": tuple(cpus)}
+        self.settings = Settings(
+            workers=workers, threads=threads, **({} if procs is None else {"procs": procs}), **pinned
+        )
+        self.settings.check()
+        _check_processes(self.settings)
+        _check_host(host)
+        if port is not None and _port_taken(port, host):
+            raise ValueError(f"port {port} is already in use on {host}: pass port=None to pick a free one")
+        self.host = host
+        self.port = port
+        self._pick_port = port is None
+        self.ready_timeout_s = ready_timeout_s
+        self.proc: subprocess.Popen | None = None
+        self.log_path: Path | None = None
+        self.ready_s: float | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> LabServer:
+        if self.alive:
+            return self
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                return self._start_once()
+            except ServerError as e:
+                # A free port can be taken by another program (a second notebook) between our pick
+                # and uvicorn's bind: pick another, unless the port was the caller's choice.
+                if not (self._pick_port and attempt < PORT_ATTEMPTS and "address already in use" in str(e).lower()):
+                    raise
+                self.port = None
+                self._remove_log()  # nobody is shown this attempt's log: the next attempt has its own
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> LabServer:
+        self.port = self.port or procs.free_port(self.host)
+        self.ready_s = None  # set again only once this start has succeeded
+        self.log_path = Path(tempfile.mkdtemp(prefix="labserver-")) / "server.log"
+        cmd = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "labserver.demo.app:create_app",
+            "--factory",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--workers",
+            str(self.settings.workers),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            "--timeout-graceful-shutdown",
+            "1",  # requests still in flight at a stop were abandoned by their users: do not wait them out
+        ]
+        started = time.perf_counter()
+        self.proc = None
+        _running.add(self)
+        try:
+            # on_start hands the process over before spawn returns: a Ctrl-C in between cannot orphan it
+            procs.spawn(cmd, self.log_path, env=self.settings.to_env(), on_start=self._adopt)
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        self.ready_s = time.perf_counter() - started
+        return self
+
+    def _adopt(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout_s
+        seen: set[int] = set()
+        first_ok = None
+        while time.monotonic() < deadline:
+            if not self.alive:
+                raise ServerError(f"the server exited during start-up (code {self.proc.returncode})\n{self.log_tail()}")
+            try:
+                pid = self.get("/health", timeout=1)["pid"]
+                # Only our own processes count: another notebook's server may have won the port.
+                if pid in {p.pid for p in procs.tree(self.proc.pid)}:
+                    seen.add(pid)
+                    first_ok = first_ok or time.monotonic()
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+            # With --workers N, wait until N workers have answered (or 3 s after the first did):
+            # a measurement started while a worker still imports the app would measure fewer workers.
+            if seen and (len(seen) >= self.settings.workers or time.monotonic() - first_ok > 3):
+                return
+            time.sleep(0.05)
+        raise ServerError(f"the server did not answer /health within {self.ready_timeout_s:.0f} s\n{self.log_tail()}")
+
+    def stop(self) -> None:
+        # A server that started and is still running at stop has nothing to report: its log folder
+        # goes (they piled up in /tmp by the hundred). One that died, or failed to start, keeps it:
+        # its error message names the log, and the caller may still read it (log_tail, after stop).
+        clean = self.alive and self.ready_s is not None
+        if self.proc is not None:
+            # uvicorn's own grace (1 s, above) and then its shutdown; past that, a blocked loop is
+            # still running the requests its users abandoned (lesson 05's mixed: 4.9 s), so SIGKILL.
+            procs.stop_tree(self.proc, grace_s=STOP_GRACE_S)
+        _running.discard(self)
+        if clean:
+            self._remove_log()
+
+    def _remove_log(self) -> None:
+        if self.log_path is not None:
+            shutil.rmtree(self.log_path.parent, ignore_errors=True)  # the folder mkdtemp made for this start
+            self.log_path = None
+
+    def get(self, path: str, timeout: float = 5.0) -> dict:
+        """GET `path` from the server and decode its JSON."""
+        with urllib.request.urlopen(self.url + path, timeout=timeout) as response:
+            return json.loads(response.read())
+
+    def info(self) -> dict:
+        return self.get("/info")
+
+    def log_tail(self, lines: int = 30) -> str:
+        if self.log_path is None:
+            return "(no server log: this server was never started, or stopped cleanly and its log was removed)"
+        return f"--- last lines of {self.log_path} ---\n{procs.tail(self.log_path, lines)}"
+
+    def __enter__(self) -> LabServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.alive else "stopped"
+        s = self.settings
+        return f"LabServer({self.url}, workers={s.workers}, threads={s.threads}, procs={s.procs}, {state})"
+
+
+def _check_processes(settings: Settings) -> None:
+    count = settings.workers * (1 + settings.procs)
+    if count > PROCESSES_MAX:
+        raise ValueError(
+            f"workers × (1 + procs) = {settings.workers} × (1 + {settings.procs}) = {count} processes, more than "
+            f"{PROCESSES_MAX}: lower workers or procs (procs=0 when the lesson does not use the process pool)"
+        )
+
+
+def _check_host(host: str) -> None:
+    """Refuse an address this machine does not have; warn when the server would be reachable from others."""
+    if not isinstance(host, str) or not host:
+        raise ValueError(f"host must be an address such as {LOOPBACK!r}, got {host!r}")
+    try:
+        procs.free_port(host)
+    except OSError as e:
+        raise ValueError(f"cannot listen on host {host!r} ({e.strerror or e}): leave host at {LOOPBACK!r}") from None
+    if not _loopback(host):
+        warnings.warn(
+            f"the lab server will listen on {host}: other machines may reach it and make it compute and wait "
+            f"for them. Leave host at {LOOPBACK!r} unless you mean it.",
+            stacklevel=3,
+        )
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        return False
+
+
+def _port_taken(port: int, host: str) -> bool:
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError(f"port must be from 1 to 65535, got {port}")
+    return procs.port_in_use(port, host)
+
+
+_owned = procs.Owned()
+_running: set[LabServer] = _owned.running
+_named: dict[str, LabServer] = _owned.named
+
+
+def serve(name: str = "default", **settings) -> LabServer:
+    """Start a server that lives across notebook cells; re-running replaces the one of the same name."""
+    old = _named.pop(name, None)
+    if old is not None:
+        old.stop()
+    server = LabServer(**settings).start()
+    _named[name] = server
+    return server
+
+
+@contextlib.contextmanager
+def running(servers: Iterable[LabServer]) -> Iterator[list[LabServer]]:
+    """Start `servers` together and stop them all on exit: `with running([LabServer(workers=w) for w in (1, 2)]) as s:`.
+
+    Their start-ups overlap (a 3-worker server alone takes ~1.3 s to answer, most of it workers
+    importing the app), and so do their stops. The first error of any start is raised, once
+    every server is stopped.
+    """
+    servers = list(servers)
+    try:
+        errors = _together("start", servers)
+        if errors:
+            raise errors[0]
+        yield servers
+    finally:
+        _together("stop", servers)
+
+
+def _together(method: str, servers: list[LabServer]) -> list[BaseException]:
+    """server.<method>() on every server, each in its own thread; the exceptions they raised."""
+    errors: list[BaseException] = []
+
+    def call(server: LabServer) -> None:
+        try:
+            getattr(server, method)()
+        except BaseException as e:  # handed to the caller, who raises it
+            errors.append(e)
+
+    threads = [threading.Thread(target=call, args=(s,), name=f"labserver-{method}") for s in servers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+def stop_all() -> None:
+    """Stop every server this process started (also run at interpreter exit)."""
+    _owned.stop_all()

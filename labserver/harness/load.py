@@ -1,0 +1,265 @@
+"""Headless Locust runs against the pattern endpoints, as a subprocess, measured into RunResults.
+
+Locust is never imported here: it monkey-patches the process with gevent. It runs as
+`python -m locust` in its own process group, and every run writes into its own new folder
+(a failed rerun can never read the previous run's files). One Locust process measures a
+whole plan of runs, one after the other (run_plan, sweep): its start-up, spawn and report
+are paid once per plan, not once per run. collect.py turns what it wrote into figures.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import itertools
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from labserver.checks import choice, whole
+from labserver.demo.patterns import check_pattern
+from labserver.demo.settings import Settings
+from labserver.demo.work import check_bounds
+from labserver.harness import procs, results
+from labserver.harness.collect import save_plan
+from labserver.harness.launcher import LabServer, ServerError
+from labserver.harness.meters import CpuMeter, MachineMeter
+from labserver.paths import LOCUSTFILES, ROOT
+from labserver.theory import model
+from labserver.theory.pools import ENDPOINTS as DB_ENDPOINTS
+
+USERS_MAX = 2000
+DURATION_MAX_S = 600
+USER_CLASSES = {"fast": "PatternUser", "requests": "PatternHttpUser"}
+RUN_TIME_SLACK_S = 5
+
+
+def check_load(
+    pattern: str,
+    users: int,
+    duration_s: int,
+    tasks: int,
+    io_ms: int,
+    cpu_n: int,
+    user_class: str = "fast",
+    processes: int = 1,
+) -> None:
+    """Raise ValueError saying what to change, before any process starts."""
+    if pattern not in DB_ENDPOINTS:  # lesson 07's database routes (dbroutes.py), served when a database is set
+        check_pattern(pattern)
+    whole("users", users, 1, USERS_MAX)
+    whole("duration_s", duration_s, 1, DURATION_MAX_S)
+    whole("processes", processes, 1, os.cpu_count() or 1)
+    choice("user_class", user_class, USER_CLASSES)
+    problems = check_bounds(tasks, io_ms, cpu_n)
+    if problems:
+        raise ValueError("; ".join(msg for _, msg in problems))
+
+
+def run_load(
+    server: LabServer,
+    pattern: str,
+    users: int,
+    tasks: int = 1,
+    io_ms: int = 0,
+    cpu_n: int = 0,
+    duration_s: int = 5,
+    predicted: model.Prediction | None = None,
+    tags: dict | None = None,
+    **load,
+) -> results.RunResult:
+    """Drive `pattern` on `server` with `users` closed-loop Locust users for `duration_s` seconds.
+
+    Returns a RunResult whose row holds the tidy figures (`rps`, `p50_ms`, `p95_ms`, ...), the
+    prediction beside them, and whether the run is a valid measurement (`valid`, `problems`).
+    Raises ServerError, after saving the partial run, if the server dies meanwhile. The other
+    keywords (`user_class`, `timeout_s`, `warmup_s`, ...) are run_plan's.
+    """
+    run = dict(pattern=pattern, users=users, tasks=tasks, io_ms=io_ms, cpu_n=cpu_n, duration_s=duration_s)
+    return run_plan(server, [{**run, "predicted": predicted, "tags": tags}], **load)[0]
+
+
+def run_plan(
+    server: LabServer,
+    runs: list[dict],
+    duration_s: int = 5,
+    spawn_rate: float | None = None,
+    user_class: str = "fast",
+    processes: int = 1,
+    timeout_s: float = 60.0,
+    warmup_s: float = 1.0,
+    expect_failures: bool = False,
+    lesson: str | None = None,
+    progress: bool | None = None,
+) -> list[results.RunResult]:
+    """Measure several runs on `server` one after the other, with one Locust process for them all.
+
+    Each run is a dict with `pattern` and `users`, and optionally `tasks`, `io_ms`, `cpu_n`,
+    `duration_s` (else the keyword's), `predicted` (a model.Prediction; else model.predict's),
+    `tags` (more columns for its row) and `server` (another running LabServer to measure, so
+    that runs on servers of different settings can take turns in one plan; else `server`).
+    Every run gets its own folder under data/runs/ and its own RunResult, exactly as if
+    run_load had measured it; only Locust's start-up, spawn and report are paid once. If a
+    server dies or the run is interrupted, the runs measured so far and the one cut short are
+    saved, then ServerError (or the interrupt) goes on.
+    """
+    stages = [_stage(run, duration_s, server) for run in runs]
+    if not stages:
+        raise ValueError("give at least one run")
+    servers = list({id(s["server"]): s["server"] for s in stages}.values())
+    for s in stages:
+        check_load(s["pattern"], s["users"], s["duration_s"], s["tasks"], s["io_ms"], s["cpu_n"], user_class, processes)
+    common = dict(
+        spawn_rate=spawn_rate,
+        user_class=user_class,
+        processes=processes,
+        timeout_s=timeout_s,
+        warmup_s=warmup_s,
+        expect_failures=expect_failures,
+        lesson=lesson,
+        progress=progress,
+    )
+    if processes > 1 and len(stages) > 1:
+        # Users are numbered per Locust process, so a stage could not say which of them it uses.
+        return [r for run in runs for r in run_plan(server, [run], duration_s, **common)]
+    progress = os.environ.get("LAB_PROGRESS", "1") != "0" if progress is None else progress
+    for each in servers:
+        if not each.alive:
+            raise ServerError(f"the server is not running; start it first\n{each.log_tail()}")
+    users = max(s["users"] for s in stages)
+    spawn_rate = spawn_rate or users  # all users at once: the warm-up is cut from the window anyway
+    run_ids = [results.new_run_id(s["pattern"], s["users"]) for s in stages]
+    tmp = results.partial_dir(run_ids[0])  # Locust writes here; the first run's folder
+    plan = [{**{k: s[k] for k in LOCUST_KEYS}, "host": s["server"].url} for s in stages]
+    (tmp / "plan.json").write_text(json.dumps(plan))
+    total_s = sum(s["duration_s"] for s in stages)
+    cmd = _command(server, tmp, users, spawn_rate, total_s, user_class, processes, timeout_s)
+    started_at = datetime.now(UTC)
+    locust: list[subprocess.Popen] = []  # filled in the spawner thread: a Ctrl-C cannot separate process and handle
+    meters, status, failing, ended = None, "ok", True, None
+    try:
+        procs.spawn(cmd, tmp / "locust.log", cwd=ROOT, on_start=locust.append)
+        meters = (CpuMeter(locust[0].pid), {id(s): CpuMeter(s.proc.pid) for s in servers}, MachineMeter())
+        status, ended = _watch(locust[0], servers, stages, meters, progress)
+        failing = False
+    except KeyboardInterrupt:
+        status, ended = "interrupted", time.time()
+        raise
+    except BaseException as e:
+        status, ended = f"failed ({type(e).__name__})", time.time()
+        raise
+    finally:
+        if locust:
+            procs.stop_tree(locust[0], grace_s=3)  # SIGTERM first: Locust writes what it measured so far
+        dead = [s for s in servers if not s.alive] if status == "server died" else []
+        server_log = dead[0].log_tail(200) if dead else None
+        for each in dead:
+            each.stop()  # what is left of a dead server (orphaned workers, pool children) holds its port
+        try:
+            run = (status, ended, locust[0] if locust else None, meters, started_at, server_log)
+            saved = save_plan(stages, run_ids, tmp, run, common)
+        except Exception:
+            if not failing:
+                raise
+            saved = []
+            # The exception already on its way out is the news; the unfinished .partial- folder is never read.
+    if status == "server died":
+        where = saved[-1].path if saved else tmp
+        log = dead[0].log_tail() if dead else "(it was running again when checked)"
+        raise ServerError(f"the server died during the run; partial result saved in {where}\n{log}")
+    return saved
+
+
+LOCUST_KEYS = ("pattern", "users", "tasks", "io_ms", "cpu_n", "duration_s")
+
+
+def _stage(run: dict, duration_s: int, server: LabServer) -> dict:
+    unknown = set(run) - {*LOCUST_KEYS, "predicted", "tags", "server"}
+    if unknown:
+        raise ValueError(
+            f"unknown run keys {sorted(unknown)}; a run takes {', '.join(LOCUST_KEYS)}, predicted, tags, server"
+        )
+    if "pattern" not in run or "users" not in run:
+        raise ValueError(f"a run needs a pattern and users, got {run!r}")
+    defaults = {"tasks": 1, "io_ms": 0, "cpu_n": 0, "duration_s": duration_s, "predicted": None, "tags": None}
+    return {**defaults, **run, "server": run.get("server") or server}
+
+
+def _command(server, tmp, users, spawn_rate, total_s, user_class, processes, timeout_s) -> list[str]:
+    cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pattern.py"), USER_CLASSES[user_class]]
+    cmd += ["--headless", "--only-summary", "--host", server.url, "-u", str(users), "-r", str(spawn_rate)]
+    # The locustfile ends the test when its plan is over; --run-time, a little later, is a safety net.
+    cmd += ["-t", f"{math.ceil(total_s) + RUN_TIME_SLACK_S}s", "--stop-timeout", "0"]
+    cmd += ["--json-file", str(tmp / "locust"), "--csv", str(tmp / "locust"), "--csv-full-history"]
+    cmd += ["--html", str(tmp / "report.html"), "--records-file", str(tmp / "records")]
+    cmd += ["--plan-file", str(tmp / "plan.json"), "--timeout-s", str(timeout_s)]
+    return cmd + (["--processes", str(processes)] if processes > 1 else [])
+
+
+def _watch(proc, servers: list[LabServer], stages: list[dict], meters, progress: bool) -> tuple[str, float | None]:
+    """Wait for Locust to finish, sampling CPU and checking the servers; return the status and when it went wrong."""
+    locust_meter, server_meters, machine_meter = meters
+    meters = [locust_meter, *server_meters.values(), machine_meter]
+    from tqdm.auto import tqdm  # imported here: the progress bar picks its display at import
+
+    total_s = sum(s["duration_s"] for s in stages)
+    deadline = time.monotonic() + total_s + 30  # start-up and shutdown with room to spare
+    started = time.monotonic()
+    ends = list(itertools.accumulate(s["duration_s"] for s in stages))
+    with tqdm(
+        total=total_s,
+        disable=not progress,
+        leave=False,
+        bar_format="{desc}: {bar} {n:.0f}/{total} s",
+    ) as bar:
+        while proc.poll() is None:
+            for meter in meters:
+                meter.sample()
+            if not all(s.alive for s in servers):
+                return "server died", time.time()
+            if time.monotonic() > deadline:
+                return "timed out", time.time()
+            elapsed = time.monotonic() - started
+            s = stages[min(bisect.bisect_right(ends, elapsed), len(stages) - 1)]
+            run = f"run {stages.index(s) + 1}/{len(stages)}: " if len(stages) > 1 else ""
+            bar.set_description_str(f"{run}{s['pattern']} · {s['users']} users", refresh=False)
+            bar.n = min(total_s, round(elapsed))
+            bar.refresh()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.25)  # returns the moment Locust exits: no part of a tick is slept away
+    for meter in meters:
+        meter.sample()
+    return ("ok", None) if all(s.alive for s in servers) else ("server died", time.time())
+
+
+def check_sweep(patterns: list[str], users: list[int], workers: int = 1, threads: int = 40, **load) -> None:
+    """Check every run of a sweep (and the server settings) before anything starts; ValueError says what to change."""
+    Settings(workers=workers, threads=threads).check()
+    if not patterns or not users:
+        raise ValueError("give at least one pattern and one users value")
+    for pattern in patterns:
+        for u in users:
+            check_load(
+                pattern,
+                u,
+                load.get("duration_s", 5),
+                load.get("tasks", 1),
+                load.get("io_ms", 0),
+                load.get("cpu_n", 0),
+                load.get("user_class", "fast"),
+                load.get("processes", 1),
+            )
+
+
+def sweep(server: LabServer, patterns: list[str], users: list[int], lesson: str | None = None, **load) -> pd.DataFrame:
+    """Every pattern × users, measured in one Locust run (run_plan); one tidy row per run, predictions included."""
+    check_sweep(patterns, users, **load)
+    work = {k: load.pop(k) for k in ("tasks", "io_ms", "cpu_n") if k in load}
+    runs = [{"pattern": p, "users": u, **work} for p in patterns for u in users]
+    return pd.DataFrame([r.row for r in run_plan(server, runs, lesson=lesson, **load)])

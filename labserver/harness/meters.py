@@ -1,0 +1,99 @@
+"""CPU use of a process tree, sampled while a run goes on (psutil).
+
+Locust's own CPU warning comes from a sample taken every 10 s that reads 0 the first time,
+so it never fires in a run shorter than about 20 s: the lab measures instead.
+
+`MachineMeter` reads the whole machine's busy time, so that a run can tell what the server
+and Locust used from what everything else on the machine took meanwhile (a shared laptop,
+a second notebook, a build): CPU that was not there for the measurement.
+"""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+
+from labserver.harness import procs
+
+
+class CpuMeter:
+    """Samples the CPU seconds of every process in the tree under `pid`."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.samples: list[tuple[float, dict[int, float]]] = []
+
+    def sample(self) -> None:
+        seconds = {}
+        for p in procs.tree(self.pid):
+            try:
+                t = p.cpu_times()
+                seconds[p.pid] = t.user + t.system + t.children_user + t.children_system
+            except psutil.Error:
+                pass
+        self.samples.append((time.time(), seconds))
+
+    def usage(self, t0: float, t1: float) -> tuple[float, float]:
+        """(cores used by the whole tree, busiest single process's share of a core) between t0 and t1."""
+        inside = [s for s in self.samples if t0 <= s[0] <= t1]
+        if len(inside) < 2:
+            return float("nan"), float("nan")
+        (ta, a), (tb, b) = inside[0], inside[-1]
+        dt = tb - ta
+        per_process = [(b[pid] - a[pid]) / dt for pid in b if pid in a]
+        if not per_process:
+            return float("nan"), float("nan")
+        return sum(per_process), max(per_process)
+
+
+def tree_seconds(pid: int) -> float:
+    """CPU seconds (user + system) used so far by the process `pid` and its live descendants."""
+    total = 0.0
+    for p in procs.tree(pid):
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy since boot, summed over its cores (kernel work included)."""
+    t = psutil.cpu_times()
+    # guest time is already inside user time on Linux; iowait is idle, waiting on a disk
+    return sum(getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
+
+
+class MachineMeter:
+    """Samples the machine's busy CPU seconds; `usage` gives the cores in use between two moments."""
+
+    def __init__(self):
+        self.samples: list[tuple[float, float]] = []
+
+    def sample(self) -> None:
+        self.samples.append((time.time(), busy_seconds()))
+
+    def usage(self, t0: float, t1: float) -> float:
+        """Cores busy between t0 and t1 (from the first to the last sample inside), NaN with fewer than two samples."""
+        inside = [s for s in self.samples if t0 <= s[0] <= t1]
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+            return float("nan")
+        (ta, a), (tb, b) = inside[0], inside[-1]
+        return (b - a) / (tb - ta)
+
+
+def wait_until_quiet(max_cores: float = 0.3, timeout_s: float = 60.0, probe_s: float = 0.5) -> float:
+    """Wait until the whole machine uses at most `max_cores` for `probe_s` (others' work, between runs).
+
+    Returns the seconds waited; gives up after `timeout_s` (then the run's `other_cpu` says why).
+    """
+    started = time.monotonic()
+    while True:
+        meter = MachineMeter()
+        meter.sample()
+        time.sleep(probe_s)
+        meter.sample()
+        if meter.usage(0, float("inf")) <= max_cores or time.monotonic() - started >= timeout_s:
+            return time.monotonic() - started

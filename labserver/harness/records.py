@@ -1,0 +1,98 @@
+"""Every request Locust sent, as it wrote them (locustfiles/pattern.py), and the one reader of those files.
+
+Locust writes one `records.<n>.json` per process: `{"t0": ..., "users": [[record, ...], ...]}`,
+one list per user, each record `[end, ms, ok, pid, stage]`. A measured run's folder keeps its
+own share of them as plain per-user lists. Both are read here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+from collections import Counter
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+
+PATTERN = "records.*.json"
+
+
+class Record(NamedTuple):
+    end: float  # when the reply (or the failure) came, in seconds since the epoch
+    ms: float  # latency in ms, measured by the user that sent it
+    ok: bool
+    pid: int | None = None  # the worker that answered (X-Worker-Pid), None when no reply came
+    stage: int = 0  # the stage of its plan in which it was sent
+
+    @property
+    def sent(self) -> float:
+        return self.end - self.ms / 1000
+
+
+PerUser = list[list[Record]]
+
+
+def parse(users: list[list]) -> PerUser:
+    return [[Record(*r) for r in user] for user in users]
+
+
+def read_json(path, default):
+    """A JSON file Locust wrote, or `default` if it is missing or was cut short (Locust killed mid-write)."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def read_plan(folder: Path) -> tuple[float | None, dict[str, PerUser]]:
+    """(when the test started, {file name: per-user records}) from every Locust process's file in `folder`."""
+    t0, files = None, {}
+    for path in sorted(glob.glob(str(Path(folder) / PATTERN))):
+        data = read_json(path, {})
+        if not isinstance(data, dict):  # cut short, or not ours
+            continue
+        if data.get("t0") is not None:
+            t0 = data["t0"] if t0 is None else min(t0, data["t0"])
+        files[os.path.basename(path)] = parse(data.get("users", []))
+    return t0, files
+
+
+def stage(files: dict[str, PerUser], number: int, users: int) -> dict[str, PerUser]:
+    """Each file's records of one stage, for the users that stage used (the first `users` of each process)."""
+    return {
+        name: [[r for r in user if r.stage == number] for user in per_user[:users]] for name, per_user in files.items()
+    }
+
+
+def write(folder: Path, files: dict[str, PerUser]) -> None:
+    """A run's share of the records, one file per Locust process, as plain per-user lists."""
+    for name, per_user in files.items():
+        with open(Path(folder) / name, "w") as f:
+            json.dump(per_user, f)
+
+
+def read(folder: Path | str) -> PerUser:
+    """Every user's records of a measured run, from all of its files."""
+    per_user: PerUser = []
+    for path in sorted(glob.glob(str(Path(folder) / PATTERN))):
+        per_user += parse(read_json(path, []))
+    return per_user
+
+
+def counts(per_user: PerUser, since: float = -math.inf) -> dict[int, int]:
+    """Requests per worker pid among the records that finished at or after `since` (no pid: skipped)."""
+    seen = Counter(r.pid for records in per_user for r in records if r.end >= since and r.pid is not None)
+    return dict(sorted(seen.items()))
+
+
+def answers_per_user(folder: Path | str) -> pd.DataFrame:
+    """Requests answered and failed for each Locust user of a measured run."""
+    rows = []
+    for user, records in enumerate(read(folder)):
+        answered = sum(1 for r in records if r.ok)
+        rows.append({"user": user, "answered": answered, "failed": len(records) - answered})
+    return pd.DataFrame(rows, columns=["user", "answered", "failed"])

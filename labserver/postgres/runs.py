@@ -1,0 +1,161 @@
+"""Lesson 07's runs: the database endpoints under Locust, each beside its prediction (dbmodel).
+
+`calibrate` sends lone requests to each endpoint (no load) to learn its service time and the
+worker's CPU per request; `sweep` then runs every endpoint × users × cpu_n through the lab's
+harness (`run_plan`) with the prediction built from those figures, the thread pool, the
+connection pool and the fib timing.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+import urllib.request
+
+import pandas as pd
+
+from labserver.harness.launcher import LabServer
+from labserver.harness.load import DURATION_MAX_S, check_load, run_plan
+from labserver.harness.meters import tree_seconds
+from labserver.theory import pools
+from labserver.theory.model import cpu_ms
+
+CYCLES = 3  # requests per user a run measures at least, after its warm-up
+
+
+def lone_requests(url: str, path: str, n: int = 100, server_pid: int | None = None) -> dict:
+    """Send `n` requests one at a time: the median time of one (ms) and, with `server_pid`, the
+    server's CPU per request (ms), from psutil on its process tree."""
+
+    def cpu_s() -> float:
+        return tree_seconds(server_pid) if server_pid else 0.0
+
+    for _ in range(max(3, n // 10)):  # warm-up, not timed
+        urllib.request.urlopen(url + path, timeout=10).read()
+    times = []
+    cpu_before, started = cpu_s(), time.perf_counter()
+    for _ in range(n):
+        t = time.perf_counter()
+        urllib.request.urlopen(url + path, timeout=10).read()
+        times.append((time.perf_counter() - t) * 1000)
+    wall = time.perf_counter() - started
+    cpu = (cpu_s() - cpu_before) / n * 1000 if server_pid else math.nan
+    return {"path": path, "service_ms": statistics.median(times), "cpu_ms": cpu, "wall_s": wall}
+
+
+def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataFrame:
+    """Per endpoint: median time of one request alone (`service_ms`) and the worker's CPU for it (`cpu_ms`)."""
+    rows = []
+    for endpoint in endpoints:
+        alone = lone_requests(server.url, f"/{endpoint}", n=n, server_pid=server.proc.pid)
+        rows.append({"pattern": endpoint, "service_ms": alone["service_ms"], "cpu_ms": alone["cpu_ms"]})
+    return pd.DataFrame(rows).set_index("pattern")
+
+
+def _model_args(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame) -> dict:
+    fib = cpu_ms(cpu_n)
+    s = server.settings
+    return dict(
+        endpoint=endpoint,
+        users=users,
+        service_ms=base.at[endpoint, "service_ms"] + io_ms + fib,
+        threads=s.threads,
+        db_pool=s.db_pool,
+        workers=s.workers,
+        cpu_ms_per_request=base.at[endpoint, "cpu_ms"] + fib,
+    )
+
+
+def predict(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame):
+    """The prediction for one run: the lone-request figures plus the run's database wait and fib."""
+    return pools.predict(**_model_args(server, endpoint, users, io_ms, cpu_n, base))
+
+
+def limits(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame) -> dict:
+    """Every bound the model puts on one run, by name (req/s)."""
+    return pools.limits(**_model_args(server, endpoint, users, io_ms, cpu_n, base))
+
+
+def predict_frame(
+    server: LabServer, base: pd.DataFrame, plan: list[tuple[list[str], int, int, list[int] | int]]
+) -> pd.DataFrame:
+    """The prediction of every planned run: `plan` holds (endpoints, users, io_ms, cpu_n or depths) per part."""
+    rows = []
+    for endpoints, users, io_ms, cpu_n in plan:
+        for n in cpu_n if isinstance(cpu_n, list) else [cpu_n]:
+            for endpoint in endpoints:
+                p = predict(server, endpoint, users, io_ms, n, base)
+                rows.append(
+                    {
+                        "pattern": endpoint,
+                        "users": users,
+                        "io_ms": io_ms,
+                        "cpu_n": n,
+                        "predicted_rps": p.rps,
+                        "predicted_ms": p.latency_ms,
+                        "bottleneck": p.bottleneck,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def plan(
+    server: LabServer,
+    endpoints: list[str],
+    users: list[int],
+    base: pd.DataFrame,
+    io_ms: int = 0,
+    cpu_n: list[int] | int = 0,
+    duration_s: int = 5,
+    warmup_s: float = 1.0,
+) -> list[dict]:
+    """Every endpoint × users × cpu_n on `server`, as runs for run_plan, predicted from `base` (see calibrate).
+
+    A run whose requests are slow lasts longer than `duration_s` (twice it at most): long enough
+    for the warm-up and then `CYCLES` requests per user at the predicted latency, so that fib(28)
+    at 32 users (about 1.3 s a request) is measured on more than a request or two each.
+    """
+    depths = cpu_n if isinstance(cpu_n, list) else [cpu_n]
+    for endpoint in endpoints:
+        for u in users:
+            for n in depths:
+                check_load(endpoint, u, duration_s, 1, io_ms, n)
+    runs = []
+    for n in depths:
+        for u in users:
+            for endpoint in endpoints:
+                tags = {
+                    "db_pool": server.settings.db_pool,
+                    "service_ms": base.at[endpoint, "service_ms"],
+                    "cpu_ms_alone": base.at[endpoint, "cpu_ms"],
+                }
+                p = predict(server, endpoint, u, io_ms, n, base)
+                long_enough = math.ceil(warmup_s + CYCLES * p.latency_ms / 1000)
+                run_s = min(DURATION_MAX_S, 2 * duration_s, max(duration_s, long_enough))
+                runs.append(
+                    dict(pattern=endpoint, users=u, io_ms=io_ms, cpu_n=n, duration_s=run_s, predicted=p, tags=tags)
+                )
+    return [{**run, "server": server} for run in runs]
+
+
+def frame(results: list) -> pd.DataFrame:
+    """One tidy row per RunResult, with the endpoint's `driver` (sync or async)."""
+    rows = pd.DataFrame([r.row for r in results])
+    rows["driver"] = rows["pattern"].map(pools.driver)
+    return rows
+
+
+def sweep(
+    server: LabServer,
+    endpoints: list[str],
+    users: list[int],
+    base: pd.DataFrame,
+    io_ms: int = 0,
+    cpu_n: list[int] | int = 0,
+    lesson: str | None = None,
+    **load,
+) -> pd.DataFrame:
+    """`plan`'s runs, measured in one Locust run (run_plan); one tidy row per run (see `frame`)."""
+    runs = plan(server, endpoints, users, base, io_ms, cpu_n, load.get("duration_s", 5), load.get("warmup_s", 1.0))
+    return frame(run_plan(server, runs, lesson=lesson, **load))

@@ -1,0 +1,174 @@
+"""Theory beside every measurement: throughput and latency predicted for each pattern.
+
+A closed loop of `users` with no think time against a server with C concurrent slots and
+service time S gives X = min(users / S, C / S, CPU capacity / CPU per request) (the
+bottleneck law), and each user then waits R = users / X (Little's law). Near the knee, where
+the two bounds meet, requests also queue for the CPU: `closed_loop` (mean-value analysis) gives
+the curve between the bounds, for a server whose own CPU per request has been measured.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from functools import cache
+
+import pandas as pd
+
+from labserver.demo.work import fib
+
+ASYNC = ("sequential", "gather", "processpool")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    rps: float
+    latency_ms: float
+    bottleneck: str  # what sets the throughput: users, threads, event loop, cores, ...
+
+
+@cache
+def cpu_ms(cpu_n: int, repeat: int = 3) -> float:
+    """Measured time of one fib(cpu_n) on this machine, in ms (best of `repeat`)."""
+    if cpu_n <= 1:
+        return 0.0
+    best = math.inf
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fib(cpu_n)
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
+
+
+def predict(
+    pattern: str,
+    users: int,
+    tasks: int = 1,
+    io_ms: float = 0.0,
+    cpu_n: int = 0,
+    threads: int = 40,
+    workers: int = 1,
+    procs: int | None = None,
+    cores: int | None = None,
+    cpu_ms_per_task: float | None = None,
+    server_ms: float = 0.0,
+    queueing: bool = False,
+) -> Prediction:
+    """Predicted throughput (req/s) and mean latency (ms) of `pattern` under `users` closed-loop users.
+
+    CPU work is priced by `cpu_ms_per_task` if given, otherwise by timing fib(cpu_n) here.
+    `server_ms` is the CPU the server itself spends on each request besides the pattern's work
+    (uvicorn and FastAPI: parsing, routing, validation, the reply), as measured on this machine
+    (server CPU / req/s of a run; lesson 00, `make bench`): it runs on the worker's event loop
+    under its GIL, so one worker serves at most 1000 / server_ms requests per second.
+    `queueing=True` bends the curve below both bounds near the knee, where requests wait for
+    that CPU (mean-value analysis, `closed_loop`), instead of taking the smaller bound.
+    """
+    cores = cores or os.cpu_count() or 1
+    procs = cores if procs is None else procs
+    cpu = (cpu_ms(cpu_n) if cpu_ms_per_task is None else cpu_ms_per_task) / 1000  # s per sub-task
+    io = io_ms / 1000
+    overhead = server_ms / 1000  # s of the server's own CPU per request
+    service = (io + tasks * cpu) if pattern == "gather" else tasks * (io + cpu)  # one request alone, in s
+    if pattern in ("mixed", "wrapped"):
+        service += tasks * io  # seed 001's mixed endpoints: an awaited and a blocking io_ms per sub-task
+    service += overhead
+    if service <= 0:
+        return Prediction(math.nan, math.nan, "no work to model")
+
+    limits = {"users": users / service}
+    cpu_per_request = tasks * cpu
+    if pattern in ("threadpool", "wrapped"):
+        limits["threads"] = workers * threads / service
+    if pattern == "blocking":
+        limits["event loop"] = workers / service  # the loop is held for the whole request
+    if pattern == "mixed":
+        limits["event loop"] = workers / (tasks * (io + cpu))  # held for the blocking half only
+    if pattern == "processpool" and cpu_per_request > 0:
+        limits["cores"] = min(workers * procs, cores) / cpu_per_request
+    # CPU that runs in the worker, under its GIL (the pool computes outside it): one core per worker at most
+    in_worker = overhead + (0.0 if pattern == "processpool" else cpu_per_request)
+    if in_worker > 0:
+        gil = "GIL (one core per worker)" if workers < cores else "cores"
+        limits[gil] = min(limits.get(gil, math.inf), min(workers, cores) / in_worker)
+    bottleneck = min(limits, key=limits.get)
+    rps = limits[bottleneck]
+    if queueing and in_worker > 0:
+        rps = min(rps, closed_loop(users, service - in_worker, in_worker, servers=min(workers, cores)))
+    return Prediction(rps=rps, latency_ms=users / rps * 1000, bottleneck=bottleneck)
+
+
+def closed_loop(users: int, think_s: float, demand_s: float, servers: int = 1) -> float:
+    """Throughput (req/s) of `users` closed-loop users, each `think_s` away between visits to a CPU
+    that `servers` cores serve, `demand_s` per visit: exact mean-value analysis (Reiser and
+    Lavenberg, 1980), with Seidmann's approximation for several cores.
+
+    Few users give Little's law, users / (think_s + demand_s); many give the bottleneck law,
+    servers / demand_s; in between, requests queue for the CPU and throughput bends below both.
+    """
+    if users <= 0:
+        return 0.0
+    if demand_s <= 0:
+        return users / think_s if think_s > 0 else math.nan
+    per_core = demand_s / servers
+    think = think_s + demand_s * (servers - 1) / servers  # Seidmann: the rest of a visit is a pure delay
+    queue = rps = 0.0
+    for n in range(1, users + 1):  # add one user at a time: each finds the queue the others left
+        residence = per_core * (1 + queue)
+        rps = n / (think + residence)
+        queue = rps * residence
+    return rps
+
+
+def predict_frame(patterns: list[str], users: list[int], **kw) -> pd.DataFrame:
+    """The prediction for every pattern × users, as a table to show before measuring."""
+    rows = []
+    for pattern in patterns:
+        for u in users:
+            p = predict(pattern, u, **kw)
+            rows.append(
+                {
+                    "pattern": pattern,
+                    "users": u,
+                    "predicted_rps": p.rps,
+                    "predicted_ms": p.latency_ms,
+                    "bottleneck": p.bottleneck,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def server_cpu_ms(frame: pd.DataFrame) -> float:
+    """The server's own CPU per request on this machine, in ms, near its ceiling: that of `frame`'s busiest run.
+
+    Each run measures it (the server's CPU seconds over the requests it served), and it falls as
+    the load rises: with few requests in flight every one wakes the event loop on its own, with
+    many one wake-up serves several (here 0.45 ms at 25 users, 0.16 ms at 800). The ceiling
+    1 / D is reached where the worker is busiest, so that run's D sets it; a light run's D would
+    put the ceiling at a third of what one worker serves.
+    """
+    measured = frame.dropna(subset=["server_cpu", "rps"])
+    measured = measured[measured["rps"] > 0]
+    if measured.empty:
+        return math.nan
+    busiest = measured.loc[measured["server_cpu"].idxmax()]
+    return float(busiest["server_cpu"] / busiest["rps"] * 1000)
+
+
+def with_server_cpu(frame: pd.DataFrame, server_ms: float) -> pd.DataFrame:
+    """`frame`'s runs predicted again with `server_ms` of server CPU per request, queueing included.
+
+    The first prediction moves to `little_rps`; `predicted_rps`, `predicted_ms`, `bottleneck`
+    and `ratio` then hold the new one.
+    """
+    out = frame.copy()
+    settings = frame[["pattern", "users", "tasks", "io_ms", "cpu_n", "threads", "workers", "procs"]]
+    new = [predict(*row, server_ms=server_ms, queueing=True) for row in settings.itertuples(index=False)]
+    out["little_rps"] = frame["predicted_rps"]
+    out["predicted_rps"] = [p.rps for p in new]
+    out["predicted_ms"] = [p.latency_ms for p in new]
+    out["bottleneck"] = [p.bottleneck for p in new]
+    out["ratio"] = out["rps"] / out["predicted_rps"]
+    return out

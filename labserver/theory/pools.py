@@ -1,0 +1,98 @@
+"""Theory for lesson 07's database endpoints (seed 001): which pool bounds each, and where CPU takes over.
+
+A sync endpoint holds a thread for its whole request and a connection while it queries, so
+it serves at most min(threads, connections) requests at once; an async endpoint holds no
+thread, only connections. With service time S (one request alone), Little's law and the
+bottleneck law give X = min(users, slots) / S, and the worker's one core caps it at
+1 / (CPU seconds per request): CPU that lone requests measure (`cpu_per_request`).
+
+Kept free of FastAPI and psycopg imports: the harness (load.py) reads `ENDPOINTS` from here.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+
+from labserver.checks import choice
+from labserver.theory.model import Prediction, cpu_ms
+
+ENDPOINTS = ("sync_select", "async_select", "sync_simulation", "async_simulation")
+QUERIES = {"select": 1, "simulation": 2}  # connections one request holds at once
+
+
+def driver(endpoint: str) -> str:
+    """`sync` or `async`."""
+    return endpoint.split("_", 1)[0]
+
+
+def kind(endpoint: str) -> str:
+    """`select` or `simulation`."""
+    return endpoint.split("_", 1)[1]
+
+
+def limits(
+    endpoint: str,
+    users: int,
+    service_ms: float,
+    threads: int = 40,
+    db_pool: int = 20,
+    workers: int = 1,
+    cpu_ms_per_request: float = 0.0,
+    cores: int | None = None,
+) -> dict[str, float]:
+    """Each bound on a database endpoint's throughput (req/s), by name: what `predict` takes the least of.
+
+    `service_ms` is one request's time alone (database wait and CPU included); `cpu_ms_per_request`
+    is the worker's CPU for one request (0: not CPU-bound).
+    """
+    choice("database endpoint", endpoint, ENDPOINTS)
+    cores = cores or os.cpu_count() or 1
+    s = service_ms / 1000
+    cpu = cpu_ms_per_request / 1000
+    bounds = {"users": users / s}
+    # A connection is held for the request's queries, not its CPU post-processing.
+    hold = max(s - cpu, 1e-6)
+    bounds["connection pool"] = workers * db_pool / QUERIES[kind(endpoint)] / hold
+    if driver(endpoint) == "sync":
+        bounds["thread pool"] = workers * threads / s
+    if cpu > 0:
+        bounds["CPU (one core per worker)"] = min(workers, cores) / cpu
+    return bounds
+
+
+def predict(endpoint: str, users: int, service_ms: float, **settings) -> Prediction:
+    """Predicted throughput and mean latency of a database endpoint under `users` closed-loop users (see limits)."""
+    bounds = limits(endpoint, users, service_ms, **settings)
+    bottleneck = min(bounds, key=bounds.get)
+    rps = bounds[bottleneck]
+    return Prediction(rps=rps, latency_ms=users / rps * 1000, bottleneck=bottleneck)
+
+
+def fib_share(frame: pd.DataFrame) -> pd.Series:
+    """fib's share of each request's CPU in a depth sweep, from the server's own CPU per request.
+
+    CPU per request is `server_cpu / rps`; at the shallowest depth it is (nearly) all the rest of
+    the request, so at depth n fib's share is 1 - cpu(shallowest) / cpu(n), per pattern. No fib
+    timing from another process enters it: a shared machine's speed drifts between processes.
+    """
+    cpu = frame["server_cpu"] / frame["rps"]
+    shallowest = frame["cpu_n"] == frame.groupby("pattern")["cpu_n"].transform("min")
+    rest = cpu[shallowest].groupby(frame["pattern"][shallowest]).mean()
+    return 1 - frame["pattern"].map(rest) / cpu
+
+
+def converges_at(ratios: dict[int, float], tolerance: float = 0.15) -> int | None:
+    """The shallowest depth from which async / sync stays within `tolerance` of 1 at every deeper depth."""
+    found = None
+    for depth in sorted(ratios, reverse=True):
+        if abs(ratios[depth] - 1) > tolerance:
+            break
+        found = depth
+    return found
+
+
+def cpu_takes_over(depths: list[int], overhead_ms: float) -> int | None:
+    """The shallowest depth at which fib(depth) costs more CPU than the rest of the request (`overhead_ms`)."""
+    return next((n for n in sorted(depths) if cpu_ms(n) >= overhead_ms), None)

@@ -1,0 +1,128 @@
+"""What a client timeout does to a worker that serves one request at a time (lesson 05).
+
+A worker whose event loop is blocked answers at most one request per `service_s`. It cannot
+tell that a client has given up: a request whose client timed out is still served in full when
+its turn comes. Each closed-loop user sends its next request as soon as the previous one is
+answered or times out. Two results follow:
+
+- `failure_floor`: whatever order the worker takes requests in, once the queue
+  (users × service_s / workers) is longer than the timeout, at least 1 − timeout / queue of
+  the requests fail. A server that keeps answering a fixed group of users and lets the others
+  starve comes close to it.
+- `simulate` / `predict_timeouts`: a fair worker, first come first served, does worse. New
+  requests wait behind requests nobody is waiting for any more, time out in turn, and add to
+  the queue: the failure rate climbs towards 100% while the worker stays busy.
+
+Where a real server lands between the two depends on the order it reads requests in (lesson
+05 measures uvicorn's).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from labserver.checks import positive, whole
+
+# A request that ends within this of its deadline counts as answered: float sums of
+# service times (0.1 + 0.1 + ...) must not turn an exact tie into a timeout.
+TIE_S = 1e-9
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One request of a simulated run."""
+
+    user: int
+    sent: float  # s since the run started
+    served: float  # when the worker finished it, answered or abandoned
+    ended: float  # when its client got the answer or gave up
+    ok: bool  # answered within the timeout
+
+
+@dataclass(frozen=True)
+class TimeoutPrediction:
+    requests: int  # ended within the window, answered or timed out
+    failures: int  # timed out
+    failure_rate: float
+    rps: float  # ended per second, timeouts included: what a load generator counts
+    goodput_rps: float  # answered per second: what the users got
+    served_rps: float  # requests the server finished per second, abandoned ones included
+
+
+def queue_s(users: int, service_s: float, workers: int = 1) -> float:
+    """How long a request waits once every user has one queued: the closed loop's response time."""
+    return users * service_s / workers
+
+
+def failure_floor(users: int, service_s: float, timeout_s: float, workers: int = 1) -> float:
+    """The least share of requests that must time out, whatever order the server takes them in.
+
+    The server answers at most workers / service_s requests per second, each user who is not
+    answered gives up once per timeout_s, and an answered user waits at most timeout_s: in
+    steady state at least 1 − timeout / queue of the requests fail.
+    """
+    _check(users, service_s, timeout_s, 1.0, workers)
+    return max(0.0, 1 - timeout_s / queue_s(users, service_s, workers))
+
+
+def simulate(users: int, service_s: float, timeout_s: float, duration_s: float, workers: int = 1) -> list[Outcome]:
+    """Every request that ends within `duration_s` on a fair worker: first come, first served.
+
+    All users send their first request at 0; `workers` slots share one queue. Requests still
+    waiting when the run stops are left out: the load generator never records them either.
+    """
+    _check(users, service_s, timeout_s, duration_s, workers)
+    free = [0.0] * workers  # when each slot is next free
+    pending = [(0.0, user) for user in range(users)]  # (sent, user): served in the order sent
+    heapq.heapify(pending)
+    outcomes = []
+    while pending:
+        sent, user = heapq.heappop(pending)
+        done = max(sent, heapq.heappop(free)) + service_s
+        heapq.heappush(free, done)  # served in full, whether or not the client still waits
+        ok = done - sent <= timeout_s + TIE_S
+        ended = done if ok else sent + timeout_s
+        if ended <= duration_s:
+            outcomes.append(Outcome(user, sent, done, ended, ok))
+            heapq.heappush(pending, (ended, user))
+    return outcomes
+
+
+def predict_timeouts(
+    users: int, service_s: float, timeout_s: float, duration_s: float, workers: int = 1, warmup_s: float = 1.0
+) -> TimeoutPrediction:
+    """A fair worker's run, counted like the lab counts a measured one: requests ending after `warmup_s`."""
+    if not 0 <= warmup_s < duration_s:
+        raise ValueError(f"warmup_s must be from 0 to less than duration_s ({duration_s}), got {warmup_s}")
+    every = simulate(users, service_s, timeout_s, duration_s, workers)
+    outcomes = [o for o in every if o.ended >= warmup_s]
+    window_s = duration_s - warmup_s
+    failures = sum(not o.ok for o in outcomes)
+    return TimeoutPrediction(
+        requests=len(outcomes),
+        failures=failures,
+        failure_rate=failures / len(outcomes) if outcomes else math.nan,
+        rps=len(outcomes) / window_s,
+        goodput_rps=(len(outcomes) - failures) / window_s,
+        served_rps=sum(warmup_s <= o.served <= duration_s for o in every) / window_s,
+    )
+
+
+def history(outcomes: list[Outcome]) -> pd.DataFrame:
+    """Requests answered and timed out in each second of a simulated run, like a measured run's history."""
+    frame = pd.DataFrame([(int(o.ended), o.ok) for o in outcomes], columns=["second", "ok"])
+    seconds = pd.RangeIndex(int(frame["second"].max()) + 1 if len(frame) else 0, name="second")
+    counts = frame.groupby("second")["ok"].agg(answered="sum", rps="size").reindex(seconds, fill_value=0)
+    counts["failures"] = counts["rps"] - counts["answered"]
+    return counts.reset_index().astype(int)
+
+
+def _check(users: int, service_s: float, timeout_s: float, duration_s: float, workers: int) -> None:
+    whole("users", users, 1)
+    whole("workers", workers, 1)
+    for name, value in (("service_s", service_s), ("timeout_s", timeout_s), ("duration_s", duration_s)):
+        positive(name, value, " s")

@@ -1,0 +1,67 @@
+"""Charts: measured beside predicted, axes with units, invalid runs marked."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from labserver.charts import plots
+
+
+@pytest.fixture
+def runs() -> pd.DataFrame:
+    return pd.DataFrame(
+        {"pattern": ["threadpool", "threadpool", "sequential", "sequential"], "users": [10, 80, 10, 80],
+         "rps": [99.0, 398.0, 99.5, 790.0], "predicted_rps": [100.0, 400.0, 100.0, 800.0],
+         "p50_ms": [100.0, 200.0, 100.0, 100.0], "p95_ms": [101.0, 210.0, 101.0, 103.0],
+         "predicted_ms": [100.0, 200.0, 100.0, 100.0], "locust_cpu": [0.1, 0.3, 0.1, 0.5],
+         "valid": [True, True, True, False]}
+    )  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def _labels(ax) -> list[str]:
+    return ax.get_legend_handles_labels()[1]
+
+
+def test_throughput_shows_prediction_and_invalid_runs(runs):
+    fig = plots.throughput(runs, title="async serves 2× the thread pool")
+    ax = fig.axes[0]
+    assert ax.get_title() == "async serves 2× the thread pool"
+    assert ax.get_ylabel() == "throughput (req/s)"
+    assert ax.get_xlabel() == "concurrent users"
+    labels = _labels(ax)
+    assert {"threadpool measured", "threadpool predicted", "sequential measured", "sequential predicted"} <= set(labels)
+    assert "invalid run (see problems)" in labels
+
+
+def test_latency_has_units(runs):
+    ax = plots.latency(runs, title="t").axes[0]
+    assert ax.get_ylabel() == "latency (ms)"
+    assert "sequential predicted mean" in _labels(ax)
+
+
+def test_history_bars_and_generator_cpu(runs):
+    h = pd.DataFrame({"second": [0, 1, 2], "rps": [10, 12, 11]})
+    assert plots.history({"gather": h}, title="t").axes[0].get_xlabel() == "time since the run started (s)"
+    assert plots.bars(runs[runs.users == 80], title="t").axes[0].get_ylabel() == "throughput (req/s)"
+    runs["client"] = "fast"
+    assert plots.generator_cpu(runs, title="t").axes[0].get_ylabel() == "Locust CPU (cores)"
+
+
+def test_save_only_when_a_batch_asks(runs, tmp_path, monkeypatch):
+    fig = plots.throughput(runs, title="t")
+    monkeypatch.delenv("LAB_FIGURES_DIR", raising=False)
+    assert plots.save(fig, "00_x", "throughput") is None
+    monkeypatch.setenv("LAB_FIGURES_DIR", str(tmp_path))
+    path = plots.save(fig, "00_x", "p95 at 80 users")
+    assert path == tmp_path / "00_x" / "p95_at_80_users.png"
+    assert path.stat().st_size > 0

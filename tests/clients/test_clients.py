@@ -1,0 +1,249 @@
+"""Lesson 06's clients (labserver.clients.strategies), their model (client_model) and their runs (client_runs)."""
+
+import json
+import math
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pandas as pd
+import psutil
+import pytest
+
+from labserver.clients import strategies
+from labserver.harness.procs import free_port
+from labserver.theory import clients
+from labserver.theory.clients import Cost, check_run, client_costs, pick, plan, predict_client, slots, speedups
+
+
+class _Ok(BaseHTTPRequestHandler):
+    def do_GET(self):
+        status = 500 if self.path.startswith("/fail") else 200
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def url():
+    """A tiny threaded HTTP server in this process: the clients' plumbing, not a measurement."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("strategy", list(strategies.STRATEGIES))
+def test_every_strategy_sends_every_request(url, strategy):
+    report = strategies.timed(strategy, url + "/ok", 12, 4)
+    assert report["requests"] == 12 and report["failures"] == 0
+    assert len(report["ends"]) == 12
+    assert report["rps"] == pytest.approx(12 / report["wall_s"])
+    assert report["cpu_s"] >= 0 and report["p50_ms"] <= report["p95_ms"]
+
+
+@pytest.mark.parametrize("strategy", list(strategies.STRATEGIES))
+def test_failed_requests_are_counted(url, strategy):
+    assert strategies.timed(strategy, url + "/fail", 5, 2)["failures"] == 5
+
+
+def test_unreachable_server_is_a_failure_not_a_crash():
+    port = free_port()
+    assert strategies.timed("loop", f"http://127.0.0.1:{port}/", 2, 1)["failures"] == 2
+    assert strategies.timed("aiohttp", f"http://127.0.0.1:{port}/", 2, 2)["failures"] == 2
+
+
+def test_the_command_line_prints_one_json_line(url, capsys):
+    assert strategies.main(["aiohttp", url + "/ok", "--requests", "3", "--concurrency", "3"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["requests"] == 3
+
+
+def test_the_command_line_rejects_nonsense(capsys):
+    with pytest.raises(SystemExit):
+        strategies.main(["loop", "http://x", "--requests", "0"])
+    with pytest.raises(SystemExit):
+        strategies.main(["curl", "http://x"])
+
+
+def test_unknown_strategy_lists_the_choices():
+    with pytest.raises(ValueError, match="loop, threadpool, aiohttp"):
+        strategies.check_strategy("curl")
+
+
+def test_every_strategy_names_its_library():
+    assert set(clients.LIBRARY) == set(strategies.STRATEGIES)
+
+
+# --- the model -------------------------------------------------------------------------------
+
+
+def test_a_loop_takes_n_times_io():
+    p = predict_client("loop", 100, 50, io_ms=50)
+    assert p.rps == pytest.approx(20.0) and p.bottleneck == "one request at a time"
+
+
+def test_k_in_flight_take_ceil_n_over_k_waves():
+    assert predict_client("threadpool", 100, 10, io_ms=50).rps == pytest.approx(200.0)
+    assert predict_client("aiohttp", 100, 30, io_ms=50).rps == pytest.approx(100 / (4 * 0.05))  # 30+30+30+10
+    assert predict_client("aiohttp", 10, 100, io_ms=50).rps == pytest.approx(200.0)  # never more than n in flight
+
+
+def test_the_server_caps_what_is_in_flight():
+    p = predict_client("aiohttp", 1000, 100, io_ms=50, server_slots=slots("threadpool", threads=40))
+    assert p.rps == pytest.approx(1000 / (25 * 0.05)) and p.bottleneck.startswith("server threads")
+    assert slots("sequential") == math.inf and slots("threadpool", 40, 2) == 80
+
+
+def test_the_client_cpu_caps_the_rate_and_the_round_trip_lengthens_a_wave():
+    cost = Cost(client_ms=2.5, service_ms=55)
+    assert predict_client("threadpool", 1000, 100, 50, cost=cost).rps == pytest.approx(400.0)
+    assert predict_client("threadpool", 1000, 100, 50, cost=cost).bottleneck == "client CPU (one core)"
+    assert predict_client("threadpool", 100, 10, 50, cost=cost).rps == pytest.approx(10 / 0.055)
+
+
+def test_no_wait_is_not_modelled():
+    assert math.isnan(predict_client("loop", 10, 1, io_ms=0).rps)
+
+
+def test_check_run_says_what_to_change():
+    with pytest.raises(ValueError, match="requests"):
+        check_run("loop", "sequential", 0, 1, 50)
+    with pytest.raises(ValueError, match="concurrency"):
+        check_run("aiohttp", "sequential", 10, 5000, 50)
+    with pytest.raises(ValueError, match="io_ms"):
+        check_run("aiohttp", "sequential", 10, 5, -1)
+    with pytest.raises(ValueError, match="pattern"):
+        check_run("aiohttp", "nope", 10, 5, 50)
+
+
+def test_plan_skips_long_runs_but_keeps_every_client_once():
+    runs = plan(["loop", "threadpool"], ["sequential"], [100, 1000], [10, 100], io_ms=50, max_run_s=3.0)
+    loop = runs[runs["client"] == "loop"]
+    assert set(loop["users"]) == {1}
+    assert loop.set_index("requests")["run"].to_dict() == {100: True, 1000: False}  # 5 s kept at the smallest count
+    pool = runs[runs["client"] == "threadpool"].set_index(["users", "requests"])["run"]
+    assert pool[(10, 1000)] == False and pool[(100, 1000)] == True  # noqa: E712 - numpy booleans
+    with pytest.raises(ValueError, match="at least one"):
+        plan([], ["sequential"], [100], [10], 50, 3.0)
+    with pytest.raises(ValueError, match="max_run_s"):
+        plan(["loop"], ["sequential"], [100], [10], 50, 0)
+    with pytest.raises(ValueError, match="threads"):
+        plan(["loop"], ["threadpool"], [100], [10], 50, 3.0, threads=0)
+
+
+def _runs(rows):
+    base = {"valid": True, "io_ms": 50}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def test_costs_come_from_calm_valid_runs_only():
+    runs = _runs([
+        {"library": "requests", "client_cpu": 0.05, "client_ms": 2.0, "mean_ms": 54},
+        {"library": "requests", "client_cpu": 0.40, "client_ms": 3.0, "mean_ms": 56},
+        {"library": "requests", "client_cpu": 0.95, "client_ms": 9.0, "mean_ms": 300},  # busy: left out
+        {"library": "aiohttp", "client_cpu": 0.10, "client_ms": 0.5, "mean_ms": 52, "valid": False},  # invalid
+    ])  # fmt: skip
+    costs = client_costs(runs)
+    assert costs == {"requests": Cost(client_ms=2.5, service_ms=55.0)}
+
+
+def test_speedups_are_over_the_loop_of_the_same_endpoint():
+    runs = _runs([
+        {"pattern": "a", "client": "loop", "users": 1, "requests": 100, "rps": 20, "predicted_rps": 20},
+        {"pattern": "a", "client": "aiohttp", "users": 10, "requests": 100, "rps": 180, "predicted_rps": 200},
+        {"pattern": "b", "client": "loop", "users": 1, "requests": 100, "rps": 10, "predicted_rps": 20},
+        {"pattern": "b", "client": "aiohttp", "users": 10, "requests": 100, "rps": 100, "predicted_rps": 200},
+    ])  # fmt: skip
+    runs["client_cpu"], runs["bottleneck"] = 0.1, "x"
+    s = speedups(runs).set_index("pattern")
+    assert s.loc["a", "speedup"] == pytest.approx(9.0) and s.loc["a", "speedup_ratio"] == pytest.approx(0.9)
+    assert s.loc["b", "speedup"] == pytest.approx(10.0) and s.loc["b", "predicted_speedup"] == pytest.approx(10.0)
+
+
+def test_pick_is_nan_when_nothing_matches():
+    runs = _runs([{"client": "loop", "rps": 3.0}, {"client": "loop", "rps": 5.0}])
+    assert pick(runs, "rps", client="loop") == 4.0
+    assert math.isnan(pick(runs, "rps", client="aiohttp"))
+
+
+# --- real runs against a real server ---------------------------------------------------------
+
+
+def _cmdline(p: psutil.Process) -> str:
+    try:
+        return "" if p.status() == psutil.STATUS_ZOMBIE else " ".join(p.cmdline())
+    except psutil.Error:
+        return ""
+
+
+@pytest.mark.slow
+def test_a_sweep_against_a_real_server_is_saved_and_leaves_nothing(data_dir):
+    from labserver import LabServer, load_runs
+    from labserver.charts.clients import cpu_chart, throughput_chart
+    from labserver.clients.runs import client_sweep, table
+
+    planned = plan(["loop", "threadpool", "aiohttp"], ["threadpool", "sequential"], [10], [2, 5], io_ms=20, max_run_s=1)
+    with LabServer(threads=4) as server:
+        runs = client_sweep(server, planned, io_ms=20, lesson="test_clients")
+        assert not [p for p in psutil.Process().children(recursive=True) if "labserver.clients" in _cmdline(p)]
+    assert len(runs) == 10 and runs["valid"].all() and (runs["failures"] == 0).all()
+    assert (runs["rps"] > 0).all() and runs["client_cpu"].notna().all()
+    assert list(runs[["pattern", "client", "users"]].itertuples(index=False)) == list(
+        planned[["pattern", "client", "users"]].itertuples(index=False)
+    )  # in the plan's order
+    # the second round (5 in flight) is priced with what the first (the loop, 2 in flight) measured
+    assert runs.loc[runs["users"] < 5, "cost"].isna().all()
+    assert runs.loc[runs["users"] == 5, "cost"].notna().all()
+    on_disk = load_runs("test_clients")
+    assert set(on_disk["run_id"]) == set(runs["run_id"])
+    assert list(table(runs).columns)[:4] == ["pattern", "client", "users", "requests"]
+    throughput_chart(runs, "t")
+    cpu_chart(runs, "t")
+
+
+def test_a_run_against_a_server_never_started_says_so():
+    from labserver import LabServer
+    from labserver.clients.runs import run_client
+    from labserver.harness.launcher import ServerError
+
+    server = LabServer()
+    with pytest.raises(ServerError, match="not running"):
+        run_client(server, "loop", "sequential", 5, 1, 10)
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_is_saved_as_such_and_its_client_is_stopped():
+    import _thread
+
+    from labserver import LabServer, load_runs
+    from labserver.clients.runs import run_client
+
+    def interrupt_once_the_client_runs(stop: threading.Event) -> None:
+        # A Ctrl-C in the middle of the 5 s run: once the client process exists, not after a fixed
+        # delay, which a slow start-up on a busy machine could outlast or precede.
+        while not stop.wait(0.05):
+            if any("labserver.clients" in _cmdline(p) for p in psutil.Process().children(recursive=True)):
+                stop.wait(0.5)
+                _thread.interrupt_main()
+                return
+
+    with LabServer() as server:
+        stop = threading.Event()
+        watcher = threading.Thread(target=interrupt_once_the_client_runs, args=(stop,), daemon=True)
+        watcher.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                result = run_client(server, "loop", "sequential", 100, 1, 50, lesson="test_interrupt")
+                pytest.fail(f"the run ended before the interrupt: {result.row['status']}, {result.row['problems']}")
+        finally:
+            stop.set()
+            watcher.join()
+        assert not [p for p in psutil.Process().children(recursive=True) if "labserver.clients" in _cmdline(p)]
+    saved = load_runs("test_interrupt")
+    assert list(saved["status"]) == ["interrupted"] and not saved["valid"].any()

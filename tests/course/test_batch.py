@@ -1,0 +1,47 @@
+from pathlib import Path
+
+import pytest
+
+from labserver.course import batch
+from labserver.paths import NOTEBOOKS
+
+
+def test_lessons_are_the_numbered_notebooks_in_order():
+    found = batch.lessons()
+    assert found == sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    assert [nb.stem for nb in found][:2] == ["00_start_here", "01_async_vs_sync"]
+
+
+def test_lessons_by_prefix():
+    assert [nb.stem for nb in batch.lessons(["01"])] == ["01_async_vs_sync"]
+    assert [nb.stem for nb in batch.lessons(["00_start", "01"])] == ["00_start_here", "01_async_vs_sync"]
+
+
+def test_unknown_lesson_lists_the_lessons():
+    with pytest.raises(SystemExit, match="00_start_here"):
+        batch.lessons(["42"])
+
+
+def test_unknown_profile_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        batch.main(["--profile", "huge"])
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_a_failed_lesson_is_written_aside_then_lands_under_its_final_name(tmp_path, monkeypatch):
+    import papermill
+
+    written = []
+
+    def execute_notebook(input_path, output_path, **kwargs):
+        written.append(Path(output_path))
+        Path(output_path).write_text("the failed copy")  # papermill saves the notebook, then raises
+        raise papermill.PapermillExecutionError(0, 1, "", "ValueError", "boom", [])
+
+    monkeypatch.setattr(papermill, "execute_notebook", execute_notebook)
+    lesson = batch.lessons(["00"])[0]
+    _, error, _ = batch.run_lesson(lesson, "quick", tmp_path)
+    assert error == "ValueError: boom"
+    assert written[0].parent == tmp_path and written[0].name.startswith(".partial-")  # never the final name
+    assert [p.name for p in tmp_path.iterdir()] == [lesson.name]
+    assert (tmp_path / lesson.name).read_text() == "the failed copy"

@@ -1,0 +1,85 @@
+"""Notebook hygiene (committed clean, one parameters cell papermill reads), and every lesson run by papermill."""
+
+import ast
+import json
+
+import nbformat
+import pytest
+
+from labserver.course import profiles
+from labserver.paths import NOTEBOOKS
+
+ALL = sorted(NOTEBOOKS.glob("*.ipynb"))
+LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+KERNEL = "concurrency-lab"
+
+
+def _ids(paths):
+    return [p.stem for p in paths]
+
+
+def _parameters_cells(nb) -> list:
+    return [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+
+
+def test_there_are_lessons():
+    assert LESSONS
+
+
+@pytest.mark.parametrize("path", ALL, ids=_ids(ALL))
+def test_committed_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not dirty, f"{path.name}: cells {dirty} carry outputs or execution counts; clear them before committing"
+
+
+@pytest.mark.parametrize("path", ALL, ids=_ids(ALL))
+def test_one_parameters_cell_of_literals(path):
+    nb = nbformat.read(path, as_version=4)
+    cells = _parameters_cells(nb)
+    assert len(cells) == 1, f"{path.name}: {len(cells)} cells tagged 'parameters', want exactly one"
+    for statement in ast.parse(cells[0].source).body:
+        written = ast.unparse(statement)
+        assert isinstance(statement, ast.AnnAssign), f"{path.name}: `{written}` is not `name: type = value`"
+        ast.literal_eval(statement.value)  # literals only: papermill replaces them as text
+
+
+@pytest.mark.parametrize("path", ALL, ids=_ids(ALL))
+def test_papermill_sees_every_parameter_with_help(path):
+    from papermill.inspection import inspect_notebook
+
+    nb = nbformat.read(path, as_version=4)
+    declared = [s.target.id for s in ast.parse(_parameters_cells(nb)[0].source).body]
+    seen = inspect_notebook(str(path))
+    assert list(seen) == declared, f"{path.name}: papermill cannot read {set(declared) - set(seen)}"
+    no_help = [name for name, p in seen.items() if not p["help"].strip()]
+    assert not no_help, f"{path.name}: parameters without a help comment: {no_help}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
+def test_lesson_has_profiles_it_can_take(path):
+    from papermill.inspection import inspect_notebook
+
+    assert path.stem in profiles.PROFILES, f"{path.stem} has no entry in labserver/profiles.py"
+    names = set(inspect_notebook(str(path)))
+    assert "strict" in names
+    for profile in profiles.NAMES:
+        unknown = set(profiles.parameters(path.stem, profile)) - names
+        assert not unknown, f"profile {profile!r} of {path.stem} sets parameters the notebook lacks: {unknown}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
+def test_lesson_uses_the_course_kernel(path):
+    assert json.loads(path.read_text())["metadata"]["kernelspec"]["name"] == KERNEL
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
+def test_lesson_runs_under_papermill(path, tmp_path):
+    import papermill
+
+    params = {**profiles.parameters(path.stem, "smoke"), "strict": False}
+    papermill.execute_notebook(
+        str(path), str(tmp_path / path.name), parameters=params, kernel_name=KERNEL, cwd=str(NOTEBOOKS),
+        progress_bar=False,
+    )  # fmt: skip

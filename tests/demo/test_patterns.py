@@ -1,0 +1,100 @@
+"""Every pattern endpoint through FastAPI's TestClient, bounds included."""
+
+import pytest
+from fastapi.testclient import TestClient
+
+from labserver.demo.app import create_app
+from labserver.demo.patterns import PATTERNS, check_pattern
+from labserver.demo.settings import Settings
+from labserver.demo.work import CPU_N_MAX, IO_MS_MAX, TASKS_MAX, TOTAL_IO_MS_MAX
+
+
+@pytest.fixture(scope="module")
+def client():
+    # `with`: the lifespan runs, so the process pool exists (and is shut down at the end)
+    with TestClient(create_app(Settings(procs=1))) as client:
+        yield client
+
+
+def test_the_five_patterns_of_the_design_are_registered():
+    assert set(PATTERNS) >= {"sequential", "gather", "threadpool", "processpool", "blocking"}
+
+
+@pytest.mark.parametrize("pattern", list(PATTERNS))
+def test_pattern_answers_with_its_work(client, pattern):
+    r = client.get(f"/{pattern}", params={"tasks": 2, "io_ms": 1, "cpu_n": 5})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["pattern"] == pattern
+    assert (body["tasks"], body["io_ms"], body["cpu_n"]) == (2, 1, 5)
+    assert isinstance(body["pid"], int)
+
+
+@pytest.mark.parametrize("pattern", list(PATTERNS))
+def test_pattern_defaults(client, pattern):
+    r = client.get(f"/{pattern}")
+    assert r.status_code == 200
+    assert (r.json()["tasks"], r.json()["io_ms"], r.json()["cpu_n"]) == (1, 0, 0)
+
+
+def _errors(r) -> list[tuple[str, str]]:
+    assert r.status_code == 422, r.text
+    return [(e["loc"][-1], e["msg"]) for e in r.json()["detail"]]
+
+
+@pytest.mark.parametrize("pattern", list(PATTERNS))
+@pytest.mark.parametrize(
+    ("params", "name", "bound"),
+    [
+        ({"tasks": 0}, "tasks", "1"),
+        ({"tasks": TASKS_MAX + 1}, "tasks", str(TASKS_MAX)),
+        ({"io_ms": -1}, "io_ms", "0"),
+        ({"io_ms": IO_MS_MAX + 1}, "io_ms", str(IO_MS_MAX)),
+        ({"cpu_n": -1}, "cpu_n", "0"),
+        ({"cpu_n": CPU_N_MAX + 1}, "cpu_n", str(CPU_N_MAX)),
+    ],
+)
+def test_out_of_range_gives_422_naming_the_bound(client, pattern, params, name, bound):
+    errors = _errors(client.get(f"/{pattern}", params=params))
+    assert [n for n, _ in errors] == [name]
+    assert bound in errors[0][1]
+
+
+@pytest.mark.parametrize("pattern", list(PATTERNS))
+def test_total_io_limit(client, pattern):
+    # 4 × 10 s of waiting: each value is in range, their product is not
+    errors = _errors(client.get(f"/{pattern}", params={"tasks": 4, "io_ms": 10_000}))
+    assert [n for n, _ in errors] == ["io_ms"]
+    assert str(TOTAL_IO_MS_MAX) in errors[0][1]
+    assert "tasks × io_ms" in errors[0][1]
+
+
+@pytest.mark.parametrize("pattern", list(PATTERNS))
+def test_total_cpu_limit(client, pattern):
+    errors = _errors(client.get(f"/{pattern}", params={"tasks": 5, "cpu_n": CPU_N_MAX}))
+    assert [n for n, _ in errors] == ["cpu_n"]
+    assert f"fib({CPU_N_MAX})" in errors[0][1]
+
+
+def test_not_a_number_gives_422(client):
+    errors = _errors(client.get("/gather", params={"tasks": "three"}))
+    assert [n for n, _ in errors] == ["tasks"]
+
+
+def test_unknown_pattern_is_not_served(client):
+    assert client.get("/nonsense").status_code == 404
+
+
+def test_check_pattern_lists_the_valid_names():
+    assert check_pattern("gather") == "gather"
+    with pytest.raises(ValueError, match="unknown pattern 'gatherr'") as e:
+        check_pattern("gatherr")
+    for name in PATTERNS:
+        assert name in str(e.value)
+
+
+def test_processpool_without_a_pool_says_so():
+    with TestClient(create_app(Settings(procs=0))) as client:
+        r = client.get("/processpool")
+    assert r.status_code == 503
+    assert "procs=0" in r.json()["detail"]

@@ -1,0 +1,89 @@
+import os
+import threading
+
+import pytest
+
+from labserver.demo.cpus import check_cpus, pin, usable_cpus
+from labserver.demo.settings import (
+    PROCS_MAX,
+    THREADS_DEFAULT,
+    THREADS_MAX,
+    WORKERS_MAX,
+    Settings,
+)
+
+
+def test_defaults_are_valid():
+    s = Settings()
+    s.check()
+    assert (s.workers, s.threads) == (1, THREADS_DEFAULT)
+
+
+def test_environment_round_trip(monkeypatch):
+    s = Settings(workers=2, threads=12, procs=3)
+    for key, value in s.to_env().items():
+        monkeypatch.setenv(key, value)
+    assert Settings.from_env() == s
+
+
+def test_from_env_falls_back_to_defaults(monkeypatch):
+    for key in ("LAB_WORKERS", "LAB_THREADS", "LAB_PROCS", "LAB_CPUS"):
+        monkeypatch.delenv(key, raising=False)
+    assert Settings.from_env() == Settings()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"workers": 0}, "workers"),
+        ({"workers": WORKERS_MAX + 1}, "workers"),
+        ({"workers": 1.5}, "workers"),
+        ({"threads": 0}, "threads"),
+        ({"threads": THREADS_MAX + 1}, "threads"),
+        ({"procs": -1}, "procs"),
+        ({"procs": PROCS_MAX + 1}, "procs"),
+        ({"procs": "2"}, "procs"),
+    ],
+)
+def test_check_names_the_setting(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name} must be") as e:
+        Settings(**kwargs).check()
+    assert repr(next(iter(kwargs.values()))) in str(e.value)
+
+
+def test_procs_zero_is_allowed():
+    Settings(procs=0).check()
+
+
+needs_pinning = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="this OS cannot pin a process")
+
+
+@needs_pinning
+def test_cpus_round_trip_through_the_environment(monkeypatch):
+    s = Settings(cpus=(usable_cpus()[-1],))
+    for key, value in s.to_env().items():
+        monkeypatch.setenv(key, value)
+    assert Settings.from_env() == s
+
+
+@needs_pinning
+@pytest.mark.parametrize("cpus", [(), [], (10_000,), ("0",), (True,), "0"])
+def test_cpus_outside_this_machine_are_refused(cpus):
+    with pytest.raises(ValueError, match="cpus must be a list of CPUs from"):
+        check_cpus(cpus)
+
+
+@needs_pinning
+def test_pin_moves_every_thread_and_the_threads_started_later(monkeypatch):
+    calls = []
+    monkeypatch.setattr(os, "sched_setaffinity", lambda tid, cpus: calls.append((tid, tuple(cpus))))
+    started = threading.Event()
+    worker = threading.Thread(target=started.wait)
+    worker.start()
+    try:
+        pin((0,))
+    finally:
+        started.set()
+        worker.join()
+    assert {worker.native_id, threading.get_native_id()} <= {tid for tid, _ in calls}
+    assert {cpus for _, cpus in calls} == {(0,)}

@@ -1,0 +1,274 @@
+"""Load runs: parameters checked before any process starts, and real short Locust runs (slow)."""
+
+import json
+import os
+import signal
+import threading
+
+import pytest
+
+from labserver.harness import collect, load, results
+from labserver.harness.launcher import LabServer, ServerError
+from labserver.harness.load import check_load, check_sweep, run_load, sweep
+from labserver.paths import runs_dir
+
+GOOD = dict(pattern="gather", users=10, duration_s=2, tasks=1, io_ms=10, cpu_n=0)
+
+
+def test_good_parameters_pass():
+    check_load(**GOOD)
+    check_sweep(["gather", "threadpool"], [5, 50], io_ms=100, duration_s=5)
+
+
+@pytest.mark.parametrize(
+    ("change", "name"),
+    [
+        ({"users": 0}, "users"),
+        ({"users": -3}, "users"),
+        ({"users": load.USERS_MAX + 1}, "users"),
+        ({"users": 2.5}, "users"),
+        ({"users": True}, "users"),
+        ({"duration_s": 0}, "duration_s"),
+        ({"duration_s": load.DURATION_MAX_S + 1}, "duration_s"),
+        ({"pattern": "gathr"}, "pattern"),
+        ({"user_class": "selenium"}, "user_class"),
+        ({"processes": 0}, "processes"),
+        ({"tasks": 0}, "tasks"),
+        ({"io_ms": -1}, "io_ms"),
+        ({"cpu_n": 40}, "cpu_n"),
+        ({"tasks": 10, "io_ms": 5000}, "io_ms"),
+    ],
+)
+def test_check_load_names_the_parameter(change, name):
+    with pytest.raises(ValueError, match=name):
+        check_load(**{**GOOD, **change})
+
+
+def test_unknown_user_class_lists_the_choices():
+    with pytest.raises(ValueError) as e:
+        check_load(**{**GOOD, "user_class": "selenium"})
+    assert all(choice in str(e.value) for choice in load.USER_CLASSES)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "name"),
+    [
+        ((["gather"], [10]), {"workers": 0}, "workers"),
+        ((["gather"], [10]), {"workers": 17}, "workers"),
+        ((["gather"], [10]), {"threads": 0}, "threads"),
+        ((["gather"], [0]), {}, "users"),
+        ((["gather", "nope"], [10]), {}, "pattern"),
+        ((["gather"], [10]), {"duration_s": -1}, "duration_s"),
+        ((["gather"], [10]), {"user_class": "x"}, "user_class"),
+        (([], [10]), {}, "pattern"),
+        ((["gather"], []), {}, "users"),
+    ],
+)
+def test_check_sweep_names_the_parameter(args, kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        check_sweep(*args, **kwargs)
+
+
+def test_sweep_checks_before_starting_anything():
+    # no server is needed to be told what is wrong: the check comes first
+    with pytest.raises(ValueError, match="users"):
+        sweep(None, ["gather"], [10, 0])
+
+
+def test_run_load_refuses_a_stopped_server():
+    with pytest.raises(ServerError, match="not running"):
+        run_load(LabServer(procs=0), "gather", users=1, duration_s=1)
+
+
+def test_history_counts_requests_per_second():
+    per_user = [[(100.2, 10.0, True), (100.7, 12.0, True), (101.1, 30.0, False)], [(101.5, 20.0, True)]]
+    h = collect.history(per_user, start=100.0)
+    assert list(h["second"]) == [0, 1]
+    assert list(h["rps"]) == [2, 2]
+    assert list(h["failures"]) == [0, 1]
+
+
+@pytest.mark.slow
+def test_a_short_locust_run_becomes_a_result():
+    with LabServer(procs=0) as server:
+        result = run_load(server, "sequential", users=5, io_ms=10, duration_s=2, lesson="tests")
+    row = result.row
+    assert row["status"] == "ok"
+    assert row["rps"] > 0
+    assert row["p95_ms"] > 0
+    assert row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"]
+    assert row["failures"] == 0
+    assert row["predicted_rps"] > 0
+    assert (row["pattern"], row["users"], row["io_ms"], row["workers"]) == ("sequential", 5, 10, 1)
+    # the run's folder holds the manifest and Locust's own files
+    assert result.path.parent == runs_dir()
+    manifest = json.loads((result.path / "manifest.json").read_text())
+    assert manifest["run_id"] == row["run_id"] == result.path.name
+    assert manifest["params"]["users"] == 5
+    assert manifest["locust_exit_code"] == 0
+    assert manifest["environment"]["cpu_count"] >= 1
+    assert manifest["started_at"] <= manifest["ended_at"]
+    assert (result.path / "report.html").exists()
+    assert list(result.path.glob("locust_stats*.csv"))
+    assert list(result.path.glob("records.*.json"))
+    # the per-second history
+    assert len(result.history) > 0
+    assert set(result.history.columns) >= {"second", "rps", "p95_ms", "failures"}
+    assert result.history["rps"].sum() >= row["requests"]
+    # and the loader finds it
+    assert row["run_id"] in set(results.load_runs("tests")["run_id"])
+
+
+@pytest.mark.slow
+def test_a_server_killed_mid_run_raises_and_leaves_a_marked_run():
+    with LabServer(procs=0) as server:
+        killer = threading.Timer(1.5, os.kill, (server.proc.pid, signal.SIGKILL))
+        killer.start()
+        try:
+            with pytest.raises(ServerError, match="server died") as e:
+                run_load(server, "sequential", users=5, io_ms=10, duration_s=20, lesson="tests-killed")
+        finally:
+            killer.cancel()
+    assert "last lines of" in str(e.value)  # the log tail
+    runs = results.load_runs("tests-killed")
+    assert list(runs["status"]) == ["server died"]
+    assert not runs["valid"].iloc[0]
+    assert "server died" in runs["problems"].iloc[0]
+    assert str(runs_dir() / runs["run_id"].iloc[0]) in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("machine", "locust", "limited"),
+    [
+        (1.95, 0.7, True),  # every core busy and Locust holds a real share: it waited for CPU
+        (1.95, 0.1, False),  # a CPU-bound server on every core, a light Locust: a fair measurement
+        (1.60, 0.7, False),  # a core's fifth to spare
+        (float("nan"), 0.7, False),  # not measured: no claim either way
+    ],
+)
+def test_machine_limit_needs_a_full_machine_and_a_busy_generator(machine, locust, limited):
+    problem = collect.machine_limit(machine, locust, cores=2)
+    assert (problem is not None) == limited
+    if limited:
+        assert "the machine was the limit" in problem and "of 2 cores" in problem
+
+
+def test_stage_records_keep_the_stage_and_its_users():
+    files = {"records.1.json": [[(1.0, 5.0, True, 7, 0), (2.0, 5.0, True, 7, 1)], [(1.5, 5.0, True, 7, 1)], []]}
+    assert collect.stage_records(files, 0, users=1) == {"records.1.json": [[(1.0, 5.0, True, 7, 0)]]}
+    assert collect.stage_records(files, 1, users=3) == {
+        "records.1.json": [[(2.0, 5.0, True, 7, 1)], [(1.5, 5.0, True, 7, 1)], []]
+    }
+
+
+@pytest.mark.parametrize(
+    ("runs", "name"),
+    [
+        ([], "at least one run"),
+        ([{"pattern": "gather"}], "users"),
+        ([{"pattern": "gather", "users": 2, "io": 5}], "io"),
+    ],
+)
+def test_run_plan_checks_its_runs_before_starting_anything(runs, name):
+    with pytest.raises(ValueError, match=name):
+        load.run_plan(None, runs)
+
+
+@pytest.mark.slow
+def test_a_plan_measures_each_run_in_its_own_folder_with_one_locust():
+    plan = [
+        {"pattern": "sequential", "users": 4, "io_ms": 10},
+        {"pattern": "gather", "users": 8, "tasks": 2, "io_ms": 10},
+        {"pattern": "threadpool", "users": 2, "io_ms": 10, "tags": {"note": "last"}},
+    ]
+    with LabServer(procs=0) as server:
+        done = load.run_plan(server, plan, duration_s=2, lesson="tests-plan")
+    assert [(r.row["pattern"], r.row["users"], r.row["tasks"]) for r in done] == [
+        ("sequential", 4, 1),
+        ("gather", 8, 2),
+        ("threadpool", 2, 1),
+    ]
+    assert done[2].row["note"] == "last"
+    assert all(r.row["status"] == "ok" and r.row["valid"] for r in done), [r.row["problems"] for r in done]
+    assert len({r.path for r in done}) == 3 and all(r.path.parent == runs_dir() for r in done)
+    # one Locust process: the same log in every folder, and each folder keeps only its own users' records
+    assert len({(r.path / "locust.log").stat().st_ino for r in done}) == 1
+    for r in done:
+        (records,) = r.path.glob("records.*.json")
+        per_user = json.loads(records.read_text())
+        assert len(per_user) == r.row["users"]
+        stages = {rec[4] for user in per_user for rec in user}
+        assert stages == {done.index(r)}
+    # the runs follow each other: each starts no sooner than the one before
+    starts = [r.row["window_start"] for r in done]
+    assert starts == sorted(starts)
+
+
+@pytest.mark.slow
+def test_a_server_killed_mid_plan_keeps_the_runs_before_it():
+    plan = [
+        {"pattern": "sequential", "users": 3, "io_ms": 10, "duration_s": 2},
+        {"pattern": "sequential", "users": 3, "io_ms": 10},
+    ]
+    with LabServer(procs=0) as server:
+        killer = threading.Timer(4.0, os.kill, (server.proc.pid, signal.SIGKILL))
+        killer.start()
+        try:
+            with pytest.raises(ServerError, match="server died"):
+                load.run_plan(server, plan, duration_s=20, lesson="tests-plan-killed")
+        finally:
+            killer.cancel()
+    runs = results.load_runs("tests-plan-killed")
+    assert list(runs["status"]) == ["ok", "server died"]
+    assert list(runs["valid"]) == [True, False]
+
+
+@pytest.mark.slow
+def test_a_plan_hands_each_user_on_and_counts_the_next_stage_once_the_last_has_drained():
+    plan = [{"pattern": "sequential", "users": 5, "io_ms": 200}, {"pattern": "gather", "users": 5, "io_ms": 200}]
+    with LabServer(procs=0) as server:
+        first, second = load.run_plan(server, plan, duration_s=2, lesson="tests-plan-hand-on")
+
+    def records(run):
+        (path,) = run.path.glob("records.*.json")
+        return [rec for user in json.loads(path.read_text()) for rec in user]
+
+    drained = max(rec[0] for rec in records(first))  # the last reply to a request of the first stage
+    first_sent = min(rec[0] - rec[1] / 1000 for rec in records(second))
+    # Users went straight on: the second stage's first requests left before the first had drained...
+    assert first_sent < drained
+    # ...and none of them is counted: the second stage's window opens after that last reply.
+    assert second.row["window_start"] >= drained
+    assert second.row["valid"], second.row["problems"]
+    # The plan ended the test itself, not Locust's --run-time (whose clock starts ~0.4 s early).
+    assert "--run-time limit reached" not in (first.path / "locust.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_plan_lets_the_stage_before_drain_when_the_next_only_computes():
+    plan = [{"pattern": "threadpool", "users": 4, "cpu_n": 18}, {"pattern": "sequential", "users": 4, "cpu_n": 18}]
+    with LabServer(procs=0) as server:
+        first, second = load.run_plan(server, plan, duration_s=2, lesson="tests-plan-drain")
+    sent = [json.loads(p.read_text()) for p in second.path.glob("records.*.json")]
+    received = [json.loads(p.read_text()) for p in first.path.glob("records.*.json")]
+    drained = max(rec[0] for per_user in received for user in per_user for rec in user)
+    assert min(rec[0] - rec[1] / 1000 for per_user in sent for user in per_user for rec in user) >= drained
+    assert second.row["valid"], second.row["problems"]
+
+
+@pytest.mark.slow
+def test_one_plan_takes_turns_between_servers():
+    with LabServer(procs=0, threads=40) as wide, LabServer(procs=0, threads=2) as narrow:
+        plan = [
+            {"pattern": "threadpool", "users": 4, "io_ms": 50, "server": narrow},
+            {"pattern": "threadpool", "users": 4, "io_ms": 50},  # the plan's own server: `wide`
+            {"pattern": "threadpool", "users": 4, "io_ms": 50, "server": narrow},
+        ]
+        done = load.run_plan(wide, plan, duration_s=2, lesson="tests-plan-servers")
+        pids = {narrow.proc.pid: "narrow", wide.proc.pid: "wide"}
+    assert [r.row["threads"] for r in done] == [2, 40, 2]
+    # each run's requests were served by its own server's one worker (uvicorn serves in its main process)
+    assert [pids[int(next(iter(r.row["worker_requests"])))] for r in done] == ["narrow", "wide", "narrow"]
+    assert all(r.row["valid"] for r in done), [r.row["problems"] for r in done]
+    # 2 threads of 50 ms serve half what 4 users ask of 40
+    assert done[0].row["rps"] < 0.75 * done[1].row["rps"]

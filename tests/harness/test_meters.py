@@ -1,0 +1,64 @@
+import math
+import os
+import time
+
+from labserver.demo.work import fib
+from labserver.harness.meters import CpuMeter, MachineMeter, busy_seconds, wait_until_quiet
+
+
+def test_too_few_samples_is_nan():
+    meter = CpuMeter(os.getpid())
+    meter.sample()
+    assert all(math.isnan(x) for x in meter.usage(0, float("inf")))
+
+
+def test_busy_process_uses_cpu():
+    meter = CpuMeter(os.getpid())
+    meter.sample()
+    # CPU times advance in clock ticks (10 ms): work until a few have passed, however fast the machine
+    started = time.process_time()
+    while time.process_time() - started < 0.05:
+        fib(20)
+    meter.sample()
+    cores, busiest = meter.usage(0, float("inf"))
+    assert cores > 0
+    assert busiest <= cores
+
+
+def test_samples_outside_the_window_are_ignored():
+    meter = CpuMeter(os.getpid())
+    meter.sample()
+    meter.sample()
+    t = meter.samples[-1][0]
+    assert math.isnan(meter.usage(t + 1, t + 2)[0])
+
+
+def test_a_missing_process_has_no_samples():
+    meter = CpuMeter(2**22 + 12345)  # above the kernel's pid_max default: never a live process
+    meter.sample()
+    meter.sample()
+    assert math.isnan(meter.usage(0, float("inf"))[0])
+
+
+def test_machine_meter_sees_a_busy_process():
+    meter = MachineMeter()
+    meter.sample()
+    until = time.monotonic() + 0.3  # busy long enough for the kernel's 10 ms ticks to add up
+    while time.monotonic() < until:
+        fib(15)
+    meter.sample()
+    cores = meter.usage(0, float("inf"))
+    assert 0 < cores <= (os.cpu_count() or 1) + 0.2  # a tick or two of rounding either way
+
+
+def test_machine_meter_needs_two_samples():
+    meter = MachineMeter()
+    meter.sample()
+    assert math.isnan(meter.usage(0, float("inf")))
+    assert busy_seconds() > 0
+
+
+def test_wait_until_quiet_gives_up_after_its_timeout():
+    # at most zero cores busy never happens while this test runs: it returns after the timeout
+    waited = wait_until_quiet(max_cores=-1.0, timeout_s=0.2, probe_s=0.05)
+    assert 0.2 <= waited < 5

@@ -1,0 +1,109 @@
+"""Run folders: published atomically, never overwritten, and only complete ones are read back."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from labserver.harness import results
+from labserver.paths import runs_dir
+
+
+@pytest.fixture(autouse=True)
+def own_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+
+
+def _manifest(run_id: str, lesson: str = "t", started_at: str = "2026-01-01T00:00:00+00:00", **row) -> dict:
+    result = {"run_id": run_id, "lesson": lesson, "pattern": "gather", "users": 10, "rps": 99.0, "valid": True,
+              "started_at": started_at, **row}  # fmt: skip
+    return {"run_id": run_id, "lesson": lesson, "status": "ok", "result": result}
+
+
+def _history() -> pd.DataFrame:
+    return pd.DataFrame({"second": [0, 1], "rps": [90, 99], "p95_ms": [12.0, 11.0], "failures": [0, 0]})
+
+
+def _publish(pattern: str = "gather", users: int = 10, **row) -> results.RunResult:
+    run_id = results.new_run_id(pattern, users)
+    return results.finish(results.partial_dir(run_id), _manifest(run_id, **row), _history())
+
+
+def test_run_ids_are_unique_and_readable():
+    ids = {results.new_run_id("gather", 10) for _ in range(50)}
+    assert len(ids) == 50
+    assert all("-gather-u10-" in i for i in ids)
+
+
+def test_partial_dir_is_hidden_and_never_reused():
+    path = results.partial_dir("r1")
+    assert path == runs_dir() / ".partial-r1"
+    with pytest.raises(FileExistsError):
+        results.partial_dir("r1")
+
+
+def test_finish_publishes_the_folder():
+    run_id = results.new_run_id("gather", 10)
+    tmp = results.partial_dir(run_id)
+    (tmp / "locust.log").write_text("kept")
+    saved = results.finish(tmp, _manifest(run_id), _history())
+    assert saved.path == runs_dir() / run_id
+    assert not tmp.exists()
+    assert json.loads((saved.path / "manifest.json").read_text())["run_id"] == run_id
+    assert (saved.path / "locust.log").read_text() == "kept"
+    pd.testing.assert_frame_equal(pd.read_csv(saved.path / "history.csv"), _history())
+    assert saved.valid
+    assert saved.frame.loc[0, "rps"] == 99.0
+
+
+def test_a_second_finish_never_overwrites_a_run():
+    first = _publish()
+    run_id = first.manifest["run_id"]
+    again = runs_dir() / ".partial-again"
+    again.mkdir()
+    with pytest.raises(OSError):
+        results.finish(again, _manifest(run_id, rps=1.0), _history())
+    assert json.loads((first.path / "manifest.json").read_text())["result"]["rps"] == 99.0
+
+
+def test_load_runs_reads_complete_runs_only():
+    a = _publish(lesson="one", started_at="2026-01-01T00:00:02+00:00")
+    b = _publish(lesson="one", started_at="2026-01-01T00:00:01+00:00")
+    _publish(lesson="two")
+    # a half-written run, even one whose manifest is already there, is not a run
+    partial = results.partial_dir("half")
+    (partial / "manifest.json").write_text(json.dumps(_manifest("half")))
+    (runs_dir() / "no-manifest").mkdir()
+    (runs_dir() / "broken").mkdir()
+    (runs_dir() / "broken" / "manifest.json").write_text("{not json")
+
+    everything = results.load_runs()
+    assert len(everything) == 3
+    assert "half" not in set(everything["run_id"])
+    one = results.load_runs("one")
+    assert list(one["run_id"]) == [b.manifest["run_id"], a.manifest["run_id"]]  # oldest first
+
+
+def test_load_runs_of_nothing_is_empty(tmp_path):
+    assert results.load_runs().empty
+    assert results.load_runs(root=tmp_path / "nowhere").empty
+
+
+def test_environment_says_what_ran():
+    env = results.environment()
+    assert env["cpu_count"] >= 1
+    assert env["python"].count(".") == 2
+    assert env["packages"]["fastapi"]
+    assert "git_commit" in env
+
+
+def test_table_and_compare():
+    frame = pd.DataFrame(
+        {"pattern": ["a", "b", "a", "b"], "users": [10, 10, 80, 80], "rps": [100.04, 50.0, 400.0, 100.0],
+         "valid": True, "extra": 1}
+    )  # fmt: skip
+    t = results.table(frame)
+    assert list(t.columns) == ["pattern", "users", "rps", "valid"]
+    assert t["rps"].iloc[0] == 100.0
+    c = results.compare(frame, "rps", "a", "b")
+    assert list(c["ratio"]) == [pytest.approx(2.0008), pytest.approx(4.0)]

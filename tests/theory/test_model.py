@@ -1,0 +1,207 @@
+"""The model against Little's law and the bottleneck law, worked out by hand."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from labserver.theory.model import closed_loop, cpu_ms, predict, predict_frame, server_cpu_ms, with_server_cpu
+
+
+def test_threadpool_is_capped_by_its_threads():
+    # 40 threads, each holding a request for 0.1 s: 40 / 0.1 = 400 req/s, whatever the users
+    p = predict("threadpool", users=100, io_ms=100, threads=40)
+    assert p.rps == pytest.approx(400)
+    assert p.bottleneck == "threads"
+    assert p.latency_ms == pytest.approx(100 / 400 * 1000)  # Little's law: R = N / X
+
+
+def test_threadpool_below_its_size_is_limited_by_the_users():
+    p = predict("threadpool", users=10, io_ms=100, threads=40)
+    assert p.rps == pytest.approx(100)
+    assert p.bottleneck == "users"
+    assert p.latency_ms == pytest.approx(100)
+
+
+def test_threadpool_scales_with_workers():
+    assert predict("threadpool", users=500, io_ms=100, threads=40, workers=2).rps == pytest.approx(800)
+
+
+def test_seed_003_sync_baseline():
+    # 2 workers × 40 threads, three 5 s sleeps per request: 80 / 15 s = 5.33 req/s
+    p = predict("threadpool", users=500, tasks=3, io_ms=5000, threads=40, workers=2)
+    assert p.rps == pytest.approx(80 / 15)
+
+
+def test_gather_overlaps_its_tasks():
+    p = predict("gather", users=50, tasks=3, io_ms=100)
+    assert p.rps == pytest.approx(50 / 0.1)
+    assert p.bottleneck == "users"
+
+
+def test_sequential_pays_every_task():
+    p = predict("sequential", users=50, tasks=3, io_ms=100)
+    assert p.rps == pytest.approx(50 / 0.3)
+    assert p.latency_ms == pytest.approx(300)
+
+
+def test_gather_over_sequential_is_the_task_count():
+    gather = predict("gather", users=100, tasks=4, io_ms=50).rps
+    sequential = predict("sequential", users=100, tasks=4, io_ms=50).rps
+    assert gather / sequential == pytest.approx(4)
+
+
+def test_blocking_serves_one_request_per_worker_at_a_time():
+    p = predict("blocking", users=100, io_ms=100, workers=2)
+    assert p.rps == pytest.approx(2 / 0.1)
+    assert p.bottleneck == "event loop"
+    assert p.latency_ms == pytest.approx(100 / 20 * 1000)
+
+
+def test_blocking_with_one_user_serves_that_user():
+    assert predict("blocking", users=1, io_ms=100).rps == pytest.approx(10)
+
+
+@pytest.mark.parametrize(("procs", "workers", "expected"), [(4, 1, 200), (1, 1, 100), (1, 2, 200), (8, 4, 200)])
+def test_processpool_cpu_is_limited_by_cores(procs, workers, expected):
+    # 10 ms of CPU per request; min(workers × procs, cores) of them at once on 2 cores
+    p = predict("processpool", users=100, cpu_n=20, procs=procs, workers=workers, cores=2, cpu_ms_per_task=10)
+    assert p.rps == pytest.approx(expected)
+    assert p.bottleneck == "cores"
+
+
+@pytest.mark.parametrize("pattern", ["threadpool", "sequential", "gather"])
+def test_cpu_in_one_worker_runs_on_one_core(pattern):
+    p = predict(pattern, users=100, cpu_n=20, workers=1, cores=2, cpu_ms_per_task=10)
+    assert p.rps == pytest.approx(100)
+    assert p.bottleneck == "GIL (one core per worker)"
+
+
+def test_cpu_with_workers_up_to_the_cores():
+    assert predict("threadpool", users=100, cpu_n=20, workers=2, cores=2, cpu_ms_per_task=10).rps == pytest.approx(200)
+    p = predict("threadpool", users=100, cpu_n=20, workers=4, cores=2, cpu_ms_per_task=10)
+    assert p.rps == pytest.approx(200)
+    assert p.bottleneck == "cores"
+
+
+def test_cpu_and_io_add_up_in_the_service_time():
+    # sequential: 2 tasks × (50 ms wait + 10 ms CPU) = 120 ms per request; 6 users → 50 req/s
+    p = predict("sequential", users=6, tasks=2, io_ms=50, cpu_n=20, cores=2, cpu_ms_per_task=10)
+    assert p.rps == pytest.approx(6 / 0.12)
+
+
+def test_no_work_has_no_prediction():
+    p = predict("gather", users=10)
+    assert math.isnan(p.rps)
+    assert math.isnan(p.latency_ms)
+
+
+def test_cpu_ms_is_free_below_two():
+    assert cpu_ms(0) == 0.0
+    assert cpu_ms(1) == 0.0
+    assert cpu_ms(12) > 0
+
+
+def test_predict_frame_has_one_row_per_pattern_and_users():
+    frame = predict_frame(["threadpool", "sequential"], [10, 80], io_ms=100)
+    assert list(frame.columns) == ["pattern", "users", "predicted_rps", "predicted_ms", "bottleneck"]
+    assert len(frame) == 4
+    row = frame[(frame.pattern == "threadpool") & (frame.users == 80)].iloc[0]
+    assert row.predicted_rps == pytest.approx(400)
+
+
+def test_dependent_awaits_cost_what_sequential_ones_do():
+    dependent = predict("dependent", users=200, tasks=3, io_ms=200)
+    assert dependent == predict("sequential", users=200, tasks=3, io_ms=200)
+    assert dependent.rps == pytest.approx(200 / 0.6)
+
+
+def test_mixed_holds_the_loop_for_its_blocking_half_only():
+    # each sub-task awaits io_ms, then blocks io_ms: the loop serves one request per tasks × io_ms
+    p = predict("mixed", users=50, tasks=2, io_ms=100)
+    assert p.rps == pytest.approx(1 / 0.2)
+    assert p.bottleneck == "event loop"
+    assert predict("mixed", users=1, io_ms=100).rps == pytest.approx(1 / 0.2)  # one user waits both halves
+
+
+def test_wrapped_holds_a_thread_for_both_halves():
+    p = predict("wrapped", users=50, io_ms=100, threads=40)
+    assert p.rps == pytest.approx(40 / 0.2)
+    assert p.bottleneck == "threads"
+    assert predict("wrapped", users=10, io_ms=100).rps == pytest.approx(10 / 0.2)
+
+
+def test_the_server_s_own_cpu_caps_one_worker():
+    # 0.5 ms of uvicorn + FastAPI per request: one worker (one GIL) serves at most 2,000 req/s
+    p = predict("sequential", users=400, io_ms=100, server_ms=0.5)
+    assert p.rps == pytest.approx(2000)
+    assert p.bottleneck == "GIL (one core per worker)"
+    assert predict("sequential", users=800, io_ms=100, server_ms=0.5, workers=2, cores=2).rps == pytest.approx(4000)
+    # below the cap, a request alone takes io + server CPU
+    assert predict("sequential", users=10, io_ms=100, server_ms=0.5).rps == pytest.approx(10 / 0.1005)
+
+
+def test_without_server_cpu_the_model_is_unchanged():
+    for pattern in ("sequential", "gather", "threadpool", "processpool", "blocking"):
+        kw = dict(users=80, tasks=2, io_ms=50, cpu_n=20, cores=2, cpu_ms_per_task=5)
+        assert predict(pattern, **kw) == predict(pattern, **kw, server_ms=0.0)
+
+
+def test_process_pool_workers_still_pay_for_the_framework():
+    # the pool computes, but every request still passes through the worker's event loop
+    p = predict("processpool", users=1000, io_ms=100, cpu_n=20, cpu_ms_per_task=0.1, server_ms=1.0, cores=2)
+    assert p.rps == pytest.approx(1000)
+    assert p.bottleneck == "GIL (one core per worker)"
+
+
+def test_closed_loop_runs_from_littles_law_to_the_bottleneck_law():
+    think, demand = 0.1, 0.0005
+    assert closed_loop(1, think, demand) == pytest.approx(1 / (think + demand))
+    assert closed_loop(2000, think, demand) == pytest.approx(1 / demand, rel=1e-3)
+    previous = 0.0
+    for users in (10, 100, 190, 200, 220, 400):
+        x = closed_loop(users, think, demand)
+        assert previous < x <= min(users / (think + demand), 1 / demand)  # rises, and stays below both bounds
+        previous = x
+    # at the knee (users = (think + demand) / demand) the queue costs the most: well below both bounds
+    assert closed_loop(201, think, demand) < 0.95 * min(201 / (think + demand), 1 / demand)
+
+
+def test_closed_loop_with_several_cores_reaches_their_sum():
+    assert closed_loop(4000, 0.1, 0.001, servers=2) == pytest.approx(2000, rel=1e-3)
+    assert closed_loop(1, 0.1, 0.001, servers=2) == pytest.approx(1 / 0.101)
+    assert closed_loop(0, 0.1, 0.001) == 0.0
+    assert closed_loop(5, 0.1, 0.0) == pytest.approx(50)
+
+
+def test_queueing_bends_the_prediction_below_the_bounds_near_the_knee():
+    bound = predict("sequential", users=200, io_ms=100, server_ms=0.5)
+    curve = predict("sequential", users=200, io_ms=100, server_ms=0.5, queueing=True)
+    assert curve.rps < bound.rps
+    assert curve.rps == pytest.approx(closed_loop(200, 0.1, 0.0005))
+    assert curve.bottleneck == bound.bottleneck
+    far = predict("sequential", users=20, io_ms=100, server_ms=0.5, queueing=True)
+    assert far.rps == pytest.approx(20 / 0.1005, rel=1e-3)  # few users: no queue to speak of
+
+
+def test_server_cpu_ms_is_the_cpu_per_request_of_the_busiest_run():
+    # 2.0 ms per request when light, 0.25 when busiest: the ceiling is where the worker is busy
+    runs = pd.DataFrame({"server_cpu": [0.2, 0.5, 0.9, float("nan")], "rps": [100.0, 1000.0, 3600.0, 5000.0]})
+    assert server_cpu_ms(runs) == pytest.approx(0.25)
+
+
+def test_server_cpu_ms_without_a_measured_run_is_nan():
+    runs = pd.DataFrame({"server_cpu": [float("nan")], "rps": [100.0]})
+    assert math.isnan(server_cpu_ms(runs))
+
+
+def test_with_server_cpu_predicts_again_and_keeps_the_first_prediction():
+    runs = pd.DataFrame({"pattern": ["sequential"] * 2, "users": [10, 400], "tasks": 1, "io_ms": 100, "cpu_n": 0,
+                         "threads": 40, "workers": 1, "procs": 2, "rps": [99.0, 1900.0],
+                         "predicted_rps": [100.0, 4000.0]})  # fmt: skip
+    out = with_server_cpu(runs, server_ms=0.5)
+    assert list(out["little_rps"]) == [100.0, 4000.0]
+    assert out["predicted_rps"].iloc[1] == pytest.approx(closed_loop(400, 0.1, 0.0005))
+    assert out["bottleneck"].iloc[1] == "GIL (one core per worker)"
+    assert out["ratio"].iloc[1] == pytest.approx(1900 / out["predicted_rps"].iloc[1])
+    assert list(runs["predicted_rps"]) == [100.0, 4000.0]  # the frame passed in is left alone

@@ -1,0 +1,111 @@
+"""The timeout model: a fair worker simulated request by request, and the floor no order can beat."""
+
+import json
+
+import pytest
+
+from labserver.harness.records import answers_per_user
+from labserver.theory.timeouts import failure_floor, history, predict_timeouts, queue_s, simulate
+
+
+def test_queue_is_users_times_service_over_workers():
+    assert queue_s(50, 0.1) == pytest.approx(5.0)
+    assert queue_s(50, 0.1, workers=2) == pytest.approx(2.5)
+
+
+def test_floor_is_one_minus_timeout_over_queue():
+    assert failure_floor(50, 0.1, 2.0) == pytest.approx(1 - 2 / 5)
+    assert failure_floor(50, 0.1, 2.0, workers=2) == pytest.approx(1 - 2 / 2.5)
+
+
+def test_no_floor_when_the_timeout_outlasts_the_queue():
+    assert failure_floor(50, 0.1, 5.0) == 0.0
+    assert failure_floor(10, 0.1, 60.0) == 0.0
+
+
+def test_a_timeout_longer_than_the_queue_loses_nothing():
+    outcomes = simulate(20, 0.1, timeout_s=5.0, duration_s=10.0)
+    assert all(o.ok for o in outcomes)
+    # one worker answers one request per service time, from the first to the last
+    assert len(outcomes) == pytest.approx(10.0 / 0.1, abs=1)
+    # after the first wave every request waits for the whole queue: 20 × 0.1 s
+    later = [o.ended - o.sent for o in outcomes if o.sent > 2.0]
+    assert later and all(lat == pytest.approx(2.0) for lat in later)
+
+
+def test_first_wave_answers_what_fits_in_the_timeout():
+    # 50 requests at once, 0.1 s each, 3 s timeout: 30 answered by 3 s, the other 20 give up at 3 s
+    first = [o for o in simulate(50, 0.1, timeout_s=3.0, duration_s=3.5) if o.sent == 0.0]
+    assert sum(o.ok for o in first) == 30
+    assert [o.ended for o in first if not o.ok] == [pytest.approx(3.0)] * 20
+
+
+def test_abandoned_requests_still_cost_the_worker():
+    outcomes = simulate(50, 0.1, timeout_s=1.0, duration_s=20.0)
+    failed = [o for o in outcomes if not o.ok]
+    assert failed
+    assert all(o.served > o.ended for o in failed)  # served after its client left
+
+
+def test_a_fair_worker_drifts_towards_every_request_failing():
+    short = predict_timeouts(50, 0.1, timeout_s=2.0, duration_s=5.0)
+    long = predict_timeouts(50, 0.1, timeout_s=2.0, duration_s=60.0)
+    assert short.failure_rate < long.failure_rate
+    assert long.failure_rate > 0.95
+    assert long.goodput_rps < 0.05 * (1 / 0.1)
+    assert long.served_rps == pytest.approx(1 / 0.1, rel=0.01)  # busy all along, for nobody
+
+
+@pytest.mark.parametrize(("users", "timeout_s", "workers"), [(50, 2.0, 1), (100, 3.0, 1), (40, 1.0, 2), (30, 2.5, 1)])
+def test_a_fair_worker_never_beats_the_floor(users, timeout_s, workers):
+    p = predict_timeouts(users, 0.1, timeout_s, duration_s=30.0, workers=workers)
+    assert p.failure_rate >= failure_floor(users, 0.1, timeout_s, workers)
+
+
+def test_counts_add_up():
+    p = predict_timeouts(50, 0.1, timeout_s=3.0, duration_s=6.0, warmup_s=1.0)
+    assert p.rps == pytest.approx(p.requests / 5.0)
+    assert p.goodput_rps == pytest.approx((p.requests - p.failures) / 5.0)
+    assert p.failure_rate == pytest.approx(p.failures / p.requests)
+
+
+def test_history_counts_every_outcome_by_second():
+    outcomes = simulate(20, 0.1, timeout_s=1.0, duration_s=6.0)
+    h = history(outcomes)
+    assert list(h.columns) == ["second", "answered", "rps", "failures"]
+    assert h["rps"].sum() == len(outcomes)
+    assert h["failures"].sum() == sum(not o.ok for o in outcomes)
+    assert list(h["second"]) == list(range(len(h)))
+
+
+def test_history_of_nothing_is_empty():
+    assert history([]).empty
+
+
+def test_answers_per_user_reads_the_records(tmp_path):
+    # records as the locustfile writes them, with and without the worker pid
+    (tmp_path / "records.1.json").write_text(json.dumps([[[1.0, 100.0, True], [2.0, 3000.0, False]], []]))
+    (tmp_path / "records.2.json").write_text(json.dumps([[[1.5, 90.0, True, 4242]]]))
+    per_user = answers_per_user(tmp_path)
+    assert per_user["answered"].tolist() == [1, 0, 1]
+    assert per_user["failed"].tolist() == [1, 0, 0]
+
+
+def test_answers_per_user_of_an_empty_folder(tmp_path):
+    assert answers_per_user(tmp_path).empty
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "word"),
+    [({"users": 0}, "users"), ({"users": 2.5}, "users"), ({"service_s": 0}, "service_s"),
+     ({"timeout_s": -1}, "timeout_s"), ({"duration_s": 0}, "duration_s"), ({"workers": 0}, "workers")],
+)  # fmt: skip
+def test_bad_input_says_what_to_change(kwargs, word):
+    args = {"users": 10, "service_s": 0.1, "timeout_s": 1.0, "duration_s": 5.0, "workers": 1, **kwargs}
+    with pytest.raises(ValueError, match=word):
+        simulate(**args)
+
+
+def test_warmup_must_leave_a_window():
+    with pytest.raises(ValueError, match="warmup_s"):
+        predict_timeouts(10, 0.1, 1.0, duration_s=2.0, warmup_s=2.0)
