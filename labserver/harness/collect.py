@@ -17,6 +17,7 @@ import pandas as pd
 
 from labserver.harness import measure, records, results
 from labserver.harness.meters import CpuMeter, MachineMeter
+from labserver.harness.plan import Meters, Options, Outcome, Stage
 from labserver.theory import model
 from labserver.theory.cores import SATURATED
 
@@ -32,21 +33,22 @@ def collect(
     tmp: Path,
     run_id: str,
     params: dict,
-    per_user: list[list],
+    per_user: records.PerUser,
+    *,
     start: float,
     status: str,
     exit_code: int | None,
-    meters,
-    warmup_s: float,
-    expect_failures: bool,
-    lesson: str | None,
+    meters: tuple[CpuMeter, CpuMeter, MachineMeter],
+    options: Options,
     predicted: model.Prediction | None = None,
     settle: int | list[int] = 2,
 ) -> results.RunResult:
     """One stage's RunResult: its figures, the prediction beside them, and whether it is a valid measurement.
 
-    `settle` is measure.warmup_end's `settle_requests`: the replies each user needs before it is in its loop.
+    `meters` are Locust's, the server's and the machine's. `settle` is measure.warmup_end's
+    `settle_requests`: the replies each user needs before it is in its loop.
     """
+    warmup_s, expect_failures, lesson = options.warmup_s, options.expect_failures, options.lesson
     problems = [] if status == "ok" else [status]
     if status == "ok" and exit_code not in (None, 0, 1):  # 1 means "some requests failed"; None: not judged
         status = "locust failed"
@@ -54,9 +56,10 @@ def collect(
     cut = measure.warmup_end(per_user, start, warmup_s, settle)  # once every user is in its loop
     m = measure.measure(per_user, start=start, warmup_s=warmup_s, settle_requests=settle)
     window = (m.window_start, m.window_start + m.window_s)
-    locust_cores, locust_busiest = meters[0].usage(*window)
-    server_cores, _ = meters[1].usage(*window)
-    machine_cores = meters[2].usage(*window)
+    locust_meter, server_meter, machine_meter = meters
+    locust_cores, locust_busiest = locust_meter.usage(*window)
+    server_cores, _ = server_meter.usage(*window)
+    machine_cores = machine_meter.usage(*window)
     cores = os.cpu_count() or 1
     log = (tmp / "locust.log").read_text(errors="replace") if (tmp / "locust.log").exists() else ""
     generator_saturated = locust_busiest >= SATURATED or "CPU usage above" in log
@@ -92,6 +95,9 @@ def collect(
         "server_cpu": server_cores,
         "machine_cpu": machine_cores,  # every process on the machine, these two included
         "other_cpu": machine_cores - locust_cores - server_cores,  # the rest: the notebook, a database, others' work
+        # CPU per request, in ms: the cost each process paid for one request in this run
+        "server_ms": per_request_ms(server_cores, m.rps),
+        "locust_ms": per_request_ms(locust_cores, m.rps),
         "generator_saturated": generator_saturated,
         "window_s": m.window_s,
         "window_start": m.window_start,
@@ -114,6 +120,11 @@ def collect(
         "result": row,
     }
     return results.RunResult(row=row, history=history(per_user, start), path=tmp, manifest=manifest)
+
+
+def per_request_ms(cores: float, rps: float) -> float:
+    """CPU milliseconds per request from the cores a process kept busy at `rps` requests per second."""
+    return cores / rps * 1000 if rps and rps > 0 else math.nan
 
 
 def machine_limit(machine_cores: float, locust_cores: float, cores: int) -> str | None:
@@ -141,22 +152,17 @@ def history(per_user, start: float) -> pd.DataFrame:
     )
 
 
-def save_plan(stages: list[dict], run_ids: list[str], tmp: Path, run: tuple, common: dict) -> list:
-    """Publish one run folder per stage that ran: the finished ones "ok", the one cut short with `status`.
-
-    Each stage names its `server`. `run` is how the Locust process went: (status, when it ended
-    early or None, the process or None, the CPU meters (Locust's, one per server by id(server),
-    the machine's) or None, when it started, the dead server's log if a server died).
-    """
-    status, ended, locust, meters, started_at, server_log = run
-    meters = meters or (CpuMeter(-1), {}, MachineMeter())  # never sampled: CPU figures are NaN
-    exit_code = locust.returncode if locust else None
+def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outcome, options: Options) -> list:
+    """Publish one run folder per stage that ran: the finished ones "ok", the one cut short with its status."""
+    meters = outcome.meters or Meters.unsampled()
+    exit_code = outcome.locust.returncode if outcome.locust else None
+    ended = outcome.ended
     t0, files = records.read_plan(tmp)
-    t0 = t0 if t0 is not None else started_at.timestamp()
+    t0 = t0 if t0 is not None else outcome.started_at.timestamp()
     saved, drained = [], t0  # drained: when the last request of the stages so far was answered
     for i, (stage, run_id) in enumerate(zip(stages, run_ids, strict=True)):
-        begins = t0 + sum(s["duration_s"] for s in stages[:i])
-        ends = begins + stage["duration_s"]
+        begins = t0 + sum(s.duration_s for s in stages[:i])
+        ends = begins + stage.duration_s
         last = i == len(stages) - 1
         if ended is not None and ended < begins:
             break  # never started: nothing to save
@@ -164,51 +170,31 @@ def save_plan(stages: list[dict], run_ids: list[str], tmp: Path, run: tuple, com
         folder = tmp if i == 0 else results.partial_dir(run_id)
         if i:
             _link_locust_files(saved[0].path, folder)  # the first run's folder, published by now
-        mine = records.stage(files, i, stage["users"])
+        mine = records.stage(files, i, stage.users)
         records.write(folder, mine)
         # The stage's first requests share the server with what is left of the stages before, so
         # its warm-up starts once the last of those is answered; and
         # what its own queue answers after its end, with fewer users sending, is not its steady flow.
         start = max(begins, drained)
-        per_user = [[r for r in user if r.end <= ends] for records in mine.values() for user in records]
+        per_user = [[r for r in user if r.end <= ends] for per_file in mine.values() for user in per_file]
         # A user of the stage before carried on (locustfiles/pattern.py): it is in its loop once that
         # stage has drained. One that joins needs two replies: its first may open a connection.
-        same_server = i > 0 and stages[i - 1]["server"] is stage["server"]  # else every user opens a connection
-        before = stages[i - 1]["users"] if same_server else 0
-        settle = [0 if u < before else 2 for records in mine.values() for u in range(len(records))]
-        drained = max([ends, *(r.end for records in mine.values() for user in records for r in user)])
-        settings = stage["server"].settings
-        params = dict(
-            pattern=stage["pattern"],
-            users=stage["users"],
-            tasks=stage["tasks"],
-            io_ms=stage["io_ms"],
-            cpu_n=stage["cpu_n"],
-            workers=settings.workers,
-            threads=settings.threads,
-            procs=settings.procs,
-            cpus=",".join(map(str, settings.cpus)),  # "" unless the server was pinned
-            duration_s=stage["duration_s"],
-            spawn_rate=common["spawn_rate"] or max(s["users"] for s in stages),
-            user_class=common["user_class"],
-            processes=common["processes"],
-            timeout_s=common["timeout_s"],
-            **(stage["tags"] or {}),
-        )
+        same_server = i > 0 and stages[i - 1].server is stage.server  # else every user opens a connection
+        before = stages[i - 1].users if same_server else 0
+        settle = [0 if u < before else 2 for per_file in mine.values() for u in range(len(per_file))]
+        drained = max([ends, *(r.end for per_file in mine.values() for user in per_file for r in user)])
         result = collect(
             folder,
             run_id,
-            params,
+            _params(stage, stages, options),
             per_user,
-            start,
-            status if cut_short else "ok",
-            exit_code if (cut_short or last) else None,  # Locust's exit says how the plan ended, not each run
-            (meters[0], meters[1].get(id(stage["server"]), CpuMeter(-1)), meters[2]),
-            common["warmup_s"],
-            common["expect_failures"],
-            common["lesson"],
-            stage["predicted"],
-            settle,
+            start=start,
+            status=outcome.status if cut_short else "ok",
+            exit_code=exit_code if (cut_short or last) else None,  # Locust's exit says how the plan ended
+            meters=(meters.locust, meters.of(stage.server), meters.machine),
+            options=options,
+            predicted=stage.predicted,
+            settle=settle,
         )
         run_started = datetime.fromtimestamp(begins, UTC).isoformat(timespec="seconds")
         result.manifest.update(
@@ -217,12 +203,34 @@ def save_plan(stages: list[dict], run_ids: list[str], tmp: Path, run: tuple, com
             plan={"first_run": run_ids[0], "stage": i, "stages": len(stages)},
         )
         result.row["started_at"] = run_started
-        if server_log is not None and cut_short:
-            (folder / "server.log").write_text(server_log)
+        if outcome.server_log is not None and cut_short:
+            (folder / "server.log").write_text(outcome.server_log)
         saved.append(results.finish(folder, result.manifest, result.history))
         if cut_short:
             break
     return saved
+
+
+def _params(stage: Stage, stages: list[Stage], options: Options) -> dict:
+    """A run's parameters, as its row and manifest record them."""
+    settings = stage.server.settings
+    return dict(
+        pattern=stage.pattern,
+        users=stage.users,
+        tasks=stage.tasks,
+        io_ms=stage.io_ms,
+        cpu_n=stage.cpu_n,
+        workers=settings.workers,
+        threads=settings.threads,
+        procs=settings.procs,
+        cpus=",".join(map(str, settings.cpus)),  # "" unless the server was pinned
+        duration_s=stage.duration_s,
+        spawn_rate=options.spawn_rate or max(s.users for s in stages),
+        user_class=options.user_class,
+        processes=options.processes,
+        timeout_s=options.timeout_s,
+        **stage.tags,
+    )
 
 
 def _link_locust_files(src: Path, dst: Path) -> None:

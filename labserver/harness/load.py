@@ -23,16 +23,17 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from labserver.checks import choice, whole
-from labserver.demo.patterns import check_pattern
+from labserver.demo.patterns import PATTERNS
+from labserver.demo.routes import SHOP
 from labserver.demo.settings import Settings
 from labserver.demo.work import check_bounds
 from labserver.harness import procs, results
 from labserver.harness.collect import save_plan
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.meters import CpuMeter, MachineMeter
+from labserver.harness.plan import Meters, Options, Outcome, Stage
 from labserver.paths import LOCUSTFILES, ROOT
 from labserver.theory import model
-from labserver.theory.pools import ENDPOINTS as DB_ENDPOINTS
 
 USERS_MAX = 2000
 DURATION_MAX_S = 600
@@ -51,8 +52,7 @@ def check_load(
     processes: int = 1,
 ) -> None:
     """Raise ValueError saying what to change, before any process starts."""
-    if pattern not in DB_ENDPOINTS:  # lesson 07's database routes (dbroutes.py), served when a database is set
-        check_pattern(pattern)
+    choice("pattern", pattern, [*PATTERNS, *SHOP])
     whole("users", users, 1, USERS_MAX)
     whole("duration_s", duration_s, 1, DURATION_MAX_S)
     whole("processes", processes, 1, os.cpu_count() or 1)
@@ -109,43 +109,34 @@ def run_plan(
     server dies or the run is interrupted, the runs measured so far and the one cut short are
     saved, then ServerError (or the interrupt) goes on.
     """
-    stages = [_stage(run, duration_s, server) for run in runs]
+    stages = [Stage.from_run(run, duration_s, server) for run in runs]
     if not stages:
         raise ValueError("give at least one run")
-    servers = list({id(s["server"]): s["server"] for s in stages}.values())
+    servers = list({id(s.server): s.server for s in stages}.values())
     for s in stages:
-        check_load(s["pattern"], s["users"], s["duration_s"], s["tasks"], s["io_ms"], s["cpu_n"], user_class, processes)
-    common = dict(
-        spawn_rate=spawn_rate,
-        user_class=user_class,
-        processes=processes,
-        timeout_s=timeout_s,
-        warmup_s=warmup_s,
-        expect_failures=expect_failures,
-        lesson=lesson,
-        progress=progress,
-    )
+        check_load(s.pattern, s.users, s.duration_s, s.tasks, s.io_ms, s.cpu_n, user_class, processes)
+    options = Options(spawn_rate, user_class, processes, timeout_s, warmup_s, expect_failures, lesson, progress)
     if processes > 1 and len(stages) > 1:
         # Users are numbered per Locust process, so a stage could not say which of them it uses.
-        return [r for run in runs for r in run_plan(server, [run], duration_s, **common)]
+        keywords = {k: getattr(options, k) for k in Options.__dataclass_fields__}
+        return [r for run in runs for r in run_plan(server, [run], duration_s, **keywords)]
     progress = os.environ.get("LAB_PROGRESS", "1") != "0" if progress is None else progress
     for each in servers:
         if not each.alive:
             raise ServerError(f"the server is not running; start it first\n{each.log_tail()}")
-    users = max(s["users"] for s in stages)
-    spawn_rate = spawn_rate or users  # all users at once: the warm-up is cut from the window anyway
-    run_ids = [results.new_run_id(s["pattern"], s["users"]) for s in stages]
+    users = max(s.users for s in stages)
+    run_ids = [results.new_run_id(s.pattern, s.users) for s in stages]
     tmp = results.partial_dir(run_ids[0])  # Locust writes here; the first run's folder
-    plan = [{**{k: s[k] for k in LOCUST_KEYS}, "host": s["server"].url} for s in stages]
-    (tmp / "plan.json").write_text(json.dumps(plan))
-    total_s = sum(s["duration_s"] for s in stages)
-    cmd = _command(server, tmp, users, spawn_rate, total_s, user_class, processes, timeout_s)
+    (tmp / "plan.json").write_text(json.dumps([s.locust() for s in stages]))
+    total_s = sum(s.duration_s for s in stages)
+    # all users at once unless told otherwise: the warm-up is cut from the window anyway
+    cmd = _command(server, tmp, users, spawn_rate or users, total_s, user_class, processes, timeout_s)
     started_at = datetime.now(UTC)
     locust: list[subprocess.Popen] = []  # filled in the spawner thread: a Ctrl-C cannot separate process and handle
     meters, status, failing, ended = None, "ok", True, None
     try:
         procs.spawn(cmd, tmp / "locust.log", cwd=ROOT, on_start=locust.append)
-        meters = (CpuMeter(locust[0].pid), {id(s): CpuMeter(s.proc.pid) for s in servers}, MachineMeter())
+        meters = Meters(CpuMeter(locust[0].pid), {id(s): CpuMeter(s.proc.pid) for s in servers}, MachineMeter())
         status, ended = _watch(locust[0], servers, stages, meters, progress)
         failing = False
     except KeyboardInterrupt:
@@ -162,8 +153,8 @@ def run_plan(
         for each in dead:
             each.stop()  # what is left of a dead server (orphaned workers, pool children) holds its port
         try:
-            run = (status, ended, locust[0] if locust else None, meters, started_at, server_log)
-            saved = save_plan(stages, run_ids, tmp, run, common)
+            outcome = Outcome(status, ended, locust[0] if locust else None, meters, started_at, server_log)
+            saved = save_plan(stages, run_ids, tmp, outcome, options)
         except Exception:
             if not failing:
                 raise
@@ -174,21 +165,6 @@ def run_plan(
         log = dead[0].log_tail() if dead else "(it was running again when checked)"
         raise ServerError(f"the server died during the run; partial result saved in {where}\n{log}")
     return saved
-
-
-LOCUST_KEYS = ("pattern", "users", "tasks", "io_ms", "cpu_n", "duration_s")
-
-
-def _stage(run: dict, duration_s: int, server: LabServer) -> dict:
-    unknown = set(run) - {*LOCUST_KEYS, "predicted", "tags", "server"}
-    if unknown:
-        raise ValueError(
-            f"unknown run keys {sorted(unknown)}; a run takes {', '.join(LOCUST_KEYS)}, predicted, tags, server"
-        )
-    if "pattern" not in run or "users" not in run:
-        raise ValueError(f"a run needs a pattern and users, got {run!r}")
-    defaults = {"tasks": 1, "io_ms": 0, "cpu_n": 0, "duration_s": duration_s, "predicted": None, "tags": None}
-    return {**defaults, **run, "server": run.get("server") or server}
 
 
 def _command(server, tmp, users, spawn_rate, total_s, user_class, processes, timeout_s) -> list[str]:
@@ -202,16 +178,17 @@ def _command(server, tmp, users, spawn_rate, total_s, user_class, processes, tim
     return cmd + (["--processes", str(processes)] if processes > 1 else [])
 
 
-def _watch(proc, servers: list[LabServer], stages: list[dict], meters, progress: bool) -> tuple[str, float | None]:
+def _watch(
+    proc, servers: list[LabServer], stages: list[Stage], meters: Meters, progress: bool
+) -> tuple[str, float | None]:
     """Wait for Locust to finish, sampling CPU and checking the servers; return the status and when it went wrong."""
-    locust_meter, server_meters, machine_meter = meters
-    meters = [locust_meter, *server_meters.values(), machine_meter]
+    meters = [meters.locust, *meters.servers.values(), meters.machine]
     from tqdm.auto import tqdm  # imported here: the progress bar picks its display at import
 
-    total_s = sum(s["duration_s"] for s in stages)
+    total_s = sum(s.duration_s for s in stages)
     deadline = time.monotonic() + total_s + 30  # start-up and shutdown with room to spare
     started = time.monotonic()
-    ends = list(itertools.accumulate(s["duration_s"] for s in stages))
+    ends = list(itertools.accumulate(s.duration_s for s in stages))
     with tqdm(
         total=total_s,
         disable=not progress,
@@ -228,7 +205,7 @@ def _watch(proc, servers: list[LabServer], stages: list[dict], meters, progress:
             elapsed = time.monotonic() - started
             s = stages[min(bisect.bisect_right(ends, elapsed), len(stages) - 1)]
             run = f"run {stages.index(s) + 1}/{len(stages)}: " if len(stages) > 1 else ""
-            bar.set_description_str(f"{run}{s['pattern']} · {s['users']} users", refresh=False)
+            bar.set_description_str(f"{run}{s.pattern} · {s.users} users", refresh=False)
             bar.n = min(total_s, round(elapsed))
             bar.refresh()
             with contextlib.suppress(subprocess.TimeoutExpired):

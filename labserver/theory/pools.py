@@ -6,7 +6,6 @@ thread, only connections. With service time S (one request alone), Little's law 
 bottleneck law give X = min(users, slots) / S, and the worker's one core caps it at
 1 / (CPU seconds per request): CPU that lone requests measure (`cpu_per_request`).
 
-Kept free of FastAPI and psycopg imports: the harness (load.py) reads `ENDPOINTS` from here.
 """
 
 from __future__ import annotations
@@ -16,9 +15,9 @@ import os
 import pandas as pd
 
 from labserver.checks import choice
+from labserver.demo.routes import SHOP as ENDPOINTS
 from labserver.theory.model import Prediction, cpu_ms
 
-ENDPOINTS = ("sync_select", "async_select", "sync_simulation", "async_simulation")
 QUERIES = {"select": 1, "simulation": 2}  # connections one request holds at once
 
 
