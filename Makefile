@@ -44,7 +44,7 @@ db: setup
 	$(PY) -m labserver.postgres --scale $(SCALE)
 
 lint: setup
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
 
 format: setup
 	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
