@@ -7,10 +7,10 @@ environment is the one channel that reaches all of them.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from labserver.checks import whole
-from labserver.demo.cpus import check_cpus
+from labserver.demo.cpus import check_cpus, whole_cores
 
 THREADS_DEFAULT = 40  # AnyIO's own default thread-pool size
 WORKERS_MAX = 16
@@ -24,7 +24,7 @@ DB_POOL_MAX = 200
 class Settings:
     workers: int = 1
     threads: int = THREADS_DEFAULT
-    procs: int = os.cpu_count() or 1
+    procs: int = field(default_factory=whole_cores)  # one pool process per core this process may use
     database_url: str = ""  # libpq connection string; when set, the app serves the database lesson's routes
     db_pool: int = DB_POOL_DEFAULT
     # The CPUs the server's processes may run on (empty: wherever the OS puts them). Lesson 07 pins

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from labserver.demo import cpus
 from labserver.harness import measure, records, results
 from labserver.harness.meters import CpuMeter, MachineMeter
 from labserver.harness.plan import Meters, Options, Outcome, Stage
@@ -60,7 +61,7 @@ def collect(
     locust_cores, locust_busiest = locust_meter.usage(*window)
     server_cores, _ = server_meter.usage(*window)
     machine_cores = machine_meter.usage(*window)
-    cores = os.cpu_count() or 1
+    cores = cpus.cores()  # what the lab may use, not the machine's count
     log = (tmp / "locust.log").read_text(errors="replace") if (tmp / "locust.log").exists() else ""
     generator_saturated = locust_busiest >= SATURATED or "CPU usage above" in log
     if generator_saturated:

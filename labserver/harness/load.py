@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from labserver.checks import choice, whole
+from labserver.demo import cpus
 from labserver.demo.patterns import PATTERNS
 from labserver.demo.routes import SHOP
 from labserver.demo.settings import Settings
@@ -55,7 +56,7 @@ def check_load(
     choice("pattern", pattern, [*PATTERNS, *SHOP])
     whole("users", users, 1, USERS_MAX)
     whole("duration_s", duration_s, 1, DURATION_MAX_S)
-    whole("processes", processes, 1, os.cpu_count() or 1)
+    whole("processes", processes, 1, cpus.whole_cores())
     choice("user_class", user_class, USER_CLASSES)
     problems = check_bounds(tasks, io_ms, cpu_n)
     if problems:

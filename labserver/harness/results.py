@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from labserver.demo import cpus
 from labserver.paths import ROOT, runs_dir
 
 PACKAGES = ("fastapi", "uvicorn", "starlette", "anyio", "locust", "pandas", "seaborn", "papermill")
@@ -37,7 +38,7 @@ def partial_dir(run_id: str) -> Path:
 
 
 def environment() -> dict:
-    """What a reader needs to reproduce a run: versions, CPU count, git commit."""
+    """What a reader needs to reproduce a run: versions, the CPUs it had, git commit."""
     versions = {}
     for name in PACKAGES:
         try:
@@ -47,7 +48,10 @@ def environment() -> dict:
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
+        "cpu_count": os.cpu_count(),  # the machine's
+        "usable_cores": cpus.cores(),  # what the lab may use of it: affinity and cgroup quota
+        "affinity": cpus.usable_cpus(),
+        "cgroup_quota": cpus.cgroup_quota(),
         "packages": versions,
         "git_commit": _git_commit(),
     }
