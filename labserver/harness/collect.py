@@ -19,7 +19,7 @@ from labserver.demo import cpus
 from labserver.harness import measure, records, results
 from labserver.harness.meters import CpuMeter, MachineMeter
 from labserver.harness.plan import Meters, Options, Outcome, Stage
-from labserver.theory import model
+from labserver.theory import demand, model
 from labserver.theory.cores import SATURATED
 
 MIN_REQUESTS = 20
@@ -74,8 +74,12 @@ def collect(
     if limit:
         problems.append(limit)
     served = records.counts(per_user, since=cut)  # as `requests` counts them
-    names = ("pattern", "users", "tasks", "io_ms", "cpu_n", "threads", "workers", "procs")
-    p = predicted or model.predict(*(params[name] for name in names))
+    # Where the server's CPU went: the workers that answered (their pids come with every reply),
+    # and the rest of its tree (the process pools); the rest of the machine is Locust and others.
+    per_process = server_meter.per_process(*window)
+    worker_cores = sum(c for pid, c in per_process.items() if pid in served) if served else math.nan
+    cost = demand.measured(worker_cores, server_cores - worker_cores, machine_cores - server_cores, m.rps)
+    p = _prediction(predicted, params, cost, cores)
     row = {
         "run_id": run_id,
         "lesson": lesson,
@@ -92,13 +96,18 @@ def collect(
         "predicted_ms": p.latency_ms,
         "bottleneck": p.bottleneck,
         "ratio": m.rps / p.rps if p.rps and not math.isnan(p.rps) else math.nan,
+        "priced_by": "measured demand" if callable(predicted) or predicted is None else "lesson",
+        "usable_cores": cores,
         "locust_cpu": locust_cores,
         "server_cpu": server_cores,
         "machine_cpu": machine_cores,  # every process on the machine, these two included
         "other_cpu": machine_cores - locust_cores - server_cores,  # the rest: the notebook, a database, others' work
-        # CPU per request, in ms: the cost each process paid for one request in this run
-        "server_ms": per_request_ms(server_cores, m.rps),
-        "locust_ms": per_request_ms(locust_cores, m.rps),
+        # CPU per request, in ms: what each part paid for one request in this run
+        "server_ms": demand.per_request_ms(server_cores, m.rps),
+        "locust_ms": demand.per_request_ms(locust_cores, m.rps),
+        "worker_ms": cost.worker_ms,
+        "pool_ms": cost.pool_ms,
+        "others_ms": cost.others_ms,
         "generator_saturated": generator_saturated,
         "window_s": m.window_s,
         "window_start": m.window_start,
@@ -123,9 +132,18 @@ def collect(
     return results.RunResult(row=row, history=history(per_user, start), path=tmp, manifest=manifest)
 
 
-def per_request_ms(cores: float, rps: float) -> float:
-    """CPU milliseconds per request from the cores a process kept busy at `rps` requests per second."""
-    return cores / rps * 1000 if rps and rps > 0 else math.nan
+def _prediction(predicted, params: dict, cost: demand.Demand, cores: float) -> model.Prediction:
+    """The run's prediction: the lesson's own, or the model's priced with the CPU this run measured.
+
+    `predicted` is a Prediction made before the run (kept as it is), a function of the run's
+    measured Demand (a lesson's own model, priced like the rest), or None (model.predict).
+    """
+    if isinstance(predicted, model.Prediction):
+        return predicted
+    if callable(predicted):
+        return predicted(cost)
+    names = ("pattern", "users", "tasks", "io_ms", "cpu_n", "threads", "workers", "procs")
+    return model.predict(*(params[name] for name in names), cores=cores, demand=cost, queueing=True)
 
 
 def machine_limit(machine_cores: float, locust_cores: float, cores: int) -> str | None:

@@ -36,15 +36,18 @@ class CpuMeter:
 
     def usage(self, t0: float, t1: float) -> tuple[float, float]:
         """(cores used by the whole tree, busiest single process's share of a core) between t0 and t1."""
-        inside = [s for s in self.samples if t0 <= s[0] <= t1]
-        if len(inside) < 2:
-            return float("nan"), float("nan")
-        (ta, a), (tb, b) = inside[0], inside[-1]
-        dt = tb - ta
-        per_process = [(b[pid] - a[pid]) / dt for pid in b if pid in a]
+        per_process = list(self.per_process(t0, t1).values())
         if not per_process:
             return float("nan"), float("nan")
         return sum(per_process), max(per_process)
+
+    def per_process(self, t0: float, t1: float) -> dict[int, float]:
+        """Cores used by each process of the tree between t0 and t1 (those alive at both ends of it)."""
+        inside = [s for s in self.samples if t0 <= s[0] <= t1]
+        if len(inside) < 2:
+            return {}
+        (ta, a), (tb, b) = inside[0], inside[-1]
+        return {pid: (b[pid] - a[pid]) / (tb - ta) for pid in b if pid in a}
 
 
 def tree_seconds(pid: int) -> float:

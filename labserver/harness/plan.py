@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from labserver.harness.meters import CpuMeter, MachineMeter
+from labserver.theory.demand import Demand
 from labserver.theory.model import Prediction
 
 if TYPE_CHECKING:
@@ -29,7 +31,9 @@ class Stage:
     io_ms: int = 0
     cpu_n: int = 0
     duration_s: int = 5
-    predicted: Prediction | None = None  # None: the model's own prediction for these settings
+    # None: the model's, priced with the CPU the run measures; or the lesson's own, made before the
+    # run (a Prediction) or from the run's measured Demand (a function of it)
+    predicted: Prediction | Callable[[Demand], Prediction] | None = None
     tags: dict[str, Any] = field(default_factory=dict)  # more columns for the run's row
 
     @classmethod

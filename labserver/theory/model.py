@@ -10,14 +10,15 @@ the curve between the bounds, for a server whose own CPU per request has been me
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass
 from functools import cache
 
 import pandas as pd
 
+from labserver.demo import cpus
 from labserver.demo.work import fib
+from labserver.theory.demand import Demand
 
 ASYNC = ("sequential", "gather", "processpool")
 
@@ -55,6 +56,7 @@ def predict(
     cpu_ms_per_task: float | None = None,
     server_ms: float = 0.0,
     queueing: bool = False,
+    demand: Demand | None = None,
 ) -> Prediction:
     """Predicted throughput (req/s) and mean latency (ms) of `pattern` under `users` closed-loop users.
 
@@ -65,16 +67,29 @@ def predict(
     under its GIL, so one worker serves at most 1000 / server_ms requests per second.
     `queueing=True` bends the curve below both bounds near the knee, where requests wait for
     that CPU (mean-value analysis, `closed_loop`), instead of taking the smaller bound.
+
+    `demand` (theory.demand: CPU per request measured where it ran, in the run being predicted)
+    replaces both prices: the workers' CPU per request stands for fib's and the server's own, the
+    pool's for the pool's, and the machine's whole CPU per request, Locust's and a database's
+    included, bounds what the cores this process may use can serve.
     """
-    cores = cores or os.cpu_count() or 1
+    cores = cores or cpus.cores()
     procs = cores if procs is None else procs
-    cpu = (cpu_ms(cpu_n) if cpu_ms_per_task is None else cpu_ms_per_task) / 1000  # s per sub-task
+    measured = demand is not None and demand.known
+    if measured:
+        # The measured CPU per request holds every sub-task's fib and the server's own work.
+        cpu, overhead = (demand.pool_ms if pattern == "processpool" else 0.0) / 1000 / tasks, 0.0
+        worker_ms = demand.worker_ms / 1000  # s of CPU in the worker per request
+    else:
+        cpu = (cpu_ms(cpu_n) if cpu_ms_per_task is None else cpu_ms_per_task) / 1000  # s per sub-task
+        overhead = server_ms / 1000  # s of the server's own CPU per request
     io = io_ms / 1000
-    overhead = server_ms / 1000  # s of the server's own CPU per request
     service = (io + tasks * cpu) if pattern == "gather" else tasks * (io + cpu)  # one request alone, in s
     if pattern in ("mixed", "wrapped"):
         service += tasks * io  # seed 001's mixed endpoints: an awaited and a blocking io_ms per sub-task
     service += overhead
+    if measured:
+        service += worker_ms  # the pool's CPU is in `cpu` already; the worker's is measured as a whole
     if service <= 0:
         return Prediction(math.nan, math.nan, "no work to model")
 
@@ -89,10 +104,13 @@ def predict(
     if pattern == "processpool" and cpu_per_request > 0:
         limits["cores"] = min(workers * procs, cores) / cpu_per_request
     # CPU that runs in the worker, under its GIL (the pool computes outside it): one core per worker at most
-    in_worker = overhead + (0.0 if pattern == "processpool" else cpu_per_request)
+    in_worker = worker_ms if measured else overhead + (0.0 if pattern == "processpool" else cpu_per_request)
     if in_worker > 0:
         gil = "GIL (one core per worker)" if workers < cores else "cores"
         limits[gil] = min(limits.get(gil, math.inf), min(workers, cores) / in_worker)
+    if measured and demand.machine_ms > 0:
+        # Every request also costs Locust, a database and the rest CPU, on the same cores.
+        limits["cores (the machine's, shared)"] = cores / (demand.machine_ms / 1000)
     bottleneck = min(limits, key=limits.get)
     rps = limits[bottleneck]
     if queueing and in_worker > 0:

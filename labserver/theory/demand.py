@@ -1,0 +1,47 @@
+"""What one request cost, in CPU, where it ran: the inputs that price every CPU bound of the model.
+
+A run's CPU meters (the harness) give each process's CPU time over the measurement window;
+divided by the requests served in it they give the demand D of each place the work runs
+(Denning and Buzen's operational laws: utilisation U = X · D). The model prices its CPU
+bounds with these, measured in the same window as the throughput they predict, instead of
+timing fib somewhere else: on a shared or throttled machine the speed of a core drifts by
+±20% from one second to the next, and a price taken in another process at another moment
+carries that drift into every prediction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Demand:
+    """CPU milliseconds per request, by where they were spent."""
+
+    worker_ms: float  # in the uvicorn workers: the event loop, its thread pool, FastAPI; under each worker's GIL
+    pool_ms: float = 0.0  # in the workers' process pools
+    others_ms: float = 0.0  # everything else on the machine meanwhile: Locust, a database, the notebook
+
+    @property
+    def machine_ms(self) -> float:
+        """The whole machine's CPU per request: what the cores it may use must supply."""
+        return self.worker_ms + self.pool_ms + self.others_ms
+
+    @property
+    def known(self) -> bool:
+        return math.isfinite(self.worker_ms) and self.worker_ms > 0
+
+
+def per_request_ms(cores: float, rps: float) -> float:
+    """CPU milliseconds per request from the cores a process kept busy at `rps` requests per second."""
+    return cores / rps * 1000 if rps and rps > 0 and math.isfinite(cores) else math.nan
+
+
+def measured(worker_cores: float, pool_cores: float, others_cores: float, rps: float) -> Demand:
+    """A run's demand from the cores its parts kept busy while it served `rps` requests per second."""
+    return Demand(
+        worker_ms=per_request_ms(worker_cores, rps),
+        pool_ms=max(0.0, per_request_ms(pool_cores, rps)) if math.isfinite(pool_cores) else 0.0,
+        others_ms=max(0.0, per_request_ms(others_cores, rps)) if math.isfinite(others_cores) else 0.0,
+    )
