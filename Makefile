@@ -25,8 +25,9 @@ test: setup
 test-stress: setup
 	$(PY) -m pytest -m stress tests/test_stress.py
 
+REPEAT ?= 1
 figures: setup
-	$(PY) -m labserver.course.batch --profile $(PROFILE)
+	$(PY) -m labserver.course.batch --profile $(PROFILE) --repeat $(REPEAT)
 
 # JupyterLab for this machine only, with token authentication on. That is Jupyter's default (a
 # fresh random token, printed in the URL, never on the command line where `ps` shows it); it is

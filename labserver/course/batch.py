@@ -2,6 +2,8 @@
 
 Executed notebooks land in data/executed/, figures in data/figures/, and one table of
 claims is printed at the end; the exit code is non-zero if a claim failed or a lesson broke.
+`--repeat N` runs the whole batch N times and writes, under data/bench/, one table of each
+claim's passes and worst margin over the N batches: which claims are robust on this machine.
 """
 
 from __future__ import annotations
@@ -12,12 +14,18 @@ import os
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pandas as pd
+
+from labserver.checks import whole
 from labserver.course import profiles
+from labserver.course.claims import Verdict
 from labserver.paths import NOTEBOOKS, data_dir, figures_dir
 
 KERNEL = "concurrency-lab"
+REPEAT_MAX = 20
 
 
 def lessons(selected: list[str] | None = None) -> list[Path]:
@@ -81,39 +89,94 @@ def _kernel_config():
     return Config(KernelManager={"transport_encryption": "auto" if zmq.has("curve") else "disabled"})
 
 
+def run_batch(notebooks: list[Path], profile: str, out_dir: Path) -> tuple[list[dict], list[tuple[str, str]]]:
+    """Every lesson once, in order: all their claim verdicts, and the lessons that broke (not by a claim)."""
+    all_verdicts, broken = [], []
+    for nb in notebooks:
+        print(f"  {nb.stem} …", end=" ", flush=True)
+        verdicts, error, wall_s = run_lesson(nb, profile, out_dir)
+        passed = sum(v["passed"] for v in verdicts)
+        print(f"{passed}/{len(verdicts)} claims passed in {wall_s:.0f} s" + (f" — stopped: {error}" if error else ""))
+        all_verdicts += verdicts
+        if error and not (verdicts and "ClaimFailed" in error):
+            broken.append((nb.stem, error))
+    return all_verdicts, broken
+
+
+def robustness(rounds: list[list[dict]]) -> pd.DataFrame:
+    """One row per claim over several batches: passes, the worst margin, and that margin in units of its spread.
+
+    The spread is the claim's measured value's standard deviation over the batches: a claim whose
+    worst margin is a few spreads from its bound holds batch after batch; one within a spread of it
+    stands on its edge.
+    """
+    rows = [
+        {"lesson": v["lesson"], "claim": v["claim"], "batch": i, "measured": v["measured"], "passed": v["passed"],
+         "margin": Verdict(**{k: v.get(k) for k in Verdict.__dataclass_fields__}).margin}
+        for i, verdicts in enumerate(rounds)
+        for v in verdicts
+    ]  # fmt: skip
+    frame = pd.DataFrame(rows, columns=["lesson", "claim", "batch", "measured", "passed", "margin"])
+    table = frame.groupby(["lesson", "claim"], sort=False).agg(
+        passes=("passed", "sum"),
+        batches=("batch", "nunique"),
+        median=("measured", "median"),
+        spread=("measured", "std"),
+        worst_margin=("margin", "min"),
+    )
+    table["margin_in_spreads"] = table["worst_margin"] / table["spread"].where(table["spread"] > 0)
+    return table.reset_index()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labserver.course.batch", description=__doc__)
     parser.add_argument("lessons", nargs="*", help="lesson names or prefixes (default: all), e.g. 00 01_async")
     parser.add_argument("--profile", default="quick", choices=profiles.NAMES, help="run sizes (default: quick)")
+    parser.add_argument("--repeat", type=int, default=1, help="run the whole batch this many times (default: 1)")
     args = parser.parse_args(argv)
+    try:
+        whole("--repeat", args.repeat, 1, REPEAT_MAX)
+    except ValueError as e:
+        parser.error(str(e))
 
     notebooks = lessons(args.lessons)
     out_dir = data_dir() / "executed"
     out_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("LAB_FIGURES_DIR", str(figures_dir()))
     os.environ["LAB_PROGRESS"] = "0"  # no progress bars inside executed notebooks
-    print(f"Running {len(notebooks)} lesson(s), profile {args.profile}, into {out_dir}", flush=True)
+    rounds, failing = [], False
+    for i in range(args.repeat):
+        # Every run of this batch carries its id: lesson 99 judges the runs of its own batch only.
+        os.environ["LAB_BATCH_ID"] = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-{i + 1}"
+        round_ = f" (batch {i + 1} of {args.repeat})" if args.repeat > 1 else ""
+        print(f"Running {len(notebooks)} lesson(s), profile {args.profile}, into {out_dir}{round_}", flush=True)
+        started = time.perf_counter()
+        verdicts, broken = run_batch(notebooks, args.profile, out_dir)
+        failing |= _report(verdicts, broken, time.perf_counter() - started, out_dir)
+        rounds.append(verdicts)
+    if args.repeat > 1:
+        table = robustness(rounds)
+        folder = data_dir() / "bench"
+        folder.mkdir(parents=True, exist_ok=True)
+        table.to_csv(folder / "claims-repeat.csv", index=False)
+        text = table.round(3).to_string(index=False)
+        (folder / "claims-repeat.txt").write_text(text + "\n")
+        print(f"\nEvery claim over {args.repeat} batches (data/bench/claims-repeat.txt):\n{text}")
+    return 1 if failing else 0
 
-    all_verdicts, broken, started = [], [], time.perf_counter()
-    for nb in notebooks:
-        print(f"  {nb.stem} …", end=" ", flush=True)
-        verdicts, error, wall_s = run_lesson(nb, args.profile, out_dir)
-        passed = sum(v["passed"] for v in verdicts)
-        print(f"{passed}/{len(verdicts)} claims passed in {wall_s:.0f} s" + (f" — stopped: {error}" if error else ""))
-        all_verdicts += verdicts
-        if error and not (verdicts and "ClaimFailed" in error):
-            broken.append((nb.stem, error))
 
-    print(f"\nClaims ({time.perf_counter() - started:.0f} s in all):")
-    for v in all_verdicts:
+def _report(verdicts: list[dict], broken: list[tuple[str, str]], wall_s: float, out_dir: Path) -> bool:
+    """Print one batch's claims; True if any failed or a lesson broke."""
+    print(f"\nClaims ({wall_s:.0f} s in all):")
+    for v in verdicts:
         mark = "PASS" if v["passed"] else "FAIL"
         print(f"  {mark}  {v['lesson']:<20} {v['claim']}: {v['measured']:.3g} (expected {v['bound']})")
     for name, error in broken:
         print(f"  BROKEN {name}: {error}")
-    failed = [v for v in all_verdicts if not v["passed"]]
-    print(f"\n{len(all_verdicts) - len(failed)} passed, {len(failed)} failed")
+    failed = [v for v in verdicts if not v["passed"]]
+    print(f"\n{len(verdicts) - len(failed)} passed, {len(failed)} failed")
     print(f"Figures: {os.environ['LAB_FIGURES_DIR']}   Executed notebooks: {out_dir}")
-    return 1 if failed or broken else 0
+    return bool(failed or broken)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,15 @@ class Verdict:
     bound: str
     passed: bool
     detail: str = ""
+    low: float | None = None  # the bounds as numbers (None: open on that side)
+    high: float | None = None
+
+    @property
+    def margin(self) -> float:
+        """How far inside its bounds the value sits (negative: outside), in the value's own units."""
+        sides = [self.measured - self.low if self.low is not None else math.inf]
+        sides.append(self.high - self.measured if self.high is not None else math.inf)
+        return min(sides) if not math.isnan(self.measured) else math.nan
 
     def __str__(self) -> str:
         mark = "PASS" if self.passed else "FAIL"
@@ -53,7 +62,8 @@ class Claims:
         else:
             bound = f"≤ {high:.3g}"
         passed = bool(not math.isnan(value) and low <= value <= high)
-        return self._record(Verdict(self.lesson, claim, float(value), bound, passed, detail))
+        low_, high_ = (float(low) if low > -math.inf else None), (float(high) if high < math.inf else None)
+        return self._record(Verdict(self.lesson, claim, float(value), bound, passed, detail, low_, high_))
 
     def ratio(
         self,

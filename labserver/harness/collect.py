@@ -118,6 +118,9 @@ def collect(
         "valid": not problems,
         "problems": "; ".join(problems),
     }
+    environment = results.environment()
+    row["git_commit"] = environment["git_commit"]  # lesson 99 and the bench judge the runs of one commit
+    row["batch"] = os.environ.get("LAB_BATCH_ID")  # or of one batch, when a batch made them
     manifest = {
         "run_id": run_id,
         "lesson": lesson,
@@ -126,7 +129,7 @@ def collect(
         "valid": not problems,
         "problems": problems,
         "locust_exit_code": exit_code,
-        "environment": results.environment(),
+        "environment": environment,
         "result": row,
     }
     return results.RunResult(row=row, history=history(per_user, start), path=tmp, manifest=manifest)

@@ -1,0 +1,56 @@
+"""The share of runs the model explains, per lesson, and which runs a batch judges."""
+
+import pandas as pd
+import pytest
+
+from labserver.course import fidelity
+
+
+def _runs():
+    return pd.DataFrame(
+        [
+            dict(lesson="01_a", pattern="sequential", users=10, ratio=0.98, bottleneck="users", valid=True),
+            dict(lesson="01_a", pattern="threadpool", users=80, ratio=0.95, bottleneck="threads", valid=True),
+            dict(
+                lesson="03_b", pattern="sequential", users=20, cpu_n=25, ratio=1.02, bottleneck="GIL (one)", valid=True
+            ),
+            dict(lesson="03_b", pattern="processpool", users=20, cpu_n=25, ratio=0.8, bottleneck="cores", valid=True),
+            dict(lesson="03_b", pattern="threadpool", users=20, cpu_n=25, ratio=0.5, bottleneck="GIL", valid=False),
+        ]
+    )
+
+
+def test_share_within_ten_percent_per_lesson_of_valid_runs():
+    t = fidelity.table(_runs()).set_index("lesson")
+    assert t.loc["01", "within_10"] == 1.0
+    assert t.loc["03", "runs"] == 2  # the invalid run is left out
+    assert t.loc["03", "within_10"] == 0.5
+    assert t.loc["03", "worst_ratio"] == 0.8
+    assert t.loc["03", "worst_run"].startswith("processpool users=20")
+
+
+def test_io_runs_are_judged_within_three_percent():
+    t = fidelity.table(_runs()).set_index("lesson")
+    assert t.loc["01", "io_runs"] == 2
+    assert t.loc["01", "io_within_3"] == 0.5  # 0.98 in, 0.95 out
+    assert pd.isna(t.loc["03", "io_within_3"])
+
+
+def test_a_batch_judges_its_own_runs(monkeypatch):
+    runs = _runs().assign(batch=["x", "x", "y", "y", "y"], git_commit="abc")
+    monkeypatch.setenv("LAB_BATCH_ID", "x")
+    assert len(fidelity.current(runs)) == 2
+
+
+def test_outside_a_batch_the_current_commit_is_judged(monkeypatch):
+    monkeypatch.delenv("LAB_BATCH_ID", raising=False)
+    monkeypatch.setattr(fidelity, "environment", lambda: {"git_commit": "abc"})
+    runs = _runs().assign(git_commit=["abc", "old", "abc", "old", "old"])
+    assert list(fidelity.current(runs)["pattern"]) == ["sequential", "sequential"]
+
+
+@pytest.mark.parametrize("commit", [None, ""])
+def test_outside_a_git_checkout_every_run_is_judged(monkeypatch, commit):
+    monkeypatch.delenv("LAB_BATCH_ID", raising=False)
+    monkeypatch.setattr(fidelity, "environment", lambda: {"git_commit": commit})
+    assert len(fidelity.current(_runs().assign(git_commit="abc"))) == 5
