@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from labserver.course import fidelity
 from labserver.harness import records, results
 from labserver.harness.launcher import LabServer
 from labserver.harness.load import run_load
@@ -212,6 +213,11 @@ def table(report: dict) -> str:
         )
     if (report.get("batch") or {}).get("lessons"):
         lines.append("")
+    for f in (report.get("batch") or {}).get("fidelity", []):
+        lines.append(
+            f"model  {f['lesson']:<3} {f['runs']:3d} valid runs, {f['within_10']:4.0%} within ±10%, "
+            f"I/O {f['io_within_3']:4.0%} within ±3%; worst {f['worst_ratio']:.3f}: {f['worst_run']}"
+        )
     for what, value, target, met in targets(report):
         lines.append(f"{'MET ' if met else 'MISS'}  {what:<52} {value:8.3f}  (target {target})")
     return "\n".join(lines)
@@ -338,7 +344,9 @@ def batch(profile: str, env: dict, log: Path) -> dict:
         )
     wall_s, t1 = time.perf_counter() - started, time.time()
     root = Path(env.get("LAB_DATA_DIR") or ROOT / "data")
-    per_lesson = windows(results.load_runs(root=root / "runs"), t0, t1)
+    made = results.load_runs(root=root / "runs")
+    per_lesson = windows(made, t0, t1)
+    explained = fidelity.table(made[pd.to_datetime(made["started_at"]).map(lambda t: t0 <= t.timestamp() <= t1)])
     walls = lesson_walls(root / "executed", t0)
     lessons = [
         {
@@ -356,6 +364,7 @@ def batch(profile: str, env: dict, log: Path) -> dict:
         "runs": int(per_lesson["runs"].sum()),
         "exit_code": code,
         "lessons": lessons,
+        "fidelity": explained.to_dict("records"),  # share of valid runs within ±10% of their prediction
         "log": str(log),
     }
 
