@@ -13,6 +13,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from labserver.demo import cpus
@@ -77,7 +78,7 @@ def collect(
     # Where the server's CPU went: the workers that answered (their pids come with every reply),
     # and the rest of its tree (the process pools); the rest of the machine is Locust and others.
     per_process = server_meter.per_process(*window)
-    worker_cores = sum(c for pid, c in per_process.items() if pid in served) if served else math.nan
+    worker_cores = sum(c for pid, c in per_process.items() if pid in served) if served and per_process else math.nan
     cost = demand.measured(worker_cores, server_cores - worker_cores, machine_cores - server_cores, m.rps)
     p = _prediction(predicted, params, cost, cores)
     row = {
@@ -164,7 +165,7 @@ def history(per_user, start: float) -> pd.DataFrame:
     flat = pd.DataFrame([(r.end, r.ms, r.ok) for user in per_user for r in user], columns=["end", "latency_ms", "ok"])
     if flat.empty:
         return pd.DataFrame(columns=["second", "rps", "p95_ms", "failures"])
-    flat["second"] = (flat["end"] - start).astype(int)
+    flat["second"] = np.floor(flat["end"] - start).astype(int)  # a reply just before `start` is in second -1
     return (
         flat.groupby("second")
         .agg(

@@ -11,6 +11,7 @@ import glob
 import json
 import math
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
@@ -51,14 +52,20 @@ def read_json(path, default):
 def read_plan(folder: Path) -> tuple[float | None, dict[str, PerUser]]:
     """(when the test started, {file name: per-user records}) from every Locust process's file in `folder`."""
     t0, files = None, {}
-    for path in sorted(glob.glob(str(Path(folder) / PATTERN))):
-        data = read_json(path, {})
-        if not isinstance(data, dict):  # cut short, or not ours
+    for path in _in_order(folder):
+        data = read_json(path, None)
+        if not isinstance(data, dict) or "users" not in data:  # cut short, or not ours
             continue
         if data.get("t0") is not None:
             t0 = data["t0"] if t0 is None else min(t0, data["t0"])
         files[os.path.basename(path)] = parse(data.get("users", []))
     return t0, files
+
+
+def _in_order(folder: Path | str) -> list[str]:
+    """The records files of `folder` by their process number (records.2 before records.10)."""
+    paths = glob.glob(str(Path(folder) / PATTERN))
+    return sorted(paths, key=lambda p: [int(s) if s.isdigit() else s for s in re.split(r"(\d+)", os.path.basename(p))])
 
 
 def stage(files: dict[str, PerUser], number: int, users: int) -> dict[str, PerUser]:
@@ -78,7 +85,7 @@ def write(folder: Path, files: dict[str, PerUser]) -> None:
 def read(folder: Path | str) -> PerUser:
     """Every user's records of a measured run, from all of its files."""
     per_user: PerUser = []
-    for path in sorted(glob.glob(str(Path(folder) / PATTERN))):
+    for path in _in_order(folder):
         per_user += parse(read_json(path, []))
     return per_user
 

@@ -42,6 +42,6 @@ def measured(worker_cores: float, pool_cores: float, others_cores: float, rps: f
     """A run's demand from the cores its parts kept busy while it served `rps` requests per second."""
     return Demand(
         worker_ms=per_request_ms(worker_cores, rps),
-        pool_ms=max(0.0, per_request_ms(pool_cores, rps)) if math.isfinite(pool_cores) else 0.0,
-        others_ms=max(0.0, per_request_ms(others_cores, rps)) if math.isfinite(others_cores) else 0.0,
+        pool_ms=max(0.0, per_request_ms(pool_cores, rps)) if math.isfinite(pool_cores) else math.nan,
+        others_ms=max(0.0, per_request_ms(others_cores, rps)) if math.isfinite(others_cores) else math.nan,
     )

@@ -1,4 +1,4 @@
-"""Requests per worker, from the (end, ms, ok, pid) records Locust keeps."""
+"""Requests per worker, from the counts each run's row keeps (`records.counts`), as a table and as bars."""
 
 import math
 
@@ -9,27 +9,6 @@ import pytest
 from labserver.charts import spread
 
 matplotlib.use("Agg")
-
-
-def test_counts_requests_per_worker_pid():
-    per_user = [[(1.0, 5, True, 11), (2.0, 5, True, 11)], [(1.5, 5, True, 22)]]
-    assert spread.counts(per_user) == {11: 2, 22: 1}
-
-
-def test_counts_only_what_finished_after_the_warm_up():
-    per_user = [[(0.5, 5, True, 11), (1.5, 5, True, 22), (2.5, 5, False, 22)]]
-    assert spread.counts(per_user, since=1.0) == {22: 2}
-
-
-def test_records_without_a_pid_are_skipped():
-    # three-element records (an older locustfile) and replies that never came (pid None)
-    per_user = [[(1.0, 5, True), (2.0, 5, False, None), (3.0, 5, True, 7)]]
-    assert spread.counts(per_user) == {7: 1}
-
-
-def test_no_records_no_workers():
-    assert spread.counts([]) == {}
-    assert spread.counts([[]]) == {}
 
 
 def _runs():

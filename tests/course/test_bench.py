@@ -17,6 +17,7 @@ from labserver.course.bench import (
     targets,
     windows,
 )
+from labserver.harness.records import Record
 
 
 def test_spread_is_the_range_over_the_median():
@@ -27,7 +28,7 @@ def test_spread_is_the_range_over_the_median():
 
 def test_first_request_is_a_reply_s_end_minus_its_latency():
     # two users; the earliest request left at 10.5 (ended 10.6 after 100 ms)
-    per_user = [[(10.6, 100.0, True), (10.8, 100.0, True)], [(10.75, 200.0, True, 4242)]]
+    per_user = [[Record(10.6, 100.0, True), Record(10.8, 100.0, True)], [Record(10.75, 200.0, True, 4242)]]
     assert first_request_delay(per_user, spawned_at=10.0) == pytest.approx(0.5)
     assert math.isnan(first_request_delay([[]], spawned_at=10.0))
 

@@ -111,4 +111,13 @@ def test_claims_file_gets_one_json_line_per_verdict(tmp_path, monkeypatch):
     assert [(d["claim"], d["passed"]) for d in lines] == [("one", True), ("two", False)]
     assert {d["lesson"] for d in lines} == {"lesson"}
     assert lines[1]["measured"] == pytest.approx(0.25)
-    assert set(lines[0]) == {"lesson", "claim", "measured", "bound", "passed", "detail"}
+    assert set(lines[0]) == {"lesson", "claim", "measured", "bound", "passed", "detail", "low", "high"}
+    assert (lines[0]["low"], lines[0]["high"], lines[1]["high"]) == (0, 2, None)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "margin"), [(0, 2, 0.5), (1.4, None, 0.1), (None, 1.2, -0.3), (None, None, math.inf)]
+)
+def test_margin_is_the_distance_to_the_nearest_bound(low, high, margin):
+    v = Claims("t").between("x", 1.5, low if low is not None else -math.inf, high if high is not None else math.inf)
+    assert v.margin == pytest.approx(margin)

@@ -6,8 +6,10 @@ import math
 import pandas as pd
 import pytest
 
-from labserver.course import summary
-from labserver.course.summary import Headline, headlines, overview, patterns, select, valid_ratios
+from labserver.charts.summary import chart
+from labserver.course import published, summary
+from labserver.course.published import Headline
+from labserver.course.summary import headlines, overview, patterns, select, valid_ratios
 from labserver.harness.results import load_runs
 
 
@@ -61,10 +63,10 @@ def test_a_headline_without_runs_says_so():
 
 
 def test_published_figures_are_labelled_ratios():
-    for h in summary.PUBLISHED:
+    for h in published.HEADLINES:
         assert h.published > 0 and math.isfinite(h.published), h
         assert h.seed in {"000", "001", "002", "003", "004"} and len(h.lesson) == 2 and h.source
-    sync_baseline = next(h for h in summary.PUBLISHED if h.column == "ratio")
+    sync_baseline = next(h for h in published.HEADLINES if h.column == "ratio")
     assert sync_baseline.published == pytest.approx(5.29 / (2 * 40 / 15))  # the model explains the article's table
 
 
@@ -81,8 +83,8 @@ def test_nothing_on_disk_is_said_plainly_and_nothing_fails(tmp_path):
     assert "No runs on disk" in overview(empty) and "make figures" in overview(empty)
     assert patterns(empty).empty and valid_ratios(empty).empty
     heads = headlines(empty)
-    assert len(heads) == len(summary.PUBLISHED) and heads["ours"].isna().all()
-    summary.chart(empty, heads, "nothing yet")
+    assert len(heads) == len(published.HEADLINES) and heads["ours"].isna().all()
+    chart(empty, heads, "nothing yet")
 
 
 def test_runs_read_from_disk_are_summarised(tmp_path):
@@ -93,7 +95,7 @@ def test_runs_read_from_disk_are_summarised(tmp_path):
     runs = load_runs(root=tmp_path)
     assert "7 runs on disk, 6 of them valid" in overview(runs)
     assert len(valid_ratios(runs)) == 6
-    summary.chart(runs, headlines(runs), "t")
+    chart(runs, headlines(runs), "t")
 
 
 def test_only_runs_of_a_lesson_are_summarised():
@@ -107,7 +109,7 @@ def test_a_run_without_a_prediction_or_a_lesson_does_not_break_the_chart():
     runs = pd.concat([RUNS, pd.DataFrame([_run(pattern="gather"), _run(lesson=None)])], ignore_index=True)
     runs["ratio"] = runs["ratio"].astype(object)
     runs.loc[len(runs) - 2, "ratio"] = None  # as load_runs gives it when a manifest holds null
-    summary.chart(runs, headlines(runs), "t")
+    chart(runs, headlines(runs), "t")
     assert not patterns(runs).empty
 
 
@@ -118,5 +120,5 @@ def test_a_headline_can_leave_out_runs_on_a_pinned_server():
         _run(lesson="07_database", pattern="async_select", users=1000, rps=1200.0, cpus="1"),
         _run(lesson="07_database", pattern="sync_select", users=1000, rps=1300.0, cpus="1"),
     ])  # fmt: skip
-    seed_001 = next(h for h in summary.PUBLISHED if h.lesson == "07")
+    seed_001 = next(h for h in published.HEADLINES if h.lesson == "07")
     assert headlines(runs, [seed_001]).iloc[0]["ours"] == pytest.approx(900 / 600)

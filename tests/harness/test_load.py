@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from labserver.harness import collect, load, results
+from labserver.harness import load, results
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.load import check_load, check_sweep, run_load, sweep
 from labserver.paths import runs_dir
@@ -80,14 +80,6 @@ def test_run_load_refuses_a_stopped_server():
         run_load(LabServer(procs=0), "gather", users=1, duration_s=1)
 
 
-def test_history_counts_requests_per_second():
-    per_user = [[(100.2, 10.0, True), (100.7, 12.0, True), (101.1, 30.0, False)], [(101.5, 20.0, True)]]
-    h = collect.history(per_user, start=100.0)
-    assert list(h["second"]) == [0, 1]
-    assert list(h["rps"]) == [2, 2]
-    assert list(h["failures"]) == [0, 1]
-
-
 @pytest.mark.slow
 def test_a_short_locust_run_becomes_a_result():
     with LabServer(procs=0) as server:
@@ -135,30 +127,6 @@ def test_a_server_killed_mid_run_raises_and_leaves_a_marked_run():
     assert not runs["valid"].iloc[0]
     assert "server died" in runs["problems"].iloc[0]
     assert str(runs_dir() / runs["run_id"].iloc[0]) in str(e.value)
-
-
-@pytest.mark.parametrize(
-    ("machine", "locust", "limited"),
-    [
-        (1.95, 0.7, True),  # every core busy and Locust holds a real share: it waited for CPU
-        (1.95, 0.1, False),  # a CPU-bound server on every core, a light Locust: a fair measurement
-        (1.60, 0.7, False),  # a core's fifth to spare
-        (float("nan"), 0.7, False),  # not measured: no claim either way
-    ],
-)
-def test_machine_limit_needs_a_full_machine_and_a_busy_generator(machine, locust, limited):
-    problem = collect.machine_limit(machine, locust, cores=2)
-    assert (problem is not None) == limited
-    if limited:
-        assert "the machine was the limit" in problem and "of 2 cores" in problem
-
-
-def test_stage_records_keep_the_stage_and_its_users():
-    files = {"records.1.json": [[(1.0, 5.0, True, 7, 0), (2.0, 5.0, True, 7, 1)], [(1.5, 5.0, True, 7, 1)], []]}
-    assert collect.stage_records(files, 0, users=1) == {"records.1.json": [[(1.0, 5.0, True, 7, 0)]]}
-    assert collect.stage_records(files, 1, users=3) == {
-        "records.1.json": [[(2.0, 5.0, True, 7, 1)], [(1.5, 5.0, True, 7, 1)], []]
-    }
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,7 @@
 """The timeout model: a fair worker simulated request by request, and the floor no order can beat."""
 
-import json
-
 import pytest
 
-from labserver.harness.records import answers_per_user
 from labserver.theory.timeouts import failure_floor, history, predict_timeouts, queue_s, simulate
 
 
@@ -80,19 +77,6 @@ def test_history_counts_every_outcome_by_second():
 
 def test_history_of_nothing_is_empty():
     assert history([]).empty
-
-
-def test_answers_per_user_reads_the_records(tmp_path):
-    # records as the locustfile writes them, with and without the worker pid
-    (tmp_path / "records.1.json").write_text(json.dumps([[[1.0, 100.0, True], [2.0, 3000.0, False]], []]))
-    (tmp_path / "records.2.json").write_text(json.dumps([[[1.5, 90.0, True, 4242]]]))
-    per_user = answers_per_user(tmp_path)
-    assert per_user["answered"].tolist() == [1, 0, 1]
-    assert per_user["failed"].tolist() == [1, 0, 0]
-
-
-def test_answers_per_user_of_an_empty_folder(tmp_path):
-    assert answers_per_user(tmp_path).empty
 
 
 @pytest.mark.parametrize(

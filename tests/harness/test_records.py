@@ -1,0 +1,141 @@
+"""The per-request records Locust writes, read, split by stage, counted per worker and written back."""
+
+import json
+
+import pytest
+
+from labserver.harness import records
+from labserver.harness.records import Record
+
+
+def _locust_file(folder, name, users, t0=None):
+    """A `records.<n>.json` as a Locust process writes it: its start and one list of records per user."""
+    data = {"users": users} if t0 is None else {"t0": t0, "users": users}
+    (folder / name).write_text(json.dumps(data))
+
+
+def test_a_record_was_sent_its_latency_before_it_ended():
+    assert Record(10.6, 100.0, True).sent == pytest.approx(10.5)
+    assert Record(3.0, 2500.0, False, None, 1).sent == pytest.approx(0.5)
+
+
+def test_a_record_without_pid_or_stage_has_none_and_stage_zero():
+    r = Record(1.0, 5.0, True)
+    assert (r.pid, r.stage) == (None, 0)
+
+
+def test_parse_takes_records_with_and_without_pid_and_stage():
+    per_user = records.parse([[[1.0, 5.0, True], [2.0, 5.0, True, 7, 1]], []])
+    assert per_user == [[Record(1.0, 5.0, True, None, 0), Record(2.0, 5.0, True, 7, 1)], []]
+    assert all(type(r) is Record for r in per_user[0])
+
+
+def test_counts_requests_per_worker_pid():
+    per_user = [[Record(1.0, 5, True, 11), Record(2.0, 5, True, 11)], [Record(1.5, 5, True, 22)]]
+    assert records.counts(per_user) == {11: 2, 22: 1}
+
+
+def test_counts_only_what_finished_after_the_warm_up():
+    per_user = [[Record(0.5, 5, True, 11), Record(1.5, 5, True, 22), Record(2.5, 5, False, 22)]]
+    assert records.counts(per_user, since=1.0) == {22: 2}
+
+
+def test_records_without_a_pid_are_skipped():
+    # three-element records (an older locustfile) and replies that never came (pid None)
+    per_user = records.parse([[[1.0, 5, True], [2.0, 5, False, None], [3.0, 5, True, 7]]])
+    assert records.counts(per_user) == {7: 1}
+
+
+def test_no_records_no_workers():
+    assert records.counts([]) == {}
+    assert records.counts([[]]) == {}
+
+
+def test_stage_records_keep_the_stage_and_its_users():
+    files = {
+        "records.1.json": [
+            [Record(1.0, 5.0, True, 7, 0), Record(2.0, 5.0, True, 7, 1)],
+            [Record(1.5, 5.0, True, 7, 1)],
+            [],
+        ]
+    }
+    assert records.stage(files, 0, users=1) == {"records.1.json": [[Record(1.0, 5.0, True, 7, 0)]]}
+    assert records.stage(files, 1, users=3) == {
+        "records.1.json": [[Record(2.0, 5.0, True, 7, 1)], [Record(1.5, 5.0, True, 7, 1)], []]
+    }
+
+
+def test_read_plan_takes_the_earliest_start_of_all_processes(tmp_path):
+    _locust_file(tmp_path, "records.1.json", [[[12.0, 5.0, True, 7, 0]]], t0=10.5)
+    _locust_file(tmp_path, "records.2.json", [[[11.0, 5.0, True, 8, 0]]], t0=10.0)
+    _locust_file(tmp_path, "records.3.json", [[]])  # no start written: it does not count
+    t0, files = records.read_plan(tmp_path)
+    assert t0 == 10.0
+    assert sorted(files) == ["records.1.json", "records.2.json", "records.3.json"]
+
+
+def test_read_plan_gives_back_records(tmp_path):
+    _locust_file(tmp_path, "records.1.json", [[[12.0, 5.0, True, 7, 1], [12.5, 6.0, False]], []], t0=10.0)
+    _, files = records.read_plan(tmp_path)
+    assert files == {"records.1.json": [[Record(12.0, 5.0, True, 7, 1), Record(12.5, 6.0, False)], []]}
+    assert all(type(r) is Record for r in files["records.1.json"][0])
+
+
+def test_read_plan_takes_nothing_from_a_file_cut_short(tmp_path):
+    _locust_file(tmp_path, "records.1.json", [[[12.0, 5.0, True, 7, 0]]], t0=10.0)
+    (tmp_path / "records.2.json").write_text('{"t0": 9.0, "users": [[[11.0, 5.0, tr')  # Locust killed mid-write
+    t0, files = records.read_plan(tmp_path)
+    assert t0 == 10.0
+    assert files["records.1.json"] == [[Record(12.0, 5.0, True, 7, 0)]]
+    assert not files.get("records.2.json")
+
+
+def test_read_plan_leaves_out_a_file_cut_short(tmp_path):
+    _locust_file(tmp_path, "records.1.json", [[[12.0, 5.0, True, 7, 0]]], t0=10.0)
+    (tmp_path / "records.2.json").write_text('{"t0": 9.0, "users": [[[11.0, 5.0, tr')
+    assert list(records.read_plan(tmp_path)[1]) == ["records.1.json"]
+
+
+def test_read_plan_skips_a_file_that_is_not_locust_s(tmp_path):
+    _locust_file(tmp_path, "records.1.json", [[[12.0, 5.0, True, 7, 0]]], t0=10.0)
+    (tmp_path / "records.2.json").write_text(json.dumps([[[11.0, 5.0, True]]]))  # a run's share: plain lists
+    assert list(records.read_plan(tmp_path)[1]) == ["records.1.json"]
+
+
+def test_read_plan_of_an_empty_folder(tmp_path):
+    assert records.read_plan(tmp_path) == (None, {})
+
+
+def test_what_is_written_is_read_back_across_files(tmp_path):
+    files = {
+        "records.1.json": [[Record(1.0, 5.0, True, 7, 0), Record(2.0, 6.0, False, None, 0)], []],
+        "records.2.json": [[Record(1.5, 4.0, True, 8, 0)]],
+    }
+    records.write(tmp_path, files)
+    per_user = records.read(tmp_path)
+    assert per_user == [*files["records.1.json"], *files["records.2.json"]]
+    assert all(type(r) is Record for user in per_user for r in user)
+
+
+def test_written_records_are_plain_per_user_lists(tmp_path):
+    records.write(tmp_path, {"records.1.json": [[Record(1.0, 5.0, True, 7, 2)]]})
+    assert json.loads((tmp_path / "records.1.json").read_text()) == [[[1.0, 5.0, True, 7, 2]]]
+
+
+def test_read_skips_a_file_cut_short(tmp_path):
+    records.write(tmp_path, {"records.1.json": [[Record(1.0, 5.0, True, 7)]]})
+    (tmp_path / "records.2.json").write_text("[[[1.0, 5")
+    assert records.read(tmp_path) == [[Record(1.0, 5.0, True, 7)]]
+
+
+def test_answers_per_user_reads_the_records(tmp_path):
+    # records as the locustfile writes them, with and without the worker pid
+    (tmp_path / "records.1.json").write_text(json.dumps([[[1.0, 100.0, True], [2.0, 3000.0, False]], []]))
+    (tmp_path / "records.2.json").write_text(json.dumps([[[1.5, 90.0, True, 4242]]]))
+    per_user = records.answers_per_user(tmp_path)
+    assert per_user["answered"].tolist() == [1, 0, 1]
+    assert per_user["failed"].tolist() == [1, 0, 0]
+
+
+def test_answers_per_user_of_an_empty_folder(tmp_path):
+    assert records.answers_per_user(tmp_path).empty

@@ -1,0 +1,172 @@
+"""Lesson 07's runs without a database: lone requests against a tiny local server, and the plan and
+predictions built from hand-made lone-request figures (`base`) on a stand-in server."""
+
+import math
+import os
+import threading
+import urllib.error
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from labserver.demo.settings import Settings
+from labserver.harness.load import DURATION_MAX_S
+from labserver.postgres import runs
+from labserver.theory import pools
+
+
+@pytest.fixture
+def local():
+    """A local HTTP server answering "ok" on every path but /broken; `hits` counts the requests per path."""
+    hits = Counter()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits[self.path] += 1
+            status, body = (500, b"no") if self.path == "/broken" else (200, b"ok")
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass  # no request log in the test output
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield SimpleNamespace(url=f"http://127.0.0.1:{httpd.server_address[1]}", hits=hits)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+@pytest.fixture
+def fib_ms(monkeypatch):
+    """fib(n) priced at n ms: the predictions no longer depend on this machine's speed."""
+    monkeypatch.setattr(runs, "cpu_ms", lambda n: float(n))
+
+
+def base():
+    """Lone-request figures as `calibrate` gives them: one request's time and the worker's CPU for it (ms)."""
+    return pd.DataFrame(
+        {"service_ms": [2.0, 4.0, 2000.0], "cpu_ms": [1.0, 3.0, 1.0]},
+        index=pd.Index(["sync_select", "async_simulation", "async_select"], name="pattern"),
+    )
+
+
+def server():
+    return SimpleNamespace(settings=Settings(workers=1, threads=4, db_pool=2, procs=0))
+
+
+@pytest.mark.parametrize(("n", "warm_up"), [(50, 5), (5, 3)])
+def test_lone_requests_warm_up_then_time_n_requests(local, n, warm_up):
+    alone = runs.lone_requests(local.url, "/ping", n=n)
+    assert local.hits == {"/ping": n + warm_up}  # a tenth of n, at least 3, untimed
+    assert alone["path"] == "/ping"
+    assert 0 < alone["service_ms"] <= alone["wall_s"] * 1000  # the median of n requests inside their wall time
+
+
+def test_lone_requests_price_the_server_s_cpu_only_when_given_its_pid(local):
+    assert math.isnan(runs.lone_requests(local.url, "/ping", n=5)["cpu_ms"])
+    # this process serves the requests (in a thread): its CPU per request
+    cpu = runs.lone_requests(local.url, "/ping", n=5, server_pid=os.getpid())["cpu_ms"]
+    assert math.isfinite(cpu) and cpu >= 0
+
+
+def test_lone_requests_to_a_failing_endpoint_raise(local):
+    with pytest.raises(urllib.error.HTTPError):
+        runs.lone_requests(local.url, "/broken", n=5)
+
+
+def test_calibrate_gives_one_row_per_endpoint(local):
+    stand_in = SimpleNamespace(url=local.url, proc=SimpleNamespace(pid=os.getpid()))
+    figures = runs.calibrate(stand_in, ["sync_select", "async_select"], n=5)
+    assert list(figures.index) == ["sync_select", "async_select"]
+    assert list(figures.columns) == ["service_ms", "cpu_ms"]
+    assert (figures["service_ms"] > 0).all()
+    assert local.hits == {"/sync_select": 8, "/async_select": 8}
+
+
+def test_limits_add_the_run_s_io_and_fib_to_the_lone_request(fib_ms):
+    # 2 ms alone + 8 ms io + fib(10) at 10 ms: 20 ms a request, 11 ms of it CPU
+    bounds = runs.limits(server(), "sync_select", users=10, io_ms=8, cpu_n=10, base=base())
+    assert bounds == pools.limits(
+        "sync_select", 10, service_ms=20.0, threads=4, db_pool=2, workers=1, cpu_ms_per_request=11.0
+    )
+    assert bounds["users"] == pytest.approx(10 / 0.020)
+    assert bounds["thread pool"] == pytest.approx(4 / 0.020)
+
+
+def test_limits_read_the_pools_from_the_server_s_settings(fib_ms):
+    wide = SimpleNamespace(settings=Settings(workers=1, threads=40, db_pool=20, procs=0))
+    narrow, roomy = (runs.limits(s, "sync_select", 10, 0, 0, base()) for s in (server(), wide))
+    assert roomy["thread pool"] == pytest.approx(10 * narrow["thread pool"])
+    assert roomy["connection pool"] == pytest.approx(10 * narrow["connection pool"])
+
+
+def test_predict_is_the_pool_model_of_the_same_figures(fib_ms):
+    p = runs.predict(server(), "async_simulation", users=32, io_ms=0, cpu_n=20, base=base())
+    assert p == pools.predict(
+        "async_simulation", 32, service_ms=24.0, threads=4, db_pool=2, workers=1, cpu_ms_per_request=23.0
+    )
+    assert p.latency_ms == pytest.approx(32 / p.rps * 1000)
+
+
+def test_predict_frame_has_a_row_per_depth_and_endpoint(fib_ms):
+    plan = [(["sync_select", "async_simulation"], 10, 0, [0, 10]), (["sync_select"], 5, 8, 0)]
+    rows = runs.predict_frame(server(), base(), plan)
+    assert list(zip(rows["pattern"], rows["users"], rows["io_ms"], rows["cpu_n"], strict=True)) == [
+        ("sync_select", 10, 0, 0),
+        ("async_simulation", 10, 0, 0),
+        ("sync_select", 10, 0, 10),
+        ("async_simulation", 10, 0, 10),
+        ("sync_select", 5, 8, 0),
+    ]
+    last = runs.predict(server(), "sync_select", 5, 8, 0, base())
+    assert (rows["predicted_rps"].iloc[-1], rows["bottleneck"].iloc[-1]) == (last.rps, last.bottleneck)
+
+
+def test_plan_runs_every_endpoint_users_and_depth_on_the_server(fib_ms):
+    on = server()
+    planned = runs.plan(on, ["sync_select", "async_simulation"], [1, 8], base(), cpu_n=[0, 5])
+    assert [(r["cpu_n"], r["users"], r["pattern"]) for r in planned] == [
+        (n, u, e) for n in (0, 5) for u in (1, 8) for e in ("sync_select", "async_simulation")
+    ]
+    assert all(r["server"] is on and r["io_ms"] == 0 for r in planned)
+    first = planned[0]
+    assert first["tags"] == {"db_pool": 2, "service_ms": 2.0, "cpu_ms_alone": 1.0}
+    assert first["predicted"] == runs.predict(on, "sync_select", 1, 0, 0, base())
+
+
+def test_plan_runs_are_long_enough_for_a_few_slow_requests_but_at_most_twice_as_long(fib_ms):
+    # one user, 2 s a request alone: 1 s of warm-up and 3 requests need 7 s
+    (slow,) = runs.plan(server(), ["async_select"], [1], base(), duration_s=5)
+    assert slow["duration_s"] == math.ceil(1.0 + runs.CYCLES * 2.0) == 7
+    (slower,) = runs.plan(server(), ["async_select"], [32], base(), duration_s=5)
+    assert slower["duration_s"] == 10  # twice duration_s, the cap
+    (fast,) = runs.plan(server(), ["sync_select"], [1], base(), duration_s=5)
+    assert fast["duration_s"] == 5
+    assert all(r["duration_s"] <= DURATION_MAX_S for r in (slow, slower, fast))
+
+
+@pytest.mark.parametrize(
+    ("endpoints", "users", "duration_s", "name"),
+    [(["sync_select"], [0], 5, "users"), (["sync_selcet"], [1], 5, "pattern"), (["sync_select"], [1], 0, "duration_s")],
+)
+def test_plan_checks_every_run_before_predicting_any(endpoints, users, duration_s, name):
+    with pytest.raises(ValueError, match=name):
+        runs.plan(server(), endpoints, users, base(), duration_s=duration_s)
+
+
+def test_frame_gives_each_run_its_driver():
+    results = [SimpleNamespace(row={"pattern": "sync_select", "rps": 10.0}),
+               SimpleNamespace(row={"pattern": "async_simulation", "rps": 20.0})]  # fmt: skip
+    rows = runs.frame(results)
+    assert list(rows["driver"]) == ["sync", "async"]
+    assert list(rows["rps"]) == [10.0, 20.0]
