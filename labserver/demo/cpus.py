@@ -52,6 +52,29 @@ def cgroup_quota(root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP) -> f
     return min(quotas) if quotas else None
 
 
+def throttled_s(root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP) -> float:
+    """Seconds this process's cgroup has been held back by its CPU quota so far (0 without a quota)."""
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return 0.0
+    total = 0.0
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            stat, key, unit = _v2_root(root) / path.lstrip("/") / "cpu.stat", "throttled_usec", 1e-6
+        elif "cpu" in controllers.split(","):
+            stat, key, unit = _v1_root(root, controllers) / path.lstrip("/") / "cpu.stat", "throttled_time", 1e-9
+        else:
+            continue
+        try:
+            fields = dict(line.split() for line in stat.read_text().splitlines() if line.strip())
+        except (OSError, ValueError):
+            continue
+        total = max(total, int(fields.get(key, 0)) * unit)  # v1 and v2 may both count the same throttling
+    return total
+
+
 def _v2_root(root: Path) -> Path:
     # A hybrid host mounts v2 under unified/; a pure v2 host mounts it at the root.
     return root / "unified" if (root / "unified" / "cgroup.controllers").exists() else root

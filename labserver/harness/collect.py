@@ -74,6 +74,13 @@ def collect(
     limit = machine_limit(machine_cores, locust_cores, cores)
     if limit:
         problems.append(limit)
+    # Not errors, but a reader must know: the model counts them (the cores it is given are these).
+    notes = []
+    throttled = machine_meter.throttled_s(*window)
+    if throttled > 0:
+        notes.append(f"throttled by the CPU quota for {throttled:.2f} s of the window")
+    if cores < 2:
+        notes.append(f"{cores:g} usable CPU: the server and Locust took turns on it")
     served = records.counts(per_user, since=cut)  # as `requests` counts them
     # Where the server's CPU went: the workers that answered (their pids come with every reply),
     # and the rest of its tree (the process pools); the rest of the machine is Locust and others.
@@ -118,6 +125,8 @@ def collect(
         "status": status,
         "valid": not problems,
         "problems": "; ".join(problems),
+        "notes": "; ".join(notes),
+        "throttled_s": throttled,
     }
     environment = results.environment()
     row["git_commit"] = environment["git_commit"]  # lesson 99 and the bench judge the runs of one commit

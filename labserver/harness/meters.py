@@ -14,6 +14,7 @@ import time
 
 import psutil
 
+from labserver.demo import cpus
 from labserver.harness import procs
 
 
@@ -63,10 +64,16 @@ def tree_seconds(pid: int) -> float:
 
 
 def busy_seconds() -> float:
-    """CPU seconds the whole machine has been busy since boot, summed over its cores (kernel work included)."""
-    t = psutil.cpu_times()
+    """CPU seconds the CPUs this process may run on have been busy since boot, summed (kernel work included).
+
+    Only those CPUs: pinned to one (`taskset`), the work on the others does not compete with a run.
+    """
+    allowed = cpus.usable_cpus()
+    per_cpu = psutil.cpu_times(percpu=True)
+    chosen = [per_cpu[i] for i in allowed if i < len(per_cpu)] if allowed else per_cpu
     # guest time is already inside user time on Linux; iowait is idle, waiting on a disk
-    return sum(getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
+    names = ("user", "nice", "system", "irq", "softirq", "steal")
+    return sum(getattr(t, name, 0.0) for t in chosen for name in names)
 
 
 class MachineMeter:
@@ -74,9 +81,17 @@ class MachineMeter:
 
     def __init__(self):
         self.samples: list[tuple[float, float]] = []
+        self.throttled: list[tuple[float, float]] = []  # seconds held back by a cgroup CPU quota, so far
 
     def sample(self) -> None:
-        self.samples.append((time.time(), busy_seconds()))
+        now = time.time()
+        self.samples.append((now, busy_seconds()))
+        self.throttled.append((now, cpus.throttled_s()))
+
+    def throttled_s(self, t0: float, t1: float) -> float:
+        """Seconds the lab's cgroup was held back by its CPU quota between t0 and t1 (0 without a quota)."""
+        inside = [s for s in self.throttled if t0 <= s[0] <= t1]
+        return inside[-1][1] - inside[0][1] if len(inside) >= 2 else 0.0
 
     def usage(self, t0: float, t1: float) -> float:
         """Cores busy between t0 and t1 (from the first to the last sample inside), NaN with fewer than two samples."""

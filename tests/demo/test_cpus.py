@@ -88,3 +88,19 @@ def test_a_real_quota_is_seen_by_a_process_inside_it():
         assert out.stdout.strip() == "0.5"
     finally:
         group.rmdir()
+
+
+def test_throttled_seconds_from_v2_and_v1_stats(tmp_path):
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "cpu.stat").write_text("usage_usec 10\nnr_throttled 3\nthrottled_usec 2500000\n")
+    proc = tmp_path / "proc-cgroup"
+    proc.write_text("0::/lab\n")
+    assert cpus.throttled_s(tmp_path, proc) == 2.5
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.stat").write_text("nr_periods 5\nnr_throttled 1\nthrottled_time 4000000000\n")
+    proc.write_text("1:cpu:/\n")
+    assert cpus.throttled_s(tmp_path, proc) == 4.0
+
+
+def test_no_cgroup_no_throttling():
+    assert cpus.throttled_s(Path("/nonexistent"), Path("/nonexistent/cgroup")) == 0.0
