@@ -31,3 +31,10 @@ def choice(name: str, value: object, choices: Iterable[str]) -> str:
     if value not in choices:
         raise ValueError(f"unknown {name} {value!r}; choose one of: {', '.join(choices)}")
     return value
+
+
+def strings(name: str, value: object, what: str = "strings") -> list[str]:
+    """`value` if it is a list of strings (`what` says which, in the message), else ValueError."""
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise ValueError(f"{name} must be a list of {what}, got {value!r}")
+    return value

@@ -16,6 +16,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from labserver.theory.cores import SATURATED
+
 # One colour per pattern across every lesson, so "gather" is always the same green.
 COLORS = dict(
     zip(
@@ -134,8 +136,68 @@ def generator_cpu(frame: pd.DataFrame, title: str, hue: str = "client", ax=None)
     """The load generator's CPU against the rate it drove: where it nears one core, it measures itself."""
     fig, ax = _axes(ax)
     sns.lineplot(frame, x="rps", y="locust_cpu", hue=hue, marker="o", ax=ax)
-    ax.axhline(0.9, color=INVALID, ls="--", lw=1, label="saturated (90% of a core)")
+    ax.axhline(SATURATED, color=INVALID, ls="--", lw=1, label=f"saturated ({SATURATED:.0%} of a core)")
     ax.set(title=title, xlabel="measured throughput (req/s)", ylabel="Locust CPU (cores)")
     ax.set_ylim(0, max(1.05, float(frame["locust_cpu"].max()) * 1.1))
     ax.legend(fontsize="small")
+    return fig
+
+
+def throughput_bounds(
+    frame: pd.DataFrame, title: str, little: pd.DataFrame, ceiling_rps: float, hue: str = "client"
+) -> plt.Figure:
+    """`throughput`, with Little's law alone (grey) over `little`'s runs and one worker's ceiling 1 / D (dotted)."""
+    fig = throughput(frame, title=title, hue=hue)
+    ax = fig.axes[0]
+    ax.plot(little["users"], little["little_rps"], color="grey", lw=1, label="Little's law alone")
+    ax.axhline(ceiling_rps, color="black", ls=":", lw=1, label="one worker's ceiling, 1 / D")
+    ax.legend(fontsize="small", ncol=2)
+    return fig
+
+
+def process_cpu(frame: pd.DataFrame, title: str, ax=None) -> plt.Figure:
+    """The server's and Locust's CPU against the rate they sustained, one line style per client: who runs out first."""
+    fig, ax = _axes(ax)
+    cpu = frame.melt(
+        id_vars=["client", "rps"], value_vars=["server_cpu", "locust_cpu"], var_name="process", value_name="cores"
+    )
+    cpu["process"] = cpu["process"].map({"server_cpu": "server (1 worker)", "locust_cpu": "Locust"})
+    sns.lineplot(cpu, x="rps", y="cores", hue="process", style="client", marker="o", ax=ax)
+    ax.axhline(SATURATED, color=INVALID, ls="--", lw=1, label=f"saturated ({SATURATED:.0%} of a core)")
+    ax.set(title=title, xlabel="measured throughput (req/s)", ylabel="CPU (cores)")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def mark(fig: plt.Figure, x: float, label: str) -> plt.Figure:
+    """A dotted grey line at `x` on `fig`'s chart, labelled at its foot: a limit such as the thread pool's size."""
+    ax = fig.axes[0]
+    ax.axvline(x, color="grey", ls=":", lw=1)
+    ax.annotate(label, (x, 0), xytext=(4, 4), textcoords="offset points", color="grey")
+    return fig
+
+
+def ratio_bars(frame: pd.DataFrame, title: str, hue: str = "source", ax=None) -> plt.Figure:
+    """measured / predicted req/s per pattern, one bar per `hue` (an article's table, ours); 1 is the model."""
+    fig, ax = _axes(ax)
+    sns.barplot(frame, x="pattern", y="ratio", hue=hue, ax=ax, palette=["#c4c4c4", "#4c72b0"])
+    ax.axhline(1, color="black", lw=1, ls="--")
+    ax.set(title=title, xlabel="endpoint (pattern)", ylabel="measured / predicted throughput", ylim=(0, 1.2))
+    ax.legend(loc="lower right", fontsize="small")
+    return fig
+
+
+# The latencies `latency_bars` shows, and their names on the chart.
+LATENCIES = {"p50_ms": "p50 measured", "p95_ms": "p95 measured", "predicted_ms": "mean predicted (users / rps)"}
+
+
+def latency_bars(frame: pd.DataFrame, title: str, ax=None) -> plt.Figure:
+    """Measured p50 and p95 beside the model's mean latency, one group of bars per pattern."""
+    fig, ax = _axes(ax)
+    tidy = frame.rename(columns=LATENCIES).melt(
+        id_vars=["pattern"], value_vars=list(LATENCIES.values()), var_name="what"
+    )
+    sns.barplot(tidy, x="pattern", y="value", hue="what", ax=ax, palette=["#4c72b0", "#dd8452", "#c4c4c4"])
+    ax.set(title=title, xlabel="endpoint (pattern)", ylabel="latency (ms)")
+    ax.legend(title=None, fontsize="small")
     return fig

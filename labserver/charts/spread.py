@@ -39,6 +39,26 @@ def busiest_share(served: dict) -> float:
     return max(served.values()) / total if total else math.nan
 
 
+def busiest_shares(spread: pd.DataFrame) -> pd.Series:
+    """Per run with more than one worker, the busiest worker's share of its requests (from per_worker's rows)."""
+    return spread[spread["workers"] > 1].groupby("run_id")["share"].max()
+
+
+def all_served(runs: pd.DataFrame, up_to: int) -> float:
+    """The share of the runs with at most `up_to` workers in which every worker served requests (nan: no such run)."""
+    some = runs[runs["workers"] <= up_to]
+    return (some["workers_seen"] == some["workers"]).mean()
+
+
+def left_idle(runs: pd.DataFrame, label: str = "workload") -> list[str]:
+    """One line for each run in which some worker served no request: the kernel gave every connection to the others."""
+    return [
+        f"{getattr(run, label)}, {run.workers} workers: only {run.workers_seen} served requests in one run "
+        f"({run.rps:.0f} req/s): the kernel gave every connection to the others"
+        for run in runs[runs["workers_seen"] < runs["workers"]].itertuples()
+    ]
+
+
 def bars(spread: pd.DataFrame, title: str, panel: str = "pattern") -> plt.Figure:
     """Requests per worker pid, summed over a panel's runs: one panel per `panel` value, one group per `workers`.
 

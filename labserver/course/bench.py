@@ -141,7 +141,7 @@ def lesson_walls(executed: Path, since: float) -> dict[str, float]:
 
 
 def targets(report: dict) -> list[tuple[str, float, str, bool]]:
-    """Each target of issue 5 as (what, measured, target, met), for the parts that were measured."""
+    """Each of the bench's targets as (what, measured, target, met), for the parts that were measured."""
     out = []
     if report.get("harness"):
         near = [r for r in report["harness"] if r["predicted_rps"] <= TARGETS["ratio_up_to_rps"]]

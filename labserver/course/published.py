@@ -37,6 +37,9 @@ SEED_001_BLOCKING = {"failed": 8089, "requests": 9992}  # time.sleep inside asyn
 SEED_001_SELECT_RPS = {"sync": 1123.60, "async": 2007.86}  # PostgreSQL SELECT, sync vs async pool
 # Its FIB sweep at 32 VUs, two queries then fib(FIB): req/s as (sync, async) by FIB.
 SEED_001_SWEEP_RPS = {15: (648.88, 940.16), 20: (405.23, 543.21), 25: (85.25, 102.00), 30: (8.80, 10.00)}
+SEED_001_SWEEP_USERS = 32  # its k6 VUs in that sweep ("Workers = 1, VU = 32")
+# The FIB depths of that sweep at which the CPU was all that mattered ("FIB=25 (CPU 100%)" and FIB=30).
+SEED_001_CONVERGED_FIB = (25, 30)
 
 
 def ratio(pair: dict, top, bottom) -> float:

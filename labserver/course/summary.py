@@ -14,6 +14,7 @@ import pandas as pd
 from labserver.course.published import HEADLINES, Headline
 
 GOOD = 0.25  # a run within ±25% of its prediction counts as explained by the model
+CLOSE = 1.5  # a headline of ours within 1.5× of the article's, either way, counts as carried over
 
 
 def _lesson(runs: pd.DataFrame, prefix: str) -> pd.DataFrame:
@@ -43,10 +44,12 @@ def select(runs: pd.DataFrame, where: dict, near: dict) -> pd.DataFrame:
     return rows
 
 
-def headlines(runs: pd.DataFrame, published: list[Headline] | None = None) -> pd.DataFrame:
-    """Each published headline beside the same ratio from our runs (NaN, with a note, where we have none)."""
+def headlines(runs: pd.DataFrame, published: list[Headline] | None = None, seed: str | None = None) -> pd.DataFrame:
+    """Each published headline (article `seed`'s only, if given) beside the same ratio from our runs, NaN where none."""
     out = []
     for h in published or HEADLINES:
+        if seed is not None and h.seed != seed:
+            continue
         mine = _lesson(runs, h.lesson)
         top = select(mine, h.numerator, h.near)
         bottom = select(mine, h.denominator, h.near) if h.denominator is not None else None
@@ -132,3 +135,18 @@ def lesson_runs(runs: pd.DataFrame, prefixes: list[str] | tuple[str, ...] = ()) 
         return runs.iloc[0:0]
     named = runs[runs["lesson"].notna() & (runs["lesson"].astype(str) != "")]
     return named[named["lesson"].astype(str).str.startswith(tuple(prefixes))] if prefixes else named
+
+
+def title(ratios: pd.Series, medians: pd.Series, heads: pd.DataFrame) -> str:
+    """Lesson 99's finding: the share of valid runs the model explains, and how many headlines carried over.
+
+    `ratios` is every valid run's measured / predicted (`valid_ratios`), `medians` each lesson ×
+    pattern's median of them (`patterns`), `heads` the table of `headlines`.
+    """
+    shown = heads.dropna(subset=["ours"])
+    near = ((ratios - 1).abs() <= GOOD).mean()
+    close = ((shown["ours / published"] > 1 / CLOSE) & (shown["ours / published"] < CLOSE)).sum()
+    return (
+        f"{near:.0%} of {len(ratios)} valid runs land within ±{GOOD:.0%} of the model (median of the experiments "
+        f"{medians.median():.2f});\n{close} of {len(shown)} headlines come out within {CLOSE:g}× of the published ones"
+    )

@@ -30,7 +30,7 @@ from labserver.demo.settings import Settings
 from labserver.demo.work import check_bounds
 from labserver.harness import procs, results
 from labserver.harness.collect import save_plan
-from labserver.harness.launcher import LabServer, ServerError
+from labserver.harness.launcher import LabServer, ServerError, running
 from labserver.harness.meters import CpuMeter, MachineMeter
 from labserver.harness.plan import Meters, Options, Outcome, Stage
 from labserver.paths import LOCUSTFILES, ROOT
@@ -241,3 +241,30 @@ def sweep(server: LabServer, patterns: list[str], users: list[int], lesson: str 
     work = {k: load.pop(k) for k in ("tasks", "io_ms", "cpu_n") if k in load}
     runs = [{"pattern": p, "users": u, **work} for p in patterns for u in users]
     return pd.DataFrame([r.row for r in run_plan(server, runs, lesson=lesson, **load)])
+
+
+def run_plans(
+    plans: list[list[tuple[str, int]]],
+    settings: dict,
+    lesson: str | None = None,
+    duration_s: int = 5,
+    tasks: int = 1,
+    io_ms: int = 0,
+    cpu_n: int = 0,
+    **load,
+) -> dict[tuple[str, int], results.RunResult]:
+    """Each plan of (pattern, users) runs on a fresh server of its own, with one Locust process per plan.
+
+    For runs that leave a queue behind: a blocked worker still owes the requests its users
+    abandoned when Locust stopped, and would start the next run late. Only the last run of a
+    plan may do so. The servers, all of `settings` (LabServer's), start and stop together, so
+    their start-ups overlap. Every run shares `tasks`, `io_ms` and `cpu_n`; `load` is run_plan's.
+    Returns each run's RunResult by (pattern, users).
+    """
+    measured = {}
+    with running([LabServer(**settings) for _ in plans]) as servers:
+        for plan, server in zip(plans, servers, strict=True):
+            stages = [dict(pattern=p, users=u, tasks=tasks, io_ms=io_ms, cpu_n=cpu_n) for p, u in plan]
+            done = run_plan(server, stages, duration_s=duration_s, lesson=lesson, **load)
+            measured |= dict(zip(plan, done, strict=True))
+    return measured

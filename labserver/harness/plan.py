@@ -92,3 +92,12 @@ class Outcome:
     meters: Meters | None
     started_at: datetime
     server_log: str | None = None  # the dead server's log, if one died
+
+
+def mirrored(items: list, rounds: int) -> list[tuple[int, Any]]:
+    """(round, item) for `rounds` rounds, every other round in reverse: a, b, c, c, b, a, ...
+
+    A machine's speed drifts during a plan; measured in mirrored order, each item is measured
+    early and late alike, so the drift falls on every item about equally.
+    """
+    return [(r, item) for r in range(rounds) for item in (items if r % 2 == 0 else items[::-1])]

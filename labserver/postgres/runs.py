@@ -15,9 +15,11 @@ import urllib.request
 
 import pandas as pd
 
+from labserver.demo.settings import Settings
 from labserver.harness.launcher import LabServer
 from labserver.harness.load import DURATION_MAX_S, check_load, run_plan
 from labserver.harness.meters import tree_seconds
+from labserver.postgres import data
 from labserver.theory import pools
 from labserver.theory.model import cpu_ms
 
@@ -159,3 +161,53 @@ def sweep(
     """`plan`'s runs, measured in one Locust run (run_plan); one tidy row per run (see `frame`)."""
     runs = plan(server, endpoints, users, base, io_ms, cpu_n, load.get("duration_s", 5), load.get("warmup_s", 1.0))
     return frame(run_plan(server, runs, lesson=lesson, **load))
+
+
+Part = tuple[list[str], int, int, list[int] | int]  # (endpoints, users, io_ms, cpu_n or depths), as predict_frame
+
+
+def check(plan: list[Part], duration_s: int, scale: float, threads: int, db_pool: int) -> None:
+    """Lesson 07's parameters, before any process starts: ValueError says what to change.
+
+    The server's settings, the data's scale, every run of `plan` at `duration_s` (the longest a
+    part asks for), and the sweep's depths: at least two, to see the two versions converge.
+    """
+    Settings(threads=threads, db_pool=db_pool).check()
+    data.rows(scale)
+    for endpoints, users, io_ms, cpu_n in plan:
+        for endpoint in endpoints:
+            for n in cpu_n if isinstance(cpu_n, list) else [cpu_n]:
+                check_load(endpoint, users, duration_s, 1, io_ms, n)
+    for *_, cpu_n in plan:
+        if isinstance(cpu_n, list) and len(cpu_n) < 2:
+            raise ValueError(f"sweep_cpu_n needs at least two depths, got {cpu_n!r}")
+
+
+def run_parts(
+    server: LabServer, parts: dict[str, list[dict]], lesson: str | None = None, **load
+) -> dict[str, pd.DataFrame]:
+    """Every part's runs (see `plan`) in one Locust process, on whichever server each run names; a frame per part.
+
+    One process for them all pays Locust's start-up once; the parts keep their own tidy frames
+    (see `frame`), in the order given. `load` is run_plan's (warmup_s, ...).
+    """
+    done = iter(run_plan(server, [run for runs in parts.values() for run in runs], lesson=lesson, **load))
+    return {name: frame([next(done) for _ in runs]) for name, runs in parts.items()}
+
+
+def by_server(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The same runs on servers of different settings side by side: req/s and CPU per request, sync and async.
+
+    `frames` maps a server's label (e.g. "pinned to CPU 1") to its runs, one per driver (see `frame`).
+    """
+    both = pd.concat([runs.assign(server=label) for label, runs in frames.items()])
+    wide = both.pivot_table(index="server", columns="driver", values=["rps", "server_ms"], sort=False)
+    return pd.DataFrame(
+        {
+            "sync req/s": wide[("rps", "sync")],
+            "async req/s": wide[("rps", "async")],
+            "async / sync": wide[("rps", "async")] / wide[("rps", "sync")],
+            "sync CPU ms per request": wide[("server_ms", "sync")],
+            "async CPU ms per request": wide[("server_ms", "async")],
+        }
+    )

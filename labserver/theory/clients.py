@@ -152,3 +152,47 @@ def pick(frame: pd.DataFrame, column: str, **where) -> float:
     for key, value in where.items():
         rows = rows[rows[key] == value]
     return float(rows[column].median()) if len(rows) else math.nan
+
+
+@dataclass(frozen=True)
+class Findings:
+    """The figures lesson 06's titles and claims quote: medians over the matching runs, NaN where none ran."""
+
+    low: int  # the fewest requests in flight: the client has CPU to spare
+    high: int  # the most requests in flight
+    big: int  # the most requests sent
+    calm: pd.DataFrame  # `speedups` of the runs with `low` in flight
+    loop_ratio: float  # the loop's measured / predicted
+    pool_rps: float  # the requests thread pool, `high` threads, `big` requests, both endpoints: req/s
+    pool_cpu: float  # ... and its client CPU, in cores
+    pool_async: float  # ... on the async endpoint alone: req/s
+    aio: dict[str, float]  # aiohttp, `high` in flight, `big` requests: req/s per endpoint (pattern)
+    aio_model: dict[str, float]  # ... and the model's
+    requests_ms: float  # client CPU per request with requests, in ms
+    aiohttp_ms: float  # ... and with aiohttp
+
+    @property
+    def model_gap(self) -> float:
+        """How many times the requests the model expects aiohttp to get from the async endpoint over the sync one."""
+        return self.aio_model["sequential"] / self.aio_model["threadpool"]
+
+
+def findings(frame: pd.DataFrame, patterns: list[str], concurrency: list[int], counts: list[int]) -> Findings:
+    """Lesson 06's figures from its runs: the calm runs' speedups, the loop, and both libraries at the top load."""
+    low, high, big = min(concurrency), max(concurrency), max(counts)
+    speed = speedups(frame)
+    top = {"users": high, "requests": big}  # the most in flight, the most requests sent
+    return Findings(
+        low=low,
+        high=high,
+        big=big,
+        calm=speed[speed["users"] == low],
+        loop_ratio=pick(frame, "ratio", client="loop"),
+        pool_rps=pick(frame, "rps", client="threadpool", **top),
+        pool_cpu=pick(frame, "client_cpu", client="threadpool", **top),
+        pool_async=pick(frame, "rps", client="threadpool", pattern="sequential", **top),
+        aio={p: pick(frame, "rps", client="aiohttp", pattern=p, **top) for p in patterns},
+        aio_model={p: pick(frame, "predicted_rps", client="aiohttp", pattern=p, **top) for p in patterns},
+        requests_ms=pick(frame, "client_ms", library="requests"),
+        aiohttp_ms=pick(frame, "client_ms", library="aiohttp"),
+    )

@@ -4,19 +4,31 @@ A worker process runs Python under one GIL, so its threads and its event loop sh
 core between them; only a process pool, or more `--workers`, adds cores. Each run's
 `server_cpu` (cores used by the whole server tree, pool children included) divided by
 what the pattern can use says whether the CPU was the bottleneck. Introduced in lesson
-03_cpu_bound, used again in 04_workers.
+03_cpu_bound (with where, in a sweep of fib's depth, the CPU takes over from the I/O), used
+again in 04_workers.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 
 import pandas as pd
+
+from labserver.theory import model
 
 # A process (or a server) using this share of the CPU it may use has no more to give: it is CPU-bound.
 # A load generator or client that busy measures itself, not the server.
 SATURATED = 0.9
 CPU_LIMITS = ("cores", "GIL")  # model.predict's names for a CPU bottleneck start with these
+PHI = (1 + 5**0.5) / 2  # fib(n) costs about PHI × fib(n - 1): it makes fib(n - 1) + fib(n - 2) calls
+# Lesson 03's words for where each pattern computes its requests, in the order it names them.
+WHERE = {
+    "threadpool": ("thread pool", "{users} requests in {users} threads"),
+    "sequential": ("async", "{users} requests on one event loop"),
+    "processpool": ("pool", "{users} requests, {cores} processes"),
+}
 
 
 def usable(pattern: str, workers: int = 1, procs: int = 0, cores: int | None = None) -> int:
@@ -36,8 +48,15 @@ def usage(frame: pd.DataFrame, cores: int | None = None) -> pd.DataFrame:
     out = frame.copy()
     out["usable_cores"] = [usable(r.pattern, r.workers, r.procs, cores) for r in frame.itertuples()]
     out["busy"] = out["server_cpu"] / out["usable_cores"]
-    out["cpu_ms_per_request"] = out["server_cpu"] / out["rps"] * 1000
+    # the harness computes it once per run (`server_ms`); frames made by hand may lack it
+    by_hand = "server_ms" not in frame
+    out["cpu_ms_per_request"] = frame["server_cpu"] / frame["rps"] * 1000 if by_hand else frame["server_ms"]
     return out
+
+
+def share_busy(frame: pd.DataFrame, by: str = "pattern", how: str = "mean", cores: int | None = None) -> pd.Series:
+    """The share of its usable cores each `by` group of runs kept busy: their mean, or with how="min" the least."""
+    return usage(frame, cores).groupby(by)["busy"].agg(how)
 
 
 def cpu_bound(frame: pd.DataFrame, at: float = SATURATED, cores: int | None = None) -> pd.Series:
@@ -57,6 +76,98 @@ def ceiling_rps(frame: pd.DataFrame, cores: int | None = None) -> pd.Series:
     """
     u = usage(frame, cores)
     return u["usable_cores"] / (u["cpu_ms_per_request"] / 1000)
+
+
+def in_words(runs: pd.DataFrame, users: int, cores: int, cpu_n: int, fib_ms: float) -> str:
+    """Lesson 03's GIL in words: per pattern, the cores its server kept busy and the CPU each request cost.
+
+    Means over each pattern's `runs` (its rounds); `fib_ms` is fib(cpu_n) timed in the notebook
+    (model.cpu_ms), to set beside what the server paid for each request.
+    """
+    mean = usage(runs).groupby("pattern")[["server_cpu", "cpu_ms_per_request"]].mean()
+    lines = [
+        f"{label + ':':<12} {where.format(users=users, cores=cores)} kept {mean.loc[p, 'server_cpu']:.2f} cores "
+        f"busy, {mean.loc[p, 'cpu_ms_per_request']:.1f} ms of CPU per request"
+        for p, (label, where) in WHERE.items()
+    ]
+    lines.append(
+        f"fib({cpu_n}) alone, timed in this notebook: {fib_ms:.1f} ms; "
+        f"the GIL is handed over every {sys.getswitchinterval() * 1000:.0f} ms"
+    )
+    return "\n".join(lines)
+
+
+def crossing_ms(io_ms: float, users: int) -> float:
+    """The CPU per request, in ms, at which one core's cap 1 / cpu meets Little's law's users / (io + cpu).
+
+    users × cpu = io + cpu there; a single user never keeps the core busy while it waits (inf).
+    """
+    return io_ms / (users - 1) if users > 1 else math.inf
+
+
+def fib_depth(ms: float, n: int, n_ms: float) -> float:
+    """The (fractional) depth at which fib costs `ms`, from fib(n)'s cost `n_ms`; nan unless both are positive, finite.
+
+    Each level of fib costs about PHI times the one below it, so the depth is n + log_PHI(ms / n_ms).
+    """
+    if not (0 < ms < math.inf and 0 < n_ms < math.inf):
+        return math.nan
+    return n + math.log(ms / n_ms) / math.log(PHI)
+
+
+def takeover(curve: pd.DataFrame, at: float = SATURATED, cores: int | None = None) -> tuple[int, int] | None:
+    """In a sweep of cpu_n, the deepest fib measured I/O-bound and the shallowest measured CPU-bound.
+
+    None when the sweep has runs on one side only: it did not cross from I/O to CPU.
+    """
+    bound = cpu_bound(curve, at, cores)
+    io_side, cpu_side = curve.loc[~bound, "cpu_n"], curve.loc[bound, "cpu_n"]
+    if io_side.empty or cpu_side.empty:
+        return None
+    return int(io_side.max()), int(cpu_side.min())
+
+
+def check_workers(workers: list[int]) -> list[int]:
+    """`workers` if the counts to compare are distinct, increasing and start at 1 (the baseline), else ValueError."""
+    if sorted(set(workers)) != list(workers) or 1 not in workers:
+        raise ValueError(f"workers must be increasing, distinct and start at 1, got {workers!r}")
+    return workers
+
+
+def around(workers: list[int], cores: int) -> tuple[int, int | None]:
+    """The most workers that still get a core each, and the first count that does not (None when every count does).
+
+    `workers` must hold 1 (check_workers): one worker always gets a core.
+    """
+    return max(w for w in workers if w <= cores), next((w for w in workers if w > cores), None)
+
+
+def predict_workers(pattern: str, workers: list[int], workloads: dict[str, dict]) -> pd.DataFrame:
+    """The model's req/s and bottleneck for `pattern` at each worker count, on each named workload.
+
+    A workload is model.predict's keywords, `users` included, e.g. {"users": 20, "cpu_n": 25}.
+    """
+    rows = []
+    for w in workers:
+        for name, load in workloads.items():
+            p = model.predict(pattern, workers=w, **load)
+            rows.append((w, name, load["users"], p.rps, p.bottleneck))
+    return pd.DataFrame(rows, columns=["workers", "workload", "users", "predicted_rps", "bottleneck"])
+
+
+def headroom(run: pd.Series, ceiling: float, cores: int) -> str:
+    """How far an I/O-bound run was from its server's CPU ceiling, and the CPU Locust would need to drive it there.
+
+    `ceiling` is the run's ceiling_rps; Locust's CPU is taken to grow in proportion to the rate it drives.
+    """
+    workers = int(run.workers)  # a row of floats alone keeps 1 as 1.0
+    return (
+        f"I/O-bound, {workers} worker{'s' if workers != 1 else ''}: {run.rps:.0f} req/s cost its loop "
+        f"{run.server_cpu:.2f} cores ({run.server_ms:.2f} ms per request): that loop would run out of CPU "
+        f"near {ceiling:,.0f} req/s, {ceiling / run.rps:.1f}× this rate.\n"
+        f"Locust used {run.locust_cpu:.2f} cores to send those {run.rps:.0f} req/s; at {ceiling:,.0f} "
+        f"it would need about {run.locust_cpu * ceiling / run.rps:.1f}, on a machine with {cores}."
+    )
 
 
 def thread_cost(cpu_n: int, threads: int, calls: int | None = None) -> float:

@@ -190,3 +190,19 @@ def with_server_cpu(frame: pd.DataFrame, server_ms: float) -> pd.DataFrame:
     out["bottleneck"] = [p.bottleneck for p in new]
     out["ratio"] = out["rps"] / out["predicted_rps"]
     return out
+
+
+def predict_against(patterns: list[str], rps: dict[str, float], users: int, **kw) -> pd.DataFrame:
+    """The model's prediction for `users` beside req/s measured elsewhere (an article's table), and their ratio.
+
+    `rps` maps each pattern to its measured req/s; `kw` is the rest of that setting, as `predict` takes it.
+    """
+    out = predict_frame(patterns, [users], **kw)
+    out["rps"] = out["pattern"].map(rps)
+    out["ratio"] = out["rps"] / out["predicted_rps"]
+    return out
+
+
+def furthest(ratios: pd.Series, target: float = 1.0) -> float:
+    """The value of `ratios` furthest from `target`, either way: the worst fit among measured / predicted."""
+    return float(ratios.iloc[(ratios - target).abs().argmax()])

@@ -11,6 +11,7 @@ bottleneck law give X = min(users, slots) / S, and the worker's one core caps it
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -19,6 +20,7 @@ from labserver.demo.routes import SHOP as ENDPOINTS
 from labserver.theory.model import Prediction, cpu_ms
 
 QUERIES = {"select": 1, "simulation": 2}  # connections one request holds at once
+CONVERGED = 0.15  # async / sync within this of 1: the two versions serve alike
 
 
 def driver(endpoint: str) -> str:
@@ -82,7 +84,7 @@ def fib_share(frame: pd.DataFrame) -> pd.Series:
     return 1 - frame["pattern"].map(rest) / cpu
 
 
-def converges_at(ratios: dict[int, float], tolerance: float = 0.15) -> int | None:
+def converges_at(ratios: dict[int, float], tolerance: float = CONVERGED) -> int | None:
     """The shallowest depth from which async / sync stays within `tolerance` of 1 at every deeper depth."""
     found = None
     for depth in sorted(ratios, reverse=True):
@@ -95,3 +97,16 @@ def converges_at(ratios: dict[int, float], tolerance: float = 0.15) -> int | Non
 def cpu_takes_over(depths: list[int], overhead_ms: float) -> int | None:
     """The shallowest depth at which fib(depth) costs more CPU than the rest of the request (`overhead_ms`)."""
     return next((n for n in sorted(depths) if cpu_ms(n) >= overhead_ms), None)
+
+
+def pool_headroom(bounds: Mapping[str, float], rps: float) -> float:
+    """The smaller of a sync endpoint's two pool bounds (see `limits`) over its measured req/s.
+
+    Far above 1, neither the thread pool nor the connection pool is what holds it back.
+    """
+    return min(bounds["thread pool"], bounds["connection pool"]) / rps
+
+
+def async_over_sync(pairs: Mapping[int, tuple[float, float]]) -> pd.Series:
+    """async / sync throughput by depth, from (sync, async) req/s pairs such as seed 001's FIB sweep."""
+    return pd.Series({depth: async_rps / sync_rps for depth, (sync_rps, async_rps) in pairs.items()})

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -30,6 +31,8 @@ from labserver.checks import positive, whole
 # A request that ends within this of its deadline counts as answered: float sums of
 # service times (0.1 + 0.1 + ...) must not turn an exact tie into a timeout.
 TIE_S = 1e-9
+# A client timeout no run outlasts: every request waits for its answer.
+NO_TIMEOUT_S = 1e9
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,57 @@ def predict_timeouts(
         goodput_rps=(len(outcomes) - failures) / window_s,
         served_rps=sum(warmup_s <= o.served <= duration_s for o in every) / window_s,
     )
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """What the model says of a timeout run before it runs: the queue, the floor and a fair queue's run."""
+
+    queue_s: float  # users × service_s / workers: how long a request waits once every user has one queued
+    timeout_s: float
+    floor: float  # the least share of requests that must fail, whatever the order (failure_floor)
+    fair: TimeoutPrediction  # a fair worker's run, first come first served (predict_timeouts)
+
+    def frame(self) -> pd.DataFrame:
+        """One row to show beside the run: the queue, the timeout, the floor and the fair queue's failure rate."""
+        return pd.DataFrame(
+            {
+                "queue_s": [self.queue_s],
+                "timeout_s": [self.timeout_s],
+                "floor (any order)": [self.floor],
+                "fair queue, this run": [self.fair.failure_rate],
+            }
+        )
+
+
+def outlook(
+    users: int, service_s: float, timeout_s: float, duration_s: float, workers: int = 1, warmup_s: float = 1.0
+) -> Outlook:
+    """The queue, the floor and a fair queue's run of `duration_s` for `users` behind a blocked loop."""
+    return Outlook(
+        queue_s=queue_s(users, service_s, workers),
+        timeout_s=timeout_s,
+        floor=failure_floor(users, service_s, timeout_s, workers),
+        fair=predict_timeouts(users, service_s, timeout_s, duration_s, workers, warmup_s),
+    )
+
+
+def users_answered(users: int, service_s: float, duration_s: float, workers: int = 1) -> int:
+    """How many of `users` a fair queue answers at least once within `duration_s`, with no client timeout.
+
+    A blocked worker answers one request per `service_s`: first come, first served, it reaches
+    every user only if the queue (users × service_s / workers) fits in the run.
+    """
+    return len({o.user for o in simulate(users, service_s, NO_TIMEOUT_S, duration_s, workers)})
+
+
+def goodput(row: Mapping) -> float:
+    """Requests answered per second in a measured run's row: what the users got, timeouts left out.
+
+    A load generator counts a timed-out request as a finished one, so the row's `rps` grows as
+    the timeout shrinks; answered requests per second never exceed the worker's cap.
+    """
+    return (row["requests"] - row["failures"]) / row["window_s"]
 
 
 def history(outcomes: list[Outcome]) -> pd.DataFrame:

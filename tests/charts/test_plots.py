@@ -65,3 +65,48 @@ def test_save_only_when_a_batch_asks(runs, tmp_path, monkeypatch):
     path = plots.save(fig, "00_x", "p95 at 80 users")
     assert path == tmp_path / "00_x" / "p95_at_80_users.png"
     assert path.stat().st_size > 0
+
+
+def test_generator_cpu_marks_saturation_at_the_shared_threshold(runs):
+    runs["client"] = "fast"
+    ax = plots.generator_cpu(runs, title="t").axes[0]
+    assert "saturated (90% of a core)" in _labels(ax)
+    assert [line.get_ydata()[0] for line in ax.lines if line.get_label().startswith("saturated")] == [0.9]
+
+
+def test_throughput_bounds_adds_littles_law_and_one_workers_ceiling(runs):
+    runs["client"], runs["little_rps"] = "fast", [100.0, 800.0, 100.0, 800.0]
+    fast = runs[runs["pattern"] == "sequential"]
+    ax = plots.throughput_bounds(runs, "one worker tops out near 4,000", little=fast, ceiling_rps=4000.0).axes[0]
+    assert ax.get_title() == "one worker tops out near 4,000"
+    assert {"fast measured", "fast predicted", "Little's law alone", "one worker's ceiling, 1 / D"} <= set(_labels(ax))
+    ceiling = next(line for line in ax.lines if line.get_label() == "one worker's ceiling, 1 / D")
+    assert list(ceiling.get_ydata()) == [4000.0, 4000.0]
+
+
+def test_process_cpu_shows_the_server_and_locust_against_saturation(runs):
+    runs["client"], runs["server_cpu"] = "fast", [0.1, 0.4, 0.1, 0.8]
+    ax = plots.process_cpu(runs, title="t").axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("measured throughput (req/s)", "CPU (cores)")
+    assert {"server (1 worker)", "Locust", "saturated (90% of a core)"} <= set(_labels(ax))
+
+
+def test_mark_draws_a_labelled_line_at_x(runs):
+    fig = plots.mark(plots.throughput(runs, title="t"), 40, "40 threads")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.texts] == ["40 threads"]
+    assert any(list(line.get_xdata()) == [40, 40] for line in ax.lines)
+
+
+def test_ratio_bars_put_each_source_against_the_model(runs):
+    runs["ratio"] = runs["rps"] / runs["predicted_rps"]
+    both = pd.concat([runs.assign(source="article"), runs.assign(source="ours")])
+    ax = plots.ratio_bars(both, title="t").axes[0]
+    assert ax.get_ylabel() == "measured / predicted throughput" and ax.get_ylim() == (0, 1.2)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["article", "ours"]
+
+
+def test_latency_bars_show_p50_p95_and_the_predicted_mean(runs):
+    ax = plots.latency_bars(runs[runs["users"] == 80], title="t").axes[0]
+    assert ax.get_ylabel() == "latency (ms)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(plots.LATENCIES.values())

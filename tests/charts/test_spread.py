@@ -77,3 +77,38 @@ def test_a_real_run_names_the_worker_of_every_request():
     assert sum(served.values()) == row["requests"]  # every request measured carries its worker's pid
     assert set(served) <= workers  # ... and it is one of this server's processes
     assert row["workers_seen"] == len(served) >= 1
+
+
+def test_busiest_shares_per_run_with_more_than_one_worker():
+    tidy = spread.per_worker(pd.concat([_runs(), _runs().assign(run_id=["c", "d"])], ignore_index=True))
+    shares = spread.busiest_shares(tidy)
+    assert list(shares.index) == ["a", "c"]  # b and d had one worker: nothing to spread
+    assert list(shares) == pytest.approx([0.75, 0.75])
+
+
+def _seen():
+    return pd.DataFrame(
+        [
+            {"workload": "CPU-bound", "workers": 1, "workers_seen": 1, "rps": 50.0},
+            {"workload": "CPU-bound", "workers": 2, "workers_seen": 2, "rps": 100.0},
+            {"workload": "I/O-bound", "workers": 2, "workers_seen": 1, "rps": 980.4},
+            {"workload": "I/O-bound", "workers": 3, "workers_seen": 2, "rps": 990.0},
+        ]
+    )
+
+
+def test_all_served_counts_the_runs_up_to_the_cores():
+    assert spread.all_served(_seen(), up_to=2) == pytest.approx(2 / 3)
+    assert spread.all_served(_seen(), up_to=1) == 1.0
+    assert math.isnan(spread.all_served(_seen().iloc[:0], up_to=2))
+
+
+def test_left_idle_names_each_run_a_worker_sat_out():
+    notes = spread.left_idle(_seen())
+    assert notes == [
+        "I/O-bound, 2 workers: only 1 served requests in one run (980 req/s): the kernel gave every connection to "
+        "the others",
+        "I/O-bound, 3 workers: only 2 served requests in one run (990 req/s): the kernel gave every connection to "
+        "the others",
+    ]
+    assert spread.left_idle(_seen().iloc[:2]) == []

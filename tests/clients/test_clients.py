@@ -172,6 +172,44 @@ def test_pick_is_nan_when_nothing_matches():
     assert math.isnan(pick(runs, "rps", client="aiohttp"))
 
 
+def _lesson_runs() -> pd.DataFrame:
+    """Lesson 06's runs in small: per endpoint, a loop, then each library at 10 and at 100 in flight."""
+    columns = ["pattern", "client", "library", "users", "requests", "rps", "predicted_rps", "client_cpu", "client_ms"]
+    rows = [
+        ("threadpool", "loop", "requests", 1, 100, 18.0, 20.0, 0.05, 2.0),
+        ("threadpool", "threadpool", "requests", 10, 100, 170.0, 200.0, 0.2, 3.0),
+        ("threadpool", "threadpool", "requests", 100, 1000, 320.0, 700.0, 0.95, 3.0),
+        ("threadpool", "aiohttp", "aiohttp", 10, 100, 170.0, 200.0, 0.2, 0.5),
+        ("threadpool", "aiohttp", "aiohttp", 100, 1000, 630.0, 700.0, 0.2, 0.5),
+        ("sequential", "loop", "requests", 1, 100, 18.0, 20.0, 0.05, 2.0),
+        ("sequential", "threadpool", "requests", 10, 100, 170.0, 200.0, 0.2, 3.0),
+        ("sequential", "threadpool", "requests", 100, 1000, 320.0, 1800.0, 0.95, 3.0),
+        ("sequential", "aiohttp", "aiohttp", 10, 100, 170.0, 200.0, 0.2, 0.5),
+        ("sequential", "aiohttp", "aiohttp", 100, 1000, 1620.0, 1800.0, 0.2, 0.5),
+    ]
+    runs = _runs([dict(zip(columns, row, strict=True)) for row in rows])
+    return runs.assign(ratio=runs["rps"] / runs["predicted_rps"], bottleneck="x")
+
+
+def test_findings_are_the_figures_lesson_06_quotes():
+    found = clients.findings(_lesson_runs(), ["threadpool", "sequential"], [10, 100], [100, 1000])
+    assert (found.low, found.high, found.big) == (10, 100, 1000)
+    assert set(found.calm["users"]) == {10} and len(found.calm) == 4
+    assert found.calm["speedup"].tolist() == pytest.approx([170 / 18] * 4)
+    assert found.loop_ratio == pytest.approx(0.9)
+    assert (found.pool_rps, found.pool_cpu, found.pool_async) == (320.0, 0.95, 320.0)
+    assert found.aio == pytest.approx({"threadpool": 630.0, "sequential": 1620.0})
+    assert found.aio_model == {"threadpool": 700.0, "sequential": 1800.0}
+    assert found.model_gap == pytest.approx(1800 / 700)
+    assert (found.requests_ms, found.aiohttp_ms) == (3.0, 0.5)  # requests: the median of 2 loops (2.0), 4 pools (3.0)
+
+
+def test_findings_on_partial_runs_are_nan_not_an_error():
+    runs = _lesson_runs()
+    found = clients.findings(runs[runs["client"] != "aiohttp"], ["threadpool", "sequential"], [10, 100], [100, 1000])
+    assert math.isnan(found.aio["sequential"]) and math.isnan(found.aiohttp_ms)
+
+
 # --- real runs against a real server ---------------------------------------------------------
 
 

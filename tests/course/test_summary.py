@@ -122,3 +122,19 @@ def test_a_headline_can_leave_out_runs_on_a_pinned_server():
     ])  # fmt: skip
     seed_001 = next(h for h in published.HEADLINES if h.lesson == "07")
     assert headlines(runs, [seed_001]).iloc[0]["ours"] == pytest.approx(900 / 600)
+
+
+def test_headlines_of_one_article_only():
+    heads = headlines(RUNS, seed="004")
+    assert set(heads["seed"]) == {"004"}
+    assert len(heads) == sum(h.seed == "004" for h in published.HEADLINES)
+
+
+def test_the_title_counts_runs_near_the_model_and_headlines_near_the_articles():
+    ratios = pd.Series([1.0, 0.8, 1.3, 0.5])  # two within ±25%
+    medians = pd.Series([0.9, 1.1, 1.2])
+    heads = pd.DataFrame({"ours": [1.0, 2.0, math.nan, 0.7], "ours / published": [1.4, 1.6, math.nan, 0.6]})
+    assert summary.title(ratios, medians, heads) == (
+        "50% of 4 valid runs land within ±25% of the model (median of the experiments 1.10);\n"
+        "1 of 3 headlines come out within 1.5× of the published ones"
+    )

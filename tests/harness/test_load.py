@@ -1,5 +1,6 @@
 """Load runs: parameters checked before any process starts, and real short Locust runs (slow)."""
 
+import contextlib
 import json
 import os
 import signal
@@ -240,3 +241,39 @@ def test_one_plan_takes_turns_between_servers():
     assert all(r.row["valid"] for r in done), [r.row["problems"] for r in done]
     # 2 threads of 50 ms serve half what 4 users ask of 40
     assert done[0].row["rps"] < 0.75 * done[1].row["rps"]
+
+
+def test_run_plans_gives_each_plan_a_fresh_server_started_with_the_others(monkeypatch):
+    started, sent = [], []
+
+    class StandIn:
+        def __init__(self, **settings):
+            self.settings = settings
+
+    @contextlib.contextmanager
+    def running(servers):
+        started.append(list(servers))
+        yield started[-1]
+
+    def run_plan(server, stages, **kw):
+        sent.append((server, stages, kw))
+        return [f"{s['pattern']}@{s['users']}" for s in stages]
+
+    monkeypatch.setattr(load, "LabServer", StandIn)
+    monkeypatch.setattr(load, "running", running)
+    monkeypatch.setattr(load, "run_plan", run_plan)
+    plans = [[("sequential", 50), ("blocking", 5)], [("blocking", 50)]]
+    measured = load.run_plans(plans, {"workers": 1, "procs": 0}, lesson="05", duration_s=4, tasks=2, io_ms=100)
+    (servers,) = started  # one start for all the servers: their start-ups overlap
+    assert len(servers) == 2 and all(s.settings == {"workers": 1, "procs": 0} for s in servers)
+    assert [server for server, _, _ in sent] == servers  # a server of its own per plan
+    assert sent[0][1] == [
+        dict(pattern="sequential", users=50, tasks=2, io_ms=100, cpu_n=0),
+        dict(pattern="blocking", users=5, tasks=2, io_ms=100, cpu_n=0),
+    ]
+    assert all(kw == {"duration_s": 4, "lesson": "05"} for _, _, kw in sent)
+    assert measured == {
+        ("sequential", 50): "sequential@50",
+        ("blocking", 5): "blocking@5",
+        ("blocking", 50): "blocking@50",
+    }

@@ -170,3 +170,80 @@ def test_frame_gives_each_run_its_driver():
     rows = runs.frame(results)
     assert list(rows["driver"]) == ["sync", "async"]
     assert list(rows["rps"]) == [10.0, 20.0]
+
+
+SELECTS = ["sync_select", "async_select"]
+
+
+def lesson_plan(depths=(15, 20)):
+    """Lesson 07's three parts: slow SELECTs, fast SELECTs, and the fib sweep."""
+    return [
+        (SELECTS, 80, 100, 0),
+        (SELECTS, 1000, 0, 0),
+        (["sync_simulation", "async_simulation"], 32, 0, list(depths)),
+    ]
+
+
+def test_check_passes_the_lesson_s_parameters():
+    runs.check(lesson_plan(), duration_s=5, scale=0.01, threads=40, db_pool=20)
+
+
+@pytest.mark.parametrize(
+    ("change", "name"),
+    [
+        ({"threads": 0}, "threads"),
+        ({"db_pool": 0}, "db_pool"),
+        ({"scale": 2.0}, "scale"),
+        ({"duration_s": 0}, "duration_s"),
+        ({"plan": [(["sync_selcet"], 10, 0, 0)]}, "pattern"),
+        ({"plan": [(SELECTS, 0, 0, 0)]}, "users"),
+        ({"plan": lesson_plan(depths=(15, 99))}, "cpu_n"),
+        ({"plan": lesson_plan(depths=(20,))}, "sweep_cpu_n needs at least two depths"),
+    ],
+)
+def test_check_names_what_to_change(change, name):
+    given = {"plan": lesson_plan(), "duration_s": 5, "scale": 0.01, "threads": 40, "db_pool": 20, **change}
+    with pytest.raises(ValueError, match=name):
+        runs.check(**given)
+
+
+def test_run_parts_sends_every_part_in_one_plan_and_splits_the_results_back(monkeypatch):
+    calls = []
+
+    def run_plan(server, planned, **load):
+        calls.append((server, planned, load))
+        return [SimpleNamespace(row={"pattern": r["pattern"], "users": r["users"]}) for r in planned]
+
+    monkeypatch.setattr(runs, "run_plan", run_plan)
+    on, pinned = object(), object()
+    parts = {
+        "slow": [{"pattern": "sync_select", "users": 80, "server": on}, {"pattern": "async_select", "users": 80}],
+        "pinned": [{"pattern": "async_select", "users": 1000, "server": pinned}],
+    }
+    frames = runs.run_parts(on, parts, lesson="07_database", warmup_s=2)
+    assert len(calls) == 1  # one Locust process for every part
+    server, planned, load = calls[0]
+    assert server is on and planned == parts["slow"] + parts["pinned"]
+    assert load == {"lesson": "07_database", "warmup_s": 2}
+    assert list(frames) == ["slow", "pinned"]
+    assert frames["slow"][["pattern", "users", "driver"]].values.tolist() == [
+        ["sync_select", 80, "sync"],
+        ["async_select", 80, "async"],
+    ]
+    assert frames["pinned"]["driver"].tolist() == ["async"]
+
+
+def test_by_server_sets_the_same_runs_on_two_servers_side_by_side():
+    any_core = pd.DataFrame({"driver": ["sync", "async"], "rps": [1000.0, 1500.0], "server_ms": [0.9, 0.6]})
+    pinned = pd.DataFrame({"driver": ["async", "sync"], "rps": [1600.0, 1250.0], "server_ms": [0.55, 0.72]})
+    table = runs.by_server({"any core": any_core, "pinned to CPU 1": pinned})
+    assert list(table.index) == ["any core", "pinned to CPU 1"]
+    assert list(table.columns) == [
+        "sync req/s",
+        "async req/s",
+        "async / sync",
+        "sync CPU ms per request",
+        "async CPU ms per request",
+    ]
+    assert table.loc["pinned to CPU 1"].tolist() == pytest.approx([1250.0, 1600.0, 1.28, 0.72, 0.55])
+    assert table.at["any core", "async / sync"] == pytest.approx(1.5)

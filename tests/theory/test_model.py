@@ -5,7 +5,16 @@ import math
 import pandas as pd
 import pytest
 
-from labserver.theory.model import closed_loop, cpu_ms, predict, predict_frame, server_cpu_ms, with_server_cpu
+from labserver.theory.model import (
+    closed_loop,
+    cpu_ms,
+    furthest,
+    predict,
+    predict_against,
+    predict_frame,
+    server_cpu_ms,
+    with_server_cpu,
+)
 
 
 def test_threadpool_is_capped_by_its_threads():
@@ -205,3 +214,18 @@ def test_with_server_cpu_predicts_again_and_keeps_the_first_prediction():
     assert out["bottleneck"].iloc[1] == "GIL (one core per worker)"
     assert out["ratio"].iloc[1] == pytest.approx(1900 / out["predicted_rps"].iloc[1])
     assert list(runs["predicted_rps"]) == [100.0, 4000.0]  # the frame passed in is left alone
+
+
+def test_predict_against_sets_measured_req_s_beside_the_model_for_the_same_setting():
+    # seed 003's shape: 2 workers × 40 threads, 500 users, 3 waits of 5 s
+    out = predict_against(["threadpool", "gather"], {"threadpool": 5.0, "gather": 99.0}, 500, tasks=3, io_ms=5000,
+                          threads=40, workers=2)  # fmt: skip
+    assert list(out["pattern"]) == ["threadpool", "gather"] and set(out["users"]) == {500}
+    assert out["predicted_rps"].tolist() == pytest.approx([80 / 15, 100.0])
+    assert out["ratio"].tolist() == pytest.approx([5.0 / (80 / 15), 0.99])
+
+
+def test_furthest_is_the_worst_fit_on_either_side():
+    assert furthest(pd.Series([0.98, 1.03, 0.95, 1.01])) == 0.95
+    assert furthest(pd.Series([0.98, 1.07, 0.95]), target=1.0) == 1.07
+    assert furthest(pd.Series([2.9, 3.0]), target=3.0) == 2.9

@@ -1,8 +1,18 @@
 """The timeout model: a fair worker simulated request by request, and the floor no order can beat."""
 
+import pandas as pd
 import pytest
 
-from labserver.theory.timeouts import failure_floor, history, predict_timeouts, queue_s, simulate
+from labserver.theory.timeouts import (
+    failure_floor,
+    goodput,
+    history,
+    outlook,
+    predict_timeouts,
+    queue_s,
+    simulate,
+    users_answered,
+)
 
 
 def test_queue_is_users_times_service_over_workers():
@@ -93,3 +103,35 @@ def test_bad_input_says_what_to_change(kwargs, word):
 def test_warmup_must_leave_a_window():
     with pytest.raises(ValueError, match="warmup_s"):
         predict_timeouts(10, 0.1, 1.0, duration_s=2.0, warmup_s=2.0)
+
+
+def test_outlook_gathers_the_queue_the_floor_and_a_fair_queue_s_run():
+    seen = outlook(50, 0.1, timeout_s=2.0, duration_s=5.0, workers=1)
+    assert seen.queue_s == queue_s(50, 0.1)
+    assert seen.timeout_s == 2.0
+    assert seen.floor == failure_floor(50, 0.1, 2.0)
+    assert seen.fair == predict_timeouts(50, 0.1, 2.0, 5.0)
+
+
+def test_outlook_frame_is_one_row_in_the_lesson_s_words():
+    seen = outlook(50, 0.1, timeout_s=2.0, duration_s=5.0, workers=2)
+    frame = seen.frame()
+    assert list(frame.columns) == ["queue_s", "timeout_s", "floor (any order)", "fair queue, this run"]
+    assert frame.iloc[0].tolist() == [seen.queue_s, 2.0, seen.floor, seen.fair.failure_rate]
+
+
+def test_outlook_checks_its_input():
+    with pytest.raises(ValueError, match="timeout_s"):
+        outlook(50, 0.1, timeout_s=0, duration_s=5.0)
+
+
+def test_a_fair_queue_answers_every_user_whose_turn_comes_within_the_run():
+    # one request per 0.25 s: 3.9 s reach 15 users, whoever waits behind them is never answered
+    assert users_answered(50, 0.25, duration_s=3.9) == 15
+    assert users_answered(50, 0.25, duration_s=3.9, workers=2) == 30
+    assert users_answered(10, 0.25, duration_s=3.9) == 10  # the queue fits in the run: everyone
+
+
+def test_goodput_leaves_the_timeouts_out():
+    assert goodput({"requests": 120, "failures": 90, "window_s": 3.0}) == pytest.approx(10.0)
+    assert goodput(pd.Series({"requests": 40, "failures": 0, "window_s": 4.0})) == pytest.approx(10.0)

@@ -1,0 +1,82 @@
+"""Cores in pictures: what the GIL lets each pattern keep busy, where the CPU takes over, what workers add.
+
+The figures of lessons 03_cpu_bound and 04_workers (theory.cores has their numbers). Each
+function takes the runs and a title the lesson wrote from its own data, and returns the Figure.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from labserver.charts.plots import COLORS, throughput
+
+# Lesson 03's two endpoints on one chart: fib alone, and fib followed by a sleep.
+ENDPOINT_COLORS = ["#4c72b0", "#dd8452"]
+
+
+def server_cpu(usage: pd.DataFrame, title: str, cores: int) -> plt.Figure:
+    """Cores each run's server kept busy, per pattern, against one core (one GIL) and the machine's cores."""
+    fig, ax = plt.subplots()
+    sns.barplot(usage, x="pattern", y="server_cpu", hue="pattern", palette=COLORS, ax=ax)
+    ax.axhline(1, color="grey", ls=":", lw=1)
+    ax.axhline(cores, color="grey", ls="--", lw=1)
+    ax.annotate("one core", (-0.45, 1), xytext=(0, 3), textcoords="offset points", color="grey")
+    ax.annotate(f"{cores} cores (the machine)", (-0.45, cores), xytext=(0, 3), textcoords="offset points", color="grey")
+    ax.set(title=title, ylabel="server CPU (cores)", ylim=(0, cores * 1.15))
+    return fig
+
+
+def endpoints(runs: pd.DataFrame, title: str) -> plt.Figure:
+    """Mean req/s per pattern, one bar per `endpoint` (e.g. fib alone, fib + sleep) side by side."""
+    fig, ax = plt.subplots()
+    sns.barplot(runs, x="pattern", y="rps", hue="endpoint", palette=ENDPOINT_COLORS, errorbar=None, ax=ax)
+    ax.set(title=title, xlabel="pattern", ylabel="throughput (req/s)")
+    return fig
+
+
+def crossing(curve: pd.DataFrame, title: str, knee_n: float) -> plt.Figure:
+    """Throughput against fib's depth (cpu_n), measured and predicted, with the model's crossing at fib(knee_n).
+
+    No line is drawn when `knee_n` is nan (theory.cores.fib_depth: the caps never cross).
+    """
+    fig = throughput(curve, title=title, x="cpu_n")
+    if math.isfinite(knee_n):
+        ax = fig.axes[0]
+        ax.axvline(knee_n, color="grey", ls=":", lw=1)
+        ax.annotate(
+            f"model: CPU takes over\nnear fib({knee_n:.1f})",
+            (knee_n, 0.95),
+            xytext=(4, -24),
+            xycoords=("data", "axes fraction"),
+            textcoords="offset points",
+            color="grey",
+        )
+    return fig
+
+
+def workers(runs: pd.DataFrame, title: str, cores: int) -> plt.Figure:
+    """Req/s against uvicorn workers, one panel per `workload` (mean over its runs), with the machine's cores marked."""
+    chart = runs.groupby(["workload", "workers"], as_index=False).agg(
+        rps=("rps", "mean"), predicted_rps=("predicted_rps", "mean"), valid=("valid", "all")
+    )
+    panels = sorted(chart["workload"].unique())  # "CPU-bound" before "I/O-bound"
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.5), squeeze=False)
+    for ax, workload in zip(axes[0], panels, strict=True):
+        throughput(chart[chart["workload"] == workload], title=workload, x="workers", hue="workload", ax=ax)
+        ax.axvline(cores, color="grey", ls=":", lw=1)
+        ax.annotate(
+            f"{cores} cores",
+            (cores, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, -14),
+            textcoords="offset points",
+            color="grey",
+        )
+        ax.set_xticks(sorted(runs["workers"].unique()))
+    fig.suptitle(title, fontweight="bold")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,54 @@
+"""Lesson 07's charts: what bounds each driver, and how the async edge fares as fib grows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from labserver.charts import plots
+from labserver.theory.pools import CONVERGED
+
+
+def held_by(bottleneck: Mapping[str, str]) -> str:
+    """What the model says holds each driver back (by `sync` and `async`), in words for a title."""
+    if bottleneck["sync"] == bottleneck["async"]:
+        return f"both held by the {bottleneck['sync']}"
+    return f"sync held by the {bottleneck['sync']}, async by the {bottleneck['async']}"
+
+
+def bounds_chart(panels: Mapping[str, pd.DataFrame], title: str) -> plt.Figure:
+    """Measured beside predicted req/s per driver, one panel per (panel title, runs), each pair over its bottleneck."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.5), squeeze=False)
+    for ax, (name, frame) in zip(axes[0], panels.items(), strict=True):
+        plots.bars(frame, title=name, x="driver", ax=ax)
+        for i, run in enumerate(frame.itertuples()):
+            ax.annotate(
+                run.bottleneck, (i, 0), xytext=(0, 4), textcoords="offset points", ha="center", fontsize="small"
+            )
+    fig.suptitle(title, fontweight="bold")
+    fig.tight_layout()
+    return fig
+
+
+def fib_sweep_chart(
+    sweep: pd.DataFrame, ratios: pd.Series, published: pd.Series, published_label: str, title: str
+) -> plt.Figure:
+    """Throughput against fib depth per driver (log scale), and async / sync by depth beside a published sweep's.
+
+    `ratios` and `published` are async / sync throughput indexed by depth; the grey band is
+    where the two versions count as converged (pools.CONVERGED).
+    """
+    fig, (rps_ax, ratio_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
+    plots.throughput(sweep, title="throughput against fib depth", x="cpu_n", hue="driver", ax=rps_ax)
+    rps_ax.set_yscale("log")  # fib(n) grows about 1.6× per step: a log axis shows every depth
+    rps_ax.set_ylim(sweep["rps"].min() / 2, sweep[["rps", "predicted_rps"]].max().max() * 2)
+    ratio_ax.plot(ratios.index, ratios.values, "o-", label="this machine")
+    ratio_ax.plot(published.index, published.values, "s--", color="grey", label=published_label)
+    ratio_ax.axhspan(1 - CONVERGED, 1 + CONVERGED, color="grey", alpha=0.15, label=f"within {CONVERGED:.0%}: converged")
+    ratio_ax.set(title="async / sync", xlabel="CPU work per request: fib(cpu_n)", ylabel="async / sync throughput")
+    ratio_ax.legend(fontsize="small")
+    fig.suptitle(title, fontweight="bold")
+    fig.tight_layout()
+    return fig

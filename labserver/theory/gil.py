@@ -1,0 +1,79 @@
+"""Where a sync request's extra CPU goes in lesson 07's fib sweep: the GIL's turns, and the rest.
+
+Once both versions keep the worker's core busy, each serves 1 core / its CPU per request, so
+whatever a sync request spends over an async one is throughput lost. Part of it is the sync
+request's own work at any depth (two new threads, hand-offs across cores), part is fib taking
+turns on the GIL on many threads at once (`cores.thread_cost` times that in a quiet process),
+and what neither explains is what the turns cost under load beyond that quiet timing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from labserver.theory.pools import CONVERGED
+
+
+@dataclass(frozen=True)
+class ExtraCpu:
+    """A sync request's CPU over an async one's at the sweep's deepest depth (ms per request), split by cause."""
+
+    shallow: int  # the sweep's shallowest depth: the request without fib, nearly
+    deep: int  # its deepest
+    thread_cost: float  # fib's CPU on many threads over its CPU on one (cores.thread_cost)
+    extra_ms: float  # sync − async at `deep`
+    turns_ms: float  # fib taking turns on the GIL: (thread_cost − 1) × fib's CPU on one thread
+    own_ms: float  # sync − async at `shallow`: the request's own work (threads, hand-offs)
+
+    @property
+    def rest_ms(self) -> float:
+        """What neither the turns nor the request's own work explain."""
+        return self.extra_ms - self.turns_ms - self.own_ms
+
+    def explain(self) -> str:
+        """The split in a sentence, for a sweep where the two versions do not converge."""
+        rest = self.rest_ms
+        unexplained = (
+            f"; {rest:.1f} ms neither explains: under load, with PostgreSQL and Locust on the same cores, "
+            "the turns cost more than in a quiet kernel."
+            if rest > 0
+            else "."
+        )
+        return (
+            f"No convergence within {CONVERGED:.0%} in this sweep: at fib({self.deep}) a sync request cost "
+            f"{self.extra_ms:.1f} ms more CPU than an async one. {self.turns_ms:.1f} ms of it is fib taking turns "
+            f"on the GIL ({self.thread_cost:.2f}× in the timing above); {self.own_ms:.1f} ms is the sync request's "
+            f"own work, as at fib({self.shallow}) (two new threads, GIL turns across cores){unexplained} The turns "
+            "grow with fib: a deeper fib does not close the gap on this machine."
+        )
+
+
+def extra_cpu(sweep: pd.DataFrame, thread_cost: float, fib_ms: float) -> ExtraCpu:
+    """Split the sync version's extra CPU per request at the sweep's deepest depth.
+
+    `sweep` holds one run per `cpu_n` and `driver` (sync, async) with the server's CPU per
+    request (`server_ms`); `fib_ms` is fib's CPU at the deepest depth on one thread.
+    """
+    shallow, deep = int(sweep["cpu_n"].min()), int(sweep["cpu_n"].max())
+    at_shallow, at_deep = (sweep[sweep["cpu_n"] == n].set_index("driver")["server_ms"] for n in (shallow, deep))
+    return ExtraCpu(
+        shallow=shallow,
+        deep=deep,
+        thread_cost=thread_cost,
+        extra_ms=at_deep["sync"] - at_deep["async"],
+        turns_ms=(thread_cost - 1) * fib_ms,
+        own_ms=at_shallow["sync"] - at_shallow["async"],
+    )
+
+
+def explain(sweep: pd.DataFrame, thread_cost: float, fib_ms: float, converged: int | None) -> str:
+    """Why the two versions converge at the deepest depth, or where the sync version's extra CPU goes."""
+    if not converged:  # None: no depth of the sweep where they stay within CONVERGED of each other
+        return extra_cpu(sweep, thread_cost, fib_ms).explain()
+    at_deep = sweep[sweep["cpu_n"] == sweep["cpu_n"].max()].set_index("driver")["server_ms"]
+    return (
+        f"The two converge (within {CONVERGED:.0%}) from fib({converged}) on: the sync version's extra CPU "
+        f"per request ({at_deep['sync'] / at_deep['async']:.2f}×) is small next to fib itself."
+    )

@@ -1,0 +1,19 @@
+"""A plan's order of runs: mirrored rounds, so that a drift in the machine's speed falls on every run alike."""
+
+from labserver.harness.plan import mirrored
+
+
+def test_mirrored_rounds_reverse_every_other_round():
+    assert mirrored(["a", "b", "c"], 2) == [(0, "a"), (0, "b"), (0, "c"), (1, "c"), (1, "b"), (1, "a")]
+    assert [w for _, w in mirrored([1, 2, 3], 3)] == [1, 2, 3, 3, 2, 1, 1, 2, 3]
+
+
+def test_mirrored_one_round_is_the_items_in_order():
+    assert mirrored([1, 2], 1) == [(0, 1), (0, 2)]
+    assert mirrored([1, 2], 0) == []
+
+
+def test_mirrored_leaves_the_items_alone():
+    items = ["a", "b"]
+    mirrored(items, 2)
+    assert items == ["a", "b"]

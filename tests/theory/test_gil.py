@@ -1,0 +1,45 @@
+"""Where a sync request's extra CPU goes in a fib sweep: the GIL's turns, its own work, and the rest."""
+
+import pandas as pd
+import pytest
+
+from labserver.theory import gil
+
+
+def sweep(sync_ms=(3.0, 60.0), async_ms=(1.0, 40.0)) -> pd.DataFrame:
+    """Two depths × two drivers, with the server's CPU per request (ms) as the harness records it."""
+    return pd.DataFrame(
+        {"cpu_n": [15, 15, 28, 28], "driver": ["sync", "async"] * 2,
+         "server_ms": [sync_ms[0], async_ms[0], sync_ms[1], async_ms[1]]}
+    )  # fmt: skip
+
+
+def test_extra_cpu_splits_the_gap_into_turns_own_work_and_the_rest():
+    split = gil.extra_cpu(sweep(), thread_cost=1.1, fib_ms=50.0)
+    assert (split.shallow, split.deep) == (15, 28)
+    assert split.extra_ms == pytest.approx(20.0)  # 60 − 40 at the deepest depth
+    assert split.own_ms == pytest.approx(2.0)  # 3 − 1 at the shallowest
+    assert split.turns_ms == pytest.approx(5.0)  # (1.1 − 1) × 50
+    assert split.rest_ms == pytest.approx(13.0)
+
+
+def test_the_sentence_names_what_neither_explains_only_when_something_is_left():
+    left = gil.extra_cpu(sweep(), thread_cost=1.1, fib_ms=50.0).explain()
+    assert left.startswith("No convergence within 15% in this sweep: at fib(28) a sync request cost 20.0 ms more")
+    assert "13.0 ms neither explains" in left
+    assert "as at fib(15)" in left and "(1.10× in the timing above)" in left
+    nothing_left = gil.extra_cpu(sweep(), thread_cost=1.5, fib_ms=50.0).explain()  # turns 25 ms > the gap
+    assert "neither explains" not in nothing_left
+    assert "(two new threads, GIL turns across cores). The turns grow with fib" in nothing_left
+
+
+def test_explain_says_why_when_the_two_converge():
+    text = gil.explain(sweep(sync_ms=(3.0, 44.0)), thread_cost=1.1, fib_ms=50.0, converged=28)
+    assert text == (
+        "The two converge (within 15%) from fib(28) on: the sync version's extra CPU per request (1.10×) "
+        "is small next to fib itself."
+    )
+
+
+def test_explain_splits_the_extra_cpu_when_they_do_not():
+    assert gil.explain(sweep(), 1.1, 50.0, converged=None) == gil.extra_cpu(sweep(), 1.1, 50.0).explain()

@@ -1,0 +1,46 @@
+"""Lesson 00's ceiling: the runs below the knee, the knee run, and the sentence that reports them."""
+
+import pandas as pd
+
+from labserver.theory import knee
+
+# Little's law puts the first three runs at 250, 1,000 and 2,000 req/s; 800 users ask for 8,000.
+RUNS = pd.DataFrame({
+    "client": ["FastHttpUser"] * 4, "users": [25, 100, 200, 800], "rps": [248.0, 990.0, 1900.0, 3600.0],
+    "little_rps": [250.0, 1000.0, 2000.0, 8000.0], "predicted_rps": [249.0, 995.0, 1950.0, 3700.0],
+    "ratio": [0.996, 0.995, 0.974, 0.973], "server_ms": [0.45, 0.3, 0.25, 0.2], "locust_ms": [0.1] * 4,
+    "server_cpu": [0.11, 0.3, 0.48, 0.72], "locust_cpu": [0.03, 0.1, 0.19, 0.36], "valid": [True] * 4,
+    "problems": [""] * 4,
+})  # fmt: skip
+
+
+def test_reachable_keeps_the_runs_littles_law_puts_at_or_below_the_rate():
+    assert list(knee.reachable(RUNS, 2000)["users"]) == [25, 100, 200]
+    assert knee.reachable(RUNS, 100).empty
+
+
+def test_the_knee_is_the_run_littles_law_puts_highest():
+    assert knee.knee(knee.reachable(RUNS, 2000)).users == 200
+    assert knee.knee(RUNS.iloc[0:0]) is None
+
+
+def test_findings_give_the_ceiling_and_how_the_knee_run_fared():
+    lines = knee.findings(0.2, knee.reachable(RUNS, 2000)).split("\n")
+    assert lines == [
+        "server: 0.20 ms of CPU per request when busiest → one worker serves at most 5,000 req/s",
+        "at 200 users the worker was 48% busy (0.25 ms per request) and served 1,900 req/s: "
+        "95% of Little's law, 97% of the curve",
+    ]
+
+
+def test_findings_without_a_run_below_the_knee_give_the_ceiling_alone():
+    assert knee.findings(0.25, RUNS.iloc[0:0]) == (
+        "server: 0.25 ms of CPU per request when busiest → one worker serves at most 4,000 req/s"
+    )
+
+
+def test_the_table_shows_both_predictions_and_each_sides_cpu_rounded():
+    table = knee.table(RUNS.assign(ratio=[0.99612, 0.995, 0.974, 0.973]))
+    assert list(table.columns) == knee.COLUMNS
+    assert "problems" not in table
+    assert table["ratio"].iloc[0] == 0.996
