@@ -1,4 +1,4 @@
-"""Lesson 06's clients (labserver.clients.strategies), their model (client_model) and their runs (client_runs)."""
+"""Lesson 06: its clients (labserver.clients.strategies), their model (theory.clients) and their runs (clients.runs)."""
 
 import json
 import math

@@ -68,7 +68,7 @@ def test_children_die_with_their_parent(tmp_path):
     # code runs in it, and only the parent-death signal can stop the grandchild
     log = str(tmp_path / "grandchild.log")
     code = (
-        "import time; from pathlib import Path; from labserver import procs; "
+        "import time; from pathlib import Path; from labserver.harness import procs; "
         f"p = procs.spawn(['sleep', '300'], Path({log!r})); print(p.pid, flush=True); time.sleep(300)"
     )
     middle = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)

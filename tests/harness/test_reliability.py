@@ -237,7 +237,7 @@ def test_children_that_ignore_the_parent_death_signal_still_go(tmp_path):
     # The parent-death signal reaches the direct child only, and a child may ignore it or hang:
     # here a shell that ignores SIGTERM, with two grandchildren. The guard must end them all.
     code = (
-        "import sys, time; from pathlib import Path; from labserver import procs\n"
+        "import sys, time; from pathlib import Path; from labserver.harness import procs\n"
         "script = \"trap '' TERM; sleep 300 & sleep 300 & wait\"\n"
         f"p = procs.spawn(['sh', '-c', script], Path({str(tmp_path / 'log')!r}))\n"
         "print(p.pid, flush=True); time.sleep(300)"
@@ -404,7 +404,7 @@ def _whole_png(data: bytes) -> bool:
 @pytest.mark.slow
 def test_a_figure_saved_by_two_batches_at_once_is_never_torn(tmp_path):
     code = (
-        "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt; from labserver import plots\n"
+        "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt; from labserver.charts import plots\n"
         "fig, ax = plt.subplots(); ax.plot(range(2000), 'o-'); print('ready', flush=True)\n"
         "for _ in range(40): plots.save(fig, 'both', 'same')\n"
     )
