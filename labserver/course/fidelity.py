@@ -16,7 +16,7 @@ from labserver.harness.results import environment
 TOLERANCE = 0.10
 IO_TOLERANCE = 0.03
 SHARE = 0.95
-CPU_BOUNDS = ("GIL", "cores")  # a run the model puts at a CPU bound is not an I/O run
+CPU_BOUNDS = ("GIL", "cores", "CPU", "client CPU")  # a run the model puts at a CPU bound is not an I/O run
 
 
 def current(runs: pd.DataFrame) -> pd.DataFrame:

@@ -8,9 +8,9 @@ which of our runs hold the same ratio.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
+from labserver.demo import cpus
 from labserver.theory.model import predict
 
 # Seed 002 (ab -n1000 -c100, 100 ms sleep): p95 latency in ms, read from its text ("~300ms", "~150ms").
@@ -141,7 +141,7 @@ HEADLINES = [
         {"pattern": "sequential"},
         {"pattern": "sequential", "workers": 1},
         # seed 000 ran as many workers as its machine had cores
-        {"workers": os.cpu_count() or 1, "cpu_n": 20},
+        {"workers": cpus.whole_cores(), "cpu_n": 20},
     ),
     Headline(
         "001",

@@ -88,6 +88,10 @@ def collect(
     worker_cores = sum(c for pid, c in per_process.items() if pid in served) if served and per_process else math.nan
     cost = demand.measured(worker_cores, server_cores - worker_cores, machine_cores - server_cores, m.rps)
     p = _prediction(predicted, params, cost, cores)
+    if options.expect_failures and predicted is None:
+        # Its rate counts the requests a client abandoned, which a closed loop's model does not
+        # price: such a run is judged by its failures and its goodput (lesson 05), not by X = N / R.
+        p = model.Prediction(math.nan, math.nan, "not modelled: requests time out")
     row = {
         "run_id": run_id,
         "lesson": lesson,

@@ -8,6 +8,7 @@ connection pool and the fib timing.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import time
@@ -21,7 +22,8 @@ from labserver.harness.load import DURATION_MAX_S, check_load, run_plan
 from labserver.harness.meters import tree_seconds
 from labserver.postgres import data
 from labserver.theory import pools
-from labserver.theory.model import cpu_ms
+from labserver.theory.demand import Demand
+from labserver.theory.model import Prediction, cpu_ms
 
 CYCLES = 3  # requests per user a run measures at least, after its warm-up
 
@@ -70,8 +72,27 @@ def _model_args(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n:
 
 
 def predict(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame):
-    """The prediction for one run: the lone-request figures plus the run's database wait and fib."""
+    """The prediction for one run before it runs: the lone-request figures plus the run's database wait and fib."""
     return pools.predict(**_model_args(server, endpoint, users, io_ms, cpu_n, base))
+
+
+def priced(args: dict, cost: Demand) -> Prediction:
+    """The run's prediction with the CPU it measured where it ran (see theory.demand).
+
+    The lone request's wait for the database stays (its time alone less its CPU alone); its CPU,
+    fib's and the rest, is the workers' CPU per request in this run; and the whole machine's,
+    PostgreSQL's and Locust's included, bounds what the usable cores serve.
+    """
+    if not cost.known:
+        return pools.predict(**args)
+    wait_ms = args["service_ms"] - args["cpu_ms_per_request"]  # the database's time and the I/O
+    measured = {
+        **args,
+        "service_ms": wait_ms + cost.worker_ms,
+        "cpu_ms_per_request": cost.worker_ms,
+        "machine_ms": cost.machine_ms if math.isfinite(cost.machine_ms) else 0.0,
+    }
+    return pools.predict(**measured)
 
 
 def limits(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame) -> dict:
@@ -133,10 +154,20 @@ def plan(
                     "cpu_ms_alone": base.at[endpoint, "cpu_ms"],
                 }
                 p = predict(server, endpoint, u, io_ms, n, base)
+                args = _model_args(server, endpoint, u, io_ms, n, base)
+                priced_here = functools.partial(priced, args)
                 long_enough = math.ceil(warmup_s + CYCLES * p.latency_ms / 1000)
                 run_s = min(DURATION_MAX_S, 2 * duration_s, max(duration_s, long_enough))
                 runs.append(
-                    dict(pattern=endpoint, users=u, io_ms=io_ms, cpu_n=n, duration_s=run_s, predicted=p, tags=tags)
+                    dict(
+                        pattern=endpoint,
+                        users=u,
+                        io_ms=io_ms,
+                        cpu_n=n,
+                        duration_s=run_s,
+                        predicted=priced_here,
+                        tags=tags,
+                    )
                 )
     return [{**run, "server": server} for run in runs]
 

@@ -11,11 +11,11 @@ again in 04_workers.
 from __future__ import annotations
 
 import math
-import os
 import sys
 
 import pandas as pd
 
+from labserver.demo import cpus
 from labserver.theory import model
 
 # A process (or a server) using this share of the CPU it may use has no more to give: it is CPU-bound.
@@ -33,7 +33,7 @@ WHERE = {
 
 def usable(pattern: str, workers: int = 1, procs: int = 0, cores: int | None = None) -> int:
     """Cores `pattern` can keep busy at once: one per worker (its GIL), or the process pool's, up to the machine's."""
-    cores = cores or os.cpu_count() or 1
+    cores = cores or cpus.cores()
     if pattern == "processpool" and procs > 0:
         return min(workers * procs, cores)
     return min(workers, cores)

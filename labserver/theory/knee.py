@@ -1,8 +1,8 @@
 """Lesson 00's second prediction: one worker's ceiling 1 / D, and the knee where Little's law meets it.
 
-`model.with_server_cpu` predicts a sweep again with the server's own CPU per request D (the
-curve between the two bounds). This module picks the runs a lesson checks against that curve,
-and says in numbers how the run nearest the knee fared against both bounds.
+Every run is predicted with the CPU it measured (theory.demand: the curve between the two
+bounds); `model.with_little` adds Little's law alone beside it. This module picks the runs a
+lesson checks against that curve, and says in numbers how the run nearest the knee fared.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ COLUMNS = [
     "little_rps",
     "predicted_rps",
     "ratio",
+    "bottleneck",
     "server_ms",
     "locust_ms",
     "server_cpu",

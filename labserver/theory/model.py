@@ -175,6 +175,14 @@ def server_cpu_ms(frame: pd.DataFrame) -> float:
     return float(busiest["server_cpu"] / busiest["rps"] * 1000)
 
 
+def with_little(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame`'s runs with `little_rps`: Little's law alone, users / S, the server's CPU left out."""
+    settings = frame[["pattern", "users", "tasks", "io_ms", "cpu_n", "threads", "workers", "procs"]]
+    # cpu_ms_per_task=0: the endpoints this is for do no fib; the CPU is what Little's law leaves out
+    little = [predict(*row, cpu_ms_per_task=0.0).rps for row in settings.itertuples(index=False)]
+    return frame.assign(little_rps=little)
+
+
 def with_server_cpu(frame: pd.DataFrame, server_ms: float) -> pd.DataFrame:
     """`frame`'s runs predicted again with `server_ms` of server CPU per request, queueing included.
 

@@ -10,12 +10,12 @@ bottleneck law give X = min(users, slots) / S, and the worker's one core caps it
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 import pandas as pd
 
 from labserver.checks import choice
+from labserver.demo import cpus
 from labserver.demo.routes import SHOP as ENDPOINTS
 from labserver.theory.model import Prediction, cpu_ms
 
@@ -41,15 +41,17 @@ def limits(
     db_pool: int = 20,
     workers: int = 1,
     cpu_ms_per_request: float = 0.0,
-    cores: int | None = None,
+    cores: float | None = None,
+    machine_ms: float = 0.0,
 ) -> dict[str, float]:
     """Each bound on a database endpoint's throughput (req/s), by name: what `predict` takes the least of.
 
     `service_ms` is one request's time alone (database wait and CPU included); `cpu_ms_per_request`
-    is the worker's CPU for one request (0: not CPU-bound).
+    is the worker's CPU for one request (0: not CPU-bound); `machine_ms` the whole machine's CPU
+    per request, PostgreSQL's and Locust's included (0: not measured), which the usable cores bound.
     """
     choice("database endpoint", endpoint, ENDPOINTS)
-    cores = cores or os.cpu_count() or 1
+    cores = cores or cpus.cores()
     s = service_ms / 1000
     cpu = cpu_ms_per_request / 1000
     bounds = {"users": users / s}
@@ -60,6 +62,8 @@ def limits(
         bounds["thread pool"] = workers * threads / s
     if cpu > 0:
         bounds["CPU (one core per worker)"] = min(workers, cores) / cpu
+    if machine_ms > 0:
+        bounds["cores (the machine's, shared with PostgreSQL)"] = cores / (machine_ms / 1000)
     return bounds
 
 

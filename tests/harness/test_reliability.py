@@ -404,7 +404,8 @@ def _whole_png(data: bytes) -> bool:
 @pytest.mark.slow
 def test_a_figure_saved_by_two_batches_at_once_is_never_torn(tmp_path):
     code = (
-        "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt; from labserver.charts import plots\n"
+        "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt\n"
+        "from labserver.charts import plots\n"
         "fig, ax = plt.subplots(); ax.plot(range(2000), 'o-'); print('ready', flush=True)\n"
         "for _ in range(40): plots.save(fig, 'both', 'same')\n"
     )

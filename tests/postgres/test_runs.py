@@ -16,6 +16,7 @@ from labserver.demo.settings import Settings
 from labserver.harness.load import DURATION_MAX_S
 from labserver.postgres import runs
 from labserver.theory import pools
+from labserver.theory.demand import Demand
 
 
 @pytest.fixture
@@ -141,7 +142,8 @@ def test_plan_runs_every_endpoint_users_and_depth_on_the_server(fib_ms):
     assert all(r["server"] is on and r["io_ms"] == 0 for r in planned)
     first = planned[0]
     assert first["tags"] == {"db_pool": 2, "service_ms": 2.0, "cpu_ms_alone": 1.0}
-    assert first["predicted"] == runs.predict(on, "sync_select", 1, 0, 0, base())
+    # the prediction is priced with the run's measured CPU; with none measured it is the one made before
+    assert first["predicted"](Demand(worker_ms=math.nan)) == runs.predict(on, "sync_select", 1, 0, 0, base())
 
 
 def test_plan_runs_are_long_enough_for_a_few_slow_requests_but_at_most_twice_as_long(fib_ms):
@@ -247,3 +249,12 @@ def test_by_server_sets_the_same_runs_on_two_servers_side_by_side():
     ]
     assert table.loc["pinned to CPU 1"].tolist() == pytest.approx([1250.0, 1600.0, 1.28, 0.72, 0.55])
     assert table.at["any core", "async / sync"] == pytest.approx(1.5)
+
+
+def test_a_run_is_priced_with_the_cpu_it_measured(fib_ms):
+    planned = runs.plan(server(), ["sync_select"], [8], base())
+    p = planned[0]["predicted"](Demand(worker_ms=5.0, others_ms=5.0))
+    # 1 ms of database wait alone + 5 ms of CPU per request: the worker serves at most 200 req/s,
+    # and the machine's two cores 2 / 10 ms = 200 req/s too
+    assert p.rps == pytest.approx(min(8 / 0.006, 200.0))
+    assert p.bottleneck.startswith(("CPU", "cores"))

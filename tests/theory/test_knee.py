@@ -40,7 +40,7 @@ def test_findings_without_a_run_below_the_knee_give_the_ceiling_alone():
 
 
 def test_the_table_shows_both_predictions_and_each_sides_cpu_rounded():
-    table = knee.table(RUNS.assign(ratio=[0.99612, 0.995, 0.974, 0.973]))
+    table = knee.table(RUNS.assign(ratio=[0.99612, 0.995, 0.974, 0.973], bottleneck="users"))
     assert list(table.columns) == knee.COLUMNS
     assert "problems" not in table
     assert table["ratio"].iloc[0] == 0.996

@@ -13,6 +13,7 @@ from labserver.theory.model import (
     predict_against,
     predict_frame,
     server_cpu_ms,
+    with_little,
     with_server_cpu,
 )
 
@@ -229,3 +230,12 @@ def test_furthest_is_the_worst_fit_on_either_side():
     assert furthest(pd.Series([0.98, 1.03, 0.95, 1.01])) == 0.95
     assert furthest(pd.Series([0.98, 1.07, 0.95]), target=1.0) == 1.07
     assert furthest(pd.Series([2.9, 3.0]), target=3.0) == 2.9
+
+
+def test_with_little_adds_little_s_law_beside_the_recorded_prediction():
+    runs = pd.DataFrame(
+        [dict(pattern="sequential", users=200, tasks=1, io_ms=100, cpu_n=0, threads=40, workers=1, procs=0)]
+    ).assign(predicted_rps=1500.0)
+    out = with_little(runs)
+    assert out["little_rps"].iloc[0] == pytest.approx(2000.0)
+    assert out["predicted_rps"].iloc[0] == 1500.0  # the run's own prediction stays
