@@ -24,11 +24,11 @@ request's wait instead. When a stage only computes, every user first waits until
 before have drained: their requests would compete with the new ones for the same cores and
 GIL (an event loop's queue of fib(26) took 4 s to drain behind 32 new threads of fib(28)).
 Either way the lab's warm-up, cut from every stage's window, starts only once the last
-request of the stages before is answered (labserver/collect.py). Starting Locust once per plan
+request of the stages before is answered (labserver/harness/collect.py). Starting Locust once per plan
 instead of once per measurement saves its start-up, spawn and report on every run but the
 first, and the users keep their open connections. The plan ends the test itself, on time:
-Locust's own --run-time timer is set on a clock gevent last read before the imports, and fired
-~0.4 s early here.
+Locust's own --run-time timer is set on a clock gevent last read before the imports, so it
+ends the test early by the time those imports took.
 """
 
 import collections
@@ -89,7 +89,7 @@ def load_plan(environment, **_):
     # waits repeats the gap forever after. Frozen objects are left out of every collection.
     # And the youngest objects are collected every 100,000 net allocations, not 700: with hundreds
     # of users each holding a request's objects, the count reaches 700 by chance many times a
-    # second, and each pass walks every user's live objects to free nothing (as in labserver/app.py).
+    # second, and each pass walks every user's live objects to free nothing (as in labserver/demo/app.py).
     gc.freeze()
     gc.set_threshold(100_000, *gc.get_threshold()[1:])
     T0[:] = [time.time()]

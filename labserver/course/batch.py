@@ -95,7 +95,7 @@ def run_batch(notebooks: list[Path], profile: str, out_dir: Path) -> tuple[list[
     for nb in notebooks:
         print(f"  {nb.stem} …", end=" ", flush=True)
         verdicts, error, wall_s = run_lesson(nb, profile, out_dir)
-        passed = sum(v["passed"] for v in verdicts)
+        passed = sum(v["passed"] and not v.get("skipped") for v in verdicts)
         print(f"{passed}/{len(verdicts)} claims passed in {wall_s:.0f} s" + (f" — stopped: {error}" if error else ""))
         all_verdicts += verdicts
         if error and not (verdicts and "ClaimFailed" in error):
@@ -169,12 +169,16 @@ def _report(verdicts: list[dict], broken: list[tuple[str, str]], wall_s: float, 
     """Print one batch's claims; True if any failed or a lesson broke."""
     print(f"\nClaims ({wall_s:.0f} s in all):")
     for v in verdicts:
-        mark = "PASS" if v["passed"] else "FAIL"
+        mark = "SKIP" if v.get("skipped") else "PASS" if v["passed"] else "FAIL"
         print(f"  {mark}  {v['lesson']:<20} {v['claim']}: {v['measured']:.3g} (expected {v['bound']})")
     for name, error in broken:
         print(f"  BROKEN {name}: {error}")
-    failed = [v for v in verdicts if not v["passed"]]
-    print(f"\n{len(verdicts) - len(failed)} passed, {len(failed)} failed")
+    failed = [v for v in verdicts if not v["passed"] and not v.get("skipped")]
+    skipped = sum(bool(v.get("skipped")) for v in verdicts)
+    print(
+        f"\n{len(verdicts) - len(failed) - skipped} passed, {len(failed)} failed"
+        + (f", {skipped} not shown here" if skipped else "")
+    )
     print(f"Figures: {os.environ['LAB_FIGURES_DIR']}   Executed notebooks: {out_dir}")
     return bool(failed or broken)
 

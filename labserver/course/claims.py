@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from labserver.demo import cpus
+
 
 class ClaimFailed(AssertionError):
     """A lesson's claim does not hold on this machine's data."""
@@ -29,6 +31,7 @@ class Verdict:
     detail: str = ""
     low: float | None = None  # the bounds as numbers (None: open on that side)
     high: float | None = None
+    skipped: bool = False  # not checkable here (say, it needs two CPUs): stated, neither passed nor failed
 
     @property
     def margin(self) -> float:
@@ -38,6 +41,8 @@ class Verdict:
         return min(sides) if not math.isnan(self.measured) else math.nan
 
     def __str__(self) -> str:
+        if self.skipped:
+            return f"[SKIP] {self.claim}: {self.detail}"
         mark = "PASS" if self.passed else "FAIL"
         detail = f" — {self.detail}" if self.detail else ""
         return f"[{mark}] {self.claim}: measured {self.measured:.3g}, expected {self.bound}{detail}"
@@ -93,6 +98,15 @@ class Claims:
         share = 1 - len(bad) / len(frame) if len(frame) else math.nan
         return self.between(claim, share, 1.0, 1.0, detail)
 
+    def needs_cpus(self, cpus_needed: float, claim: str, why: str) -> bool:
+        """True if the lab may use `cpus_needed` CPUs here; else the claim is recorded as not shown, and why."""
+        usable = cpus.cores()
+        if usable >= cpus_needed:
+            return True
+        detail = f"needs {cpus_needed:g} usable CPUs, this process may use {usable:g}: {why}"
+        self._record(Verdict(self.lesson, claim, math.nan, f"needs {cpus_needed:g} CPUs", True, detail, skipped=True))
+        return False
+
     def _record(self, verdict: Verdict) -> Verdict:
         self.verdicts.append(verdict)
         print(verdict)
@@ -104,7 +118,7 @@ class Claims:
 
     @property
     def failed(self) -> list[Verdict]:
-        return [v for v in self.verdicts if not v.passed]
+        return [v for v in self.verdicts if not v.passed and not v.skipped]
 
     def report(self) -> pd.DataFrame:
         """All verdicts as a table; raises ClaimFailed if strict and any claim failed."""

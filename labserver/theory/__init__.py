@@ -1,6 +1,7 @@
-"""What should happen, before anything runs: pure functions of the parameters and measured costs.
+"""What should happen: pure functions of the parameters and of costs measured where the work runs.
 
-Little's law and the bottleneck law (`model`), cores and the GIL (`cores`), timeouts behind a
-blocked loop (`timeouts`), client strategies (`clients`) and database pools (`pools`). No
-module here starts a process or opens a connection.
+Little's law, the bottleneck law and mean-value analysis (`model`), the CPU a run measured per
+request (`demand`), one worker's ceiling and the knee (`knee`), cores and the GIL (`cores`,
+`gil`), timeouts behind a blocked loop (`timeouts`), client strategies (`clients`) and database
+pools (`pools`). No module here starts a process or opens a connection.
 """

@@ -111,7 +111,7 @@ def test_claims_file_gets_one_json_line_per_verdict(tmp_path, monkeypatch):
     assert [(d["claim"], d["passed"]) for d in lines] == [("one", True), ("two", False)]
     assert {d["lesson"] for d in lines} == {"lesson"}
     assert lines[1]["measured"] == pytest.approx(0.25)
-    assert set(lines[0]) == {"lesson", "claim", "measured", "bound", "passed", "detail", "low", "high"}
+    assert set(lines[0]) == {"lesson", "claim", "measured", "bound", "passed", "detail", "low", "high", "skipped"}
     assert (lines[0]["low"], lines[0]["high"], lines[1]["high"]) == (0, 2, None)
 
 
@@ -121,3 +121,23 @@ def test_claims_file_gets_one_json_line_per_verdict(tmp_path, monkeypatch):
 def test_margin_is_the_distance_to_the_nearest_bound(low, high, margin):
     v = Claims("t").between("x", 1.5, low if low is not None else -math.inf, high if high is not None else math.inf)
     assert v.margin == pytest.approx(margin)
+
+
+def test_a_claim_that_needs_more_cpus_is_stated_not_failed(monkeypatch, capsys):
+    from labserver.course import claims as claims_module
+
+    monkeypatch.setattr(claims_module.cpus, "cores", lambda: 1.0)
+    c = Claims("lesson", strict=True)
+    assert not c.needs_cpus(2, "pool beats one core", "one CPU: nothing to run in parallel")
+    assert "[SKIP] pool beats one core: needs 2 usable CPUs, this process may use 1" in capsys.readouterr().out
+    assert c.failed == [] and c.verdicts[0].skipped
+    c.report()  # strict, and nothing failed
+
+
+def test_with_enough_cpus_the_claim_is_checked(monkeypatch):
+    from labserver.course import claims as claims_module
+
+    monkeypatch.setattr(claims_module.cpus, "cores", lambda: 2.0)
+    c = Claims("lesson")
+    assert c.needs_cpus(2, "pool beats one core", "why")
+    assert c.verdicts == []
