@@ -169,7 +169,10 @@ def _report(verdicts: list[dict], broken: list[tuple[str, str]], wall_s: float, 
     """Print one batch's claims; True if any failed or a lesson broke."""
     print(f"\nClaims ({wall_s:.0f} s in all):")
     for v in verdicts:
-        mark = "SKIP" if v.get("skipped") else "PASS" if v["passed"] else "FAIL"
+        if v.get("skipped"):
+            print(f"  SKIP  {v['lesson']:<20} {v['claim']}: {v['detail']}")
+            continue
+        mark = "PASS" if v["passed"] else "FAIL"
         print(f"  {mark}  {v['lesson']:<20} {v['claim']}: {v['measured']:.3g} (expected {v['bound']})")
     for name, error in broken:
         print(f"  BROKEN {name}: {error}")
