@@ -1,4 +1,4 @@
-"""Lesson 07's runs: the database endpoints under Locust, each beside its prediction (dbmodel).
+"""Lesson 07's runs: the database endpoints under Locust, each beside its prediction (theory.pools).
 
 `calibrate` sends lone requests to each endpoint (no load) to learn its service time and the
 worker's CPU per request; `sweep` then runs every endpoint × users × cpu_n through the lab's
