@@ -10,6 +10,7 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def collect(
     exit_code: int | None,
     meters: tuple[CpuMeter, CpuMeter, MachineMeter],
     options: Options,
-    predicted: model.Prediction | None = None,
+    predicted: model.Prediction | Callable[[demand.Demand], model.Prediction] | None = None,
     settle: int | list[int] = 2,
 ) -> results.RunResult:
     """One stage's RunResult: its figures, the prediction beside them, and whether it is a valid measurement.
@@ -50,11 +51,7 @@ def collect(
     `meters` are Locust's, the server's and the machine's. `settle` is measure.warmup_end's
     `settle_requests`: the replies each user needs before it is in its loop.
     """
-    warmup_s, expect_failures, lesson = options.warmup_s, options.expect_failures, options.lesson
-    problems = [] if status == "ok" else [status]
-    if status == "ok" and exit_code not in (None, 0, 1):  # 1 means "some requests failed"; None: not judged
-        status = "locust failed"
-        problems.append(f"locust exited with code {exit_code}; see {tmp.name}/locust.log")
+    warmup_s, lesson = options.warmup_s, options.lesson
     cut = measure.warmup_end(per_user, start, warmup_s, settle)  # once every user is in its loop
     m = measure.measure(per_user, start=start, warmup_s=warmup_s, settle_requests=settle)
     window = (m.window_start, m.window_start + m.window_s)
@@ -65,33 +62,19 @@ def collect(
     cores = cpus.cores()  # what the lab may use, not the machine's count
     log = (tmp / "locust.log").read_text(errors="replace") if (tmp / "locust.log").exists() else ""
     generator_saturated = locust_busiest >= SATURATED or "CPU usage above" in log
-    if generator_saturated:
-        problems.append(f"load generator saturated ({locust_busiest:.0%} of a core): it measured itself")
-    if m.failures and not expect_failures:
-        problems.append(f"{m.failures} of {m.requests} requests failed")
-    if m.requests < MIN_REQUESTS:
-        problems.append(f"only {m.requests} requests after the warm-up: run longer or with more users")
+    status, problems = _problems(status, exit_code, tmp, m, options, generator_saturated, locust_busiest)
     limit = machine_limit(machine_cores, locust_cores, cores)
     if limit:
         problems.append(limit)
-    # Not errors, but a reader must know: the model counts them (the cores it is given are these).
-    notes = []
     throttled = machine_meter.throttled_s(*window)
-    if throttled > 0:
-        notes.append(f"throttled by the CPU quota for {throttled:.2f} s of the window")
-    if cores < 2:
-        notes.append(f"{cores:g} usable CPU: the server and Locust took turns on it")
+    notes = _notes(throttled, cores)
     served = records.counts(per_user, since=cut)  # as `requests` counts them
     # Where the server's CPU went: the workers that answered (their pids come with every reply),
     # and the rest of its tree (the process pools); the rest of the machine is Locust and others.
     per_process = server_meter.per_process(*window)
     worker_cores = sum(c for pid, c in per_process.items() if pid in served) if served and per_process else math.nan
     cost = demand.measured(worker_cores, server_cores - worker_cores, machine_cores - server_cores, m.rps)
-    p = _prediction(predicted, params, cost, cores)
-    if options.expect_failures and predicted is None:
-        # Its rate counts the requests a client abandoned, which a closed loop's model does not
-        # price: such a run is judged by its failures and its goodput (lesson 05), not by X = N / R.
-        p = model.Prediction(math.nan, math.nan, "not modelled: requests time out")
+    p = _prediction(predicted, params, cost, cores, options)
     row = {
         "run_id": run_id,
         "lesson": lesson,
@@ -108,7 +91,7 @@ def collect(
         "predicted_ms": p.latency_ms,
         "bottleneck": p.bottleneck,
         "ratio": m.rps / p.rps if p.rps and not math.isnan(p.rps) else math.nan,
-        "priced_by": "measured demand" if callable(predicted) or predicted is None else "lesson",
+        "priced_by": _priced_by(predicted, p),
         "usable_cores": cores,
         "locust_cpu": locust_cores,
         "server_cpu": server_cores,
@@ -149,7 +132,32 @@ def collect(
     return results.RunResult(row=row, history=history(per_user, start), path=tmp, manifest=manifest)
 
 
-def _prediction(predicted, params: dict, cost: demand.Demand, cores: float) -> model.Prediction:
+def _problems(status, exit_code, tmp: Path, m: measure.Measured, options: Options, saturated: bool, busiest: float):
+    """The run's status, and why it is not a valid measurement (empty: it is one)."""
+    problems = [] if status == "ok" else [status]
+    if status == "ok" and exit_code not in (None, 0, 1):  # 1 means "some requests failed"; None: not judged
+        status = "locust failed"
+        problems.append(f"locust exited with code {exit_code}; see {tmp.name}/locust.log")
+    if saturated:
+        problems.append(f"load generator saturated ({busiest:.0%} of a core): it measured itself")
+    if m.failures and not options.expect_failures:
+        problems.append(f"{m.failures} of {m.requests} requests failed")
+    if m.requests < MIN_REQUESTS:
+        problems.append(f"only {m.requests} requests after the warm-up: run longer or with more users")
+    return status, problems
+
+
+def _notes(throttled_s: float, cores: float) -> list[str]:
+    """Not errors, but a reader must know them; the model counts them (the cores it is given are these)."""
+    notes = []
+    if throttled_s > 0:
+        notes.append(f"throttled by the CPU quota for {throttled_s:.2f} s of the window")
+    if cores < 2:
+        notes.append(f"{cores:g} usable CPU: the server and Locust took turns on it")
+    return notes
+
+
+def _prediction(predicted, params: dict, cost: demand.Demand, cores: float, options: Options) -> model.Prediction:
     """The run's prediction: the lesson's own, or the model's priced with the CPU this run measured.
 
     `predicted` is a Prediction made before the run (kept as it is), a function of the run's
@@ -159,8 +167,19 @@ def _prediction(predicted, params: dict, cost: demand.Demand, cores: float) -> m
         return predicted
     if callable(predicted):
         return predicted(cost)
+    if options.expect_failures:
+        # Its rate counts the requests a client abandoned, which a closed loop's model does not
+        # price: such a run is judged by its failures and its goodput (lesson 05), not by X = N / R.
+        return model.Prediction(math.nan, math.nan, "not modelled: requests time out")
     names = ("pattern", "users", "tasks", "io_ms", "cpu_n", "threads", "workers", "procs")
     return model.predict(*(params[name] for name in names), cores=cores, demand=cost, queueing=True)
+
+
+def _priced_by(predicted, p: model.Prediction) -> str:
+    """What the run's prediction was priced with, as its row records it."""
+    if math.isnan(p.rps):
+        return "not modelled"
+    return "lesson" if isinstance(predicted, model.Prediction) else "measured demand"
 
 
 def machine_limit(machine_cores: float, locust_cores: float, cores: int) -> str | None:

@@ -341,3 +341,33 @@ def test_without_a_start_in_the_files_the_plan_s_clock_is_when_locust_started(ru
     (only,) = collect.save_plan(stages, ["run-0"], runs, outcome(), Options())
     assert only.row["started_at"] == datetime.fromtimestamp(T0, UTC).isoformat(timespec="seconds")
     assert only.row["valid"] and only.row["rps"] == pytest.approx(20)
+
+
+def test_the_server_s_cpu_is_split_into_the_workers_that_answered_and_the_pool(tmp_path):
+    # pid 7 answered every request (X-Worker-Pid); pid 8 is a pool child of the same tree
+    meters = (cpu_meter({1: 0.2}), cpu_meter({7: 0.3, 8: 0.5}), machine_meter(1.2))
+    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=meters).row
+    assert row["worker_ms"] == pytest.approx(0.3 / 20 * 1000)
+    assert row["pool_ms"] == pytest.approx(0.5 / 20 * 1000)
+    assert row["others_ms"] == pytest.approx(0.4 / 20 * 1000)  # Locust and the rest of the machine
+    assert row["priced_by"] == "measured demand"
+
+
+def test_a_lesson_s_prediction_may_be_a_function_of_the_measured_demand(tmp_path):
+    meters = (cpu_meter({1: 0.2}), cpu_meter({7: 0.5}), machine_meter(0.8))
+    seen = []
+
+    def priced(cost):
+        seen.append(cost)
+        return Prediction(20.0, 100.0, "CPU")
+
+    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=meters, predicted=priced).row
+    assert seen[0].worker_ms == pytest.approx(25.0)
+    assert (row["predicted_rps"], row["priced_by"]) == (20.0, "measured demand")
+
+
+def test_a_run_whose_requests_time_out_is_not_judged_by_its_rate(tmp_path):
+    options = Options(lesson="tests-collect", expect_failures=True)
+    row = run(steady(2, T0 + 0.05, T0 + 5.0, ok=False), tmp_path, options=options).row
+    assert math.isnan(row["predicted_rps"]) and math.isnan(row["ratio"])
+    assert row["priced_by"] == "not modelled"
