@@ -176,9 +176,10 @@ def test_locust_s_own_cpu_warning_counts_as_saturation(tmp_path):
     assert row["generator_saturated"] and not row["valid"]
 
 
-def test_a_full_machine_with_a_busy_generator_invalidates_the_run(tmp_path):
+def test_a_full_machine_with_a_busy_generator_invalidates_a_run_predicted_elsewhere(tmp_path):
     meters = (cpu_meter({1: 0.5}), cpu_meter({7: 0.5}), machine_meter(1000.0))  # more cores than any lab has
-    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=meters).row
+    at_users = Prediction(40.0, 50.0, "users")  # the model did not count on the machine
+    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=meters, predicted=at_users).row
     assert not row["valid"] and "the machine was the limit" in row["problems"]
 
 
@@ -371,3 +372,10 @@ def test_a_run_whose_requests_time_out_is_not_judged_by_its_rate(tmp_path):
     row = run(steady(2, T0 + 0.05, T0 + 5.0, ok=False), tmp_path, options=options).row
     assert math.isnan(row["predicted_rps"]) and math.isnan(row["ratio"])
     assert row["priced_by"] == "not modelled"
+
+
+def test_a_full_machine_is_a_note_where_the_model_puts_the_run_at_the_machine_s_cores(tmp_path):
+    meters = (cpu_meter({1: 0.5}), cpu_meter({7: 0.5}), machine_meter(1000.0))
+    at_machine = Prediction(40.0, 50.0, "cores (the machine's, shared)")
+    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=meters, predicted=at_machine).row
+    assert row["valid"] and "the machine was the limit" in row["notes"]
