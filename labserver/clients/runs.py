@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict
@@ -163,6 +164,8 @@ def _row(run_id, params, report, status, server_s, predicted, bound, cost, start
         "valid": not problems,
         "problems": "; ".join(problems),
         "started_at": started_at,
+        "git_commit": results.environment()["git_commit"],  # lesson 99 judges the runs of one commit
+        "batch": os.environ.get("LAB_BATCH_ID"),  # or of one batch
     }
 
 

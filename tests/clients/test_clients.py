@@ -285,3 +285,14 @@ def test_an_interrupted_run_is_saved_as_such_and_its_client_is_stopped():
         assert not [p for p in psutil.Process().children(recursive=True) if "labserver.clients" in _cmdline(p)]
     saved = load_runs("test_interrupt")
     assert list(saved["status"]) == ["interrupted"] and not saved["valid"].any()
+
+
+def test_a_client_run_carries_its_batch_and_commit(monkeypatch):
+    from labserver.clients import runs as client_runs
+    from labserver.theory.model import Prediction
+
+    monkeypatch.setenv("LAB_BATCH_ID", "b-1")
+    params = dict(pattern="sequential", client="loop", library="requests", users=1, requests=2)
+    p = Prediction(10.0, 100.0, "one request at a time")
+    row = client_runs._row("r", params, {"wall_s": 0.2, "rps": 10.0}, "ok", 0.01, p, p, None, "now")
+    assert row["batch"] == "b-1" and "git_commit" in row
