@@ -12,7 +12,6 @@ import math
 import os
 import sys
 import time
-from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from labserver.harness import procs, results
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.meters import tree_seconds
 from labserver.paths import ROOT
-from labserver.theory.clients import LIBRARY, Cost, check_run, client_costs, predict_client, slots
+from labserver.theory.clients import LIBRARY, Cost, check_run, predict_client, slots
 from labserver.theory.cores import SATURATED
 
 
@@ -73,15 +72,15 @@ def run_client(
     requests: int,
     concurrency: int,
     io_ms: int,
-    cost: Cost | None = None,
     lesson: str | None = None,
 ) -> results.RunResult:
     """Send `requests` GETs to `/{pattern}?io_ms=…` with `client`, measure them, and save the run.
 
     The row holds the measurement (`rps` = requests / wall time, as seed 004 counts it), the
-    prediction (`predicted_rps`, `bottleneck`, `ratio`; priced with the library's `cost` if
-    given), the pure concurrency model (`concurrency_rps`), and both CPUs (`client_cpu`,
-    `server_cpu`, in cores; `client_ms`, `server_ms` per request).
+    prediction (`predicted_rps`, `bottleneck`, `ratio`), priced with the client's and the
+    server's CPU per request measured in this run, as every lesson's runs are, the pure
+    concurrency model (`concurrency_rps`), and both CPUs (`client_cpu`, `server_cpu`, in cores;
+    `client_ms`, `server_ms` per request).
     """
     concurrency = 1 if client == "loop" else concurrency
     check_run(client, pattern, requests, concurrency, io_ms)
@@ -90,7 +89,6 @@ def run_client(
         raise ServerError(f"the server is not running; start it first (`with LabServer() as server:`){tail}")
     s = server.settings
     where = slots(pattern, s.threads, s.workers)
-    predicted = predict_client(client, requests, concurrency, io_ms, where, cost)
     bound = predict_client(client, requests, concurrency, io_ms, where)
     run_id = results.new_run_id(f"{pattern}-{client}", concurrency)
     tmp = results.partial_dir(run_id)
@@ -113,7 +111,7 @@ def run_client(
             workers=s.workers,
             threads=s.threads,
         )
-        row = _row(run_id, params, report or {}, status, server_s, predicted, bound, cost, started_at)
+        row = _row(run_id, params, report or {}, status, server_s, where, bound, started_at)
         manifest = {
             "run_id": run_id,
             "lesson": lesson,
@@ -135,8 +133,11 @@ def run_client(
     return saved
 
 
-def _row(run_id, params, report, status, server_s, predicted, bound, cost, started_at) -> dict:
+def _row(run_id, params, report, status, server_s, where, bound, started_at) -> dict:
     n, wall_s, rps = params["requests"], report.get("wall_s", math.nan), report.get("rps", math.nan)
+    cost = Cost(client_ms=report.get("cpu_s", math.nan) / n * 1000, server_ms=server_s / n * 1000)
+    args = (params["client"], n, params["users"], params["io_ms"], where)
+    predicted = predict_client(*args, cost) if cost.known and report else predict_client(*args)
     problems = [] if status == "ok" else [status]
     if report.get("failures"):
         problems.append(f"{report['failures']} of {n} requests failed")
@@ -155,11 +156,11 @@ def _row(run_id, params, report, status, server_s, predicted, bound, cost, start
         "ratio": rps / predicted.rps if predicted.rps > 0 else math.nan,
         "concurrency_rps": bound.rps,
         "client_cpu": report.get("client_cpu", math.nan),
-        "client_ms": report.get("cpu_s", math.nan) / n * 1000,
+        "client_ms": cost.client_ms,
         "server_cpu": server_s / wall_s if wall_s > 0 else math.nan,
-        "server_ms": server_s / n * 1000,
+        "server_ms": cost.server_ms,
         "client_saturated": report.get("client_cpu", 0.0) >= SATURATED,
-        "cost": asdict(cost) if cost else None,
+        "priced_by": "measured demand" if cost.known and report else "concurrency alone",
         "status": status,
         "valid": not problems,
         "problems": "; ".join(problems),
@@ -174,21 +175,12 @@ def _now() -> str:
 
 
 def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str | None = None) -> pd.DataFrame:
-    """run_client for every planned run (the rows of `plan` whose `run` is true); one tidy row each.
-
-    In two rounds: first each client at its lowest concurrency (the loop, which never saturates
-    the client), then the rest, priced with what one request cost each library in the first.
-    """
+    """run_client for every planned run (the rows of `plan` whose `run` is true), in the plan's order; a row each."""
     todo = runs[runs["run"]] if "run" in runs else runs
-    first = todo["users"] == todo.groupby("client")["users"].transform("min")
-    rows = {r.Index: _one(server, r, io_ms, None, lesson) for r in todo[first].itertuples()}
-    costs = client_costs(pd.DataFrame(rows.values()))
-    rows |= {r.Index: _one(server, r, io_ms, costs.get(LIBRARY[r.client]), lesson) for r in todo[~first].itertuples()}
-    return pd.DataFrame([rows[i] for i in sorted(rows)])  # in the plan's order
-
-
-def _one(server: LabServer, r, io_ms: int, cost: Cost | None, lesson: str | None) -> dict:
-    return run_client(server, r.client, r.pattern, int(r.requests), int(r.users), io_ms, cost, lesson).row
+    done = [
+        run_client(server, r.client, r.pattern, int(r.requests), int(r.users), io_ms, lesson) for r in todo.itertuples()
+    ]
+    return pd.DataFrame([run.row for run in done])
 
 
 COLUMNS = [

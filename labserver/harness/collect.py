@@ -71,7 +71,14 @@ def collect(
     # and the rest of its tree (the process pools); the rest of the machine is Locust and others.
     per_process = server_meter.per_process(*window)
     worker_cores = sum(c for pid, c in per_process.items() if pid in served) if served and per_process else math.nan
-    cost = demand.measured(worker_cores, server_cores - worker_cores, machine_cores - server_cores, m.rps)
+    cost = demand.measured(
+        worker_cores,
+        server_cores - worker_cores,
+        machine_cores - server_cores,
+        m.rps,
+        generator_cores=locust_cores,
+        generators=options.processes,
+    )
     p = _prediction(predicted, params, cost, cores, options)
     limit = machine_limit(machine_cores, locust_cores, cores)
     if limit:

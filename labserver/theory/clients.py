@@ -2,13 +2,16 @@
 
 n requests, `concurrency` of them in flight, finish in ceil(n / in flight) waves of S, the
 time one request takes alone — Little's law for a batch — where "in flight" is also capped
-by the server (40 threads for a plain `def` endpoint). Unless the client's own CPU runs out
-first: one Python process gets one core at most (the GIL), so a client that spends c ms of
-CPU per request cannot send more than 1000 / c per second.
+by the server (40 threads for a plain `def` endpoint). That is the pure concurrency model,
+priced with `io_ms` alone, which the lesson shows before it runs.
 
-S is `io_ms` plus a round trip (`requests` opens a new connection for every call), and c
-depends on the library: both are measured in the runs that kept the client calm (the loop
-always does), as `model.cpu_ms` measures fib, and priced into the runs that follow.
+After a run, the model is priced with the CPU that run measured, as every other lesson's is:
+c, the client's CPU per request (one Python process gets one core at most, the GIL), and s,
+the server's. A request alone then takes S = io + c + s, and a batch lasts at least the
+longest of three times: its waves of S; the client's CPU for all n requests on its one core,
+plus the last one's wait (a burst sends faster than it can be answered, not faster than its
+core allows); and n over the steady rate of `in flight` users queueing for the two CPUs
+(mean-value analysis, `model.closed_loop`).
 """
 
 from __future__ import annotations
@@ -22,20 +25,25 @@ from labserver.checks import choice, whole
 from labserver.demo.patterns import check_pattern
 from labserver.demo.settings import Settings
 from labserver.demo.work import check_bounds
-from labserver.theory.model import Prediction
+from labserver.theory.model import Prediction, closed_loop
 
 LIBRARY = {"loop": "requests", "threadpool": "requests", "aiohttp": "aiohttp"}
 REQUESTS_MAX = 10_000
 CONCURRENCY_MAX = 1_000
-CALM = 0.5  # a client below this share of a core is not slowed by its own CPU: its runs price the rest
+CLIENT_CPU = "client CPU (one core)"
+SERVER_CPU = "CPU of the server (one core per worker)"
 
 
 @dataclass(frozen=True)
 class Cost:
-    """What one request costs with a client library here, measured in calm runs (medians)."""
+    """What one request cost in the run being predicted: CPU milliseconds where it ran."""
 
-    client_ms: float  # client CPU per request
-    service_ms: float  # one request's time, its I/O wait and round trip included (S)
+    client_ms: float  # the client's, all its threads together (they share one core: the GIL)
+    server_ms: float  # the server's
+
+    @property
+    def known(self) -> bool:
+        return all(math.isfinite(x) and x >= 0 for x in (self.client_ms, self.server_ms))
 
 
 def check_run(client: str, pattern: str, requests: int, concurrency: int, io_ms: int) -> None:
@@ -59,32 +67,35 @@ def predict_client(
 ) -> Prediction:
     """Predicted req/s (requests / wall time) of `requests` GETs of `io_ms` each, `concurrency` in flight.
 
-    Without `cost`, S is the I/O wait alone and the client's CPU is free: the pure concurrency model.
+    Without `cost` (or with one not measured), S is the I/O wait alone and the client's CPU is
+    free: the pure concurrency model. With it, the batch's wall time is the longest of its
+    waves, its client's CPU on one core, and its steady closed loop (see the module's docstring).
     """
     wanted = 1 if client == "loop" else min(concurrency, requests)
     in_flight = min(wanted, server_slots)
-    service_s = (cost.service_ms if cost else io_ms) / 1000
-    if service_s <= 0:
-        return Prediction(math.nan, math.nan, "no work to model")
     if client == "loop":
         name = "one request at a time"
     elif server_slots < wanted:
         name = f"server threads ({server_slots:.0f})"
     else:
         name = f"client concurrency ({wanted})"
-    limits = {name: requests / (math.ceil(requests / in_flight) * service_s)}
-    if cost and cost.client_ms > 0:
-        limits["client CPU (one core)"] = 1000 / cost.client_ms
-    bottleneck = min(limits, key=limits.get)
-    rps = limits[bottleneck]
+    io, c, s = io_ms / 1000, 0.0, 0.0
+    if cost is not None and cost.known:
+        c, s = cost.client_ms / 1000, cost.server_ms / 1000
+    one = io + c + s  # one request alone, in s
+    if one <= 0:
+        return Prediction(math.nan, math.nan, "no work to model")
+    walls = {name: math.ceil(requests / in_flight) * one}  # in waves
+    if c > 0:
+        walls[CLIENT_CPU] = requests * c + io  # every request's client CPU on its one core, then the last reply
+        steady = closed_loop(int(in_flight), io, [(c, 1), (s, 1)])  # queueing for both CPUs
+        # named after the smaller of its two asymptotes: the users' round trips, or the busier CPU
+        cpu = CLIENT_CPU if c >= s else SERVER_CPU
+        loop = name if in_flight / one < 1 / max(c, s) else cpu
+        walls[loop] = max(walls.get(loop, 0.0), requests / steady)
+    bottleneck = max(walls, key=walls.get)
+    rps = requests / walls[bottleneck]
     return Prediction(rps=rps, latency_ms=wanted / rps * 1000, bottleneck=bottleneck)
-
-
-def client_costs(frame: pd.DataFrame) -> dict[str, Cost]:
-    """Each library's Cost, from its valid runs whose client used less than `CALM` of a core."""
-    calm = frame[(frame["client_cpu"] < CALM) & frame["valid"].astype(bool)]
-    medians = calm.groupby("library")[["client_ms", "mean_ms"]].median()
-    return {library: Cost(float(m.client_ms), float(m.mean_ms)) for library, m in medians.iterrows()}
 
 
 def plan(
@@ -125,10 +136,11 @@ def plan(
 
 def speedups(frame: pd.DataFrame) -> pd.DataFrame:
     """Each run's rps over the loop's on the same endpoint, beside the speedup the model predicts."""
-    loops = frame[frame["client"] == "loop"].groupby("pattern")[["rps", "predicted_rps"]].median().add_suffix("_loop")
+    # The speedup the lesson predicts is the pure concurrency model's (k in flight: k times the loop)
+    loops = frame[frame["client"] == "loop"].groupby("pattern")[["rps", "concurrency_rps"]].median().add_suffix("_loop")
     out = frame[frame["client"] != "loop"].join(loops, on="pattern")
     out["speedup"] = out["rps"] / out["rps_loop"]
-    out["predicted_speedup"] = out["predicted_rps"] / out["predicted_rps_loop"]
+    out["predicted_speedup"] = out["concurrency_rps"] / out["concurrency_rps_loop"]
     out["speedup_ratio"] = out["speedup"] / out["predicted_speedup"]
     return out[
         [
@@ -162,7 +174,7 @@ class Findings:
     high: int  # the most requests in flight
     big: int  # the most requests sent
     calm: pd.DataFrame  # `speedups` of the runs with `low` in flight
-    loop_ratio: float  # the loop's measured / predicted
+    loop_ratio: float  # the loop's measured / the pure concurrency model's (1 / io per second)
     pool_rps: float  # the requests thread pool, `high` threads, `big` requests, both endpoints: req/s
     pool_cpu: float  # ... and its client CPU, in cores
     pool_async: float  # ... on the async endpoint alone: req/s
@@ -187,7 +199,7 @@ def findings(frame: pd.DataFrame, patterns: list[str], concurrency: list[int], c
         high=high,
         big=big,
         calm=speed[speed["users"] == low],
-        loop_ratio=pick(frame, "ratio", client="loop"),
+        loop_ratio=pick(frame.assign(pure=frame["rps"] / frame["concurrency_rps"]), "pure", client="loop"),
         pool_rps=pick(frame, "rps", client="threadpool", **top),
         pool_cpu=pick(frame, "client_cpu", client="threadpool", **top),
         pool_async=pick(frame, "rps", client="threadpool", pattern="sequential", **top),

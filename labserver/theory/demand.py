@@ -22,6 +22,8 @@ class Demand:
     worker_ms: float  # in the uvicorn workers: the event loop, its thread pool, FastAPI; under each worker's GIL
     pool_ms: float = 0.0  # in the workers' process pools
     others_ms: float = 0.0  # everything else on the machine meanwhile: Locust, a database, the notebook
+    generator_ms: float = 0.0  # of `others_ms`, the load generator's (Locust's): a station every request visits too
+    generators: int = 1  # Locust processes: each runs its users on one core (gevent, one thread)
 
     @property
     def machine_ms(self) -> float:
@@ -38,10 +40,20 @@ def per_request_ms(cores: float, rps: float) -> float:
     return cores / rps * 1000 if rps and rps > 0 and math.isfinite(cores) else math.nan
 
 
-def measured(worker_cores: float, pool_cores: float, others_cores: float, rps: float) -> Demand:
+def measured(
+    worker_cores: float,
+    pool_cores: float,
+    others_cores: float,
+    rps: float,
+    generator_cores: float = math.nan,
+    generators: int = 1,
+) -> Demand:
     """A run's demand from the cores its parts kept busy while it served `rps` requests per second."""
+    generator_ms = per_request_ms(generator_cores, rps)
     return Demand(
         worker_ms=per_request_ms(worker_cores, rps),
         pool_ms=max(0.0, per_request_ms(pool_cores, rps)) if math.isfinite(pool_cores) else math.nan,
         others_ms=max(0.0, per_request_ms(others_cores, rps)) if math.isfinite(others_cores) else math.nan,
+        generator_ms=generator_ms if math.isfinite(generator_ms) else 0.0,
+        generators=max(1, generators),
     )

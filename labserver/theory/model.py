@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -21,6 +22,7 @@ from labserver.demo.work import fib
 from labserver.theory.demand import Demand
 
 ASYNC = ("sequential", "gather", "processpool")
+GENERATOR = "CPU of the load generator (one core per Locust process)"
 
 
 @dataclass(frozen=True)
@@ -108,35 +110,50 @@ def predict(
     if in_worker > 0:
         gil = "GIL (one core per worker)" if workers < cores else "cores"
         limits[gil] = min(limits.get(gil, math.inf), min(workers, cores) / in_worker)
+    generator = demand.generator_ms / 1000 if measured and demand.generator_ms > 0 else 0.0
+    if generator:
+        # The load generator is a station too: Locust runs all its users on one core per process,
+        # so it sends at most processes / (its CPU per request), and near that its users queue for it.
+        limits[GENERATOR] = demand.generators / generator
     if measured and demand.machine_ms > 0:
         # Every request also costs Locust, a database and the rest CPU, on the same cores.
         limits["cores (the machine's, shared)"] = cores / (demand.machine_ms / 1000)
     bottleneck = min(limits, key=limits.get)
     rps = limits[bottleneck]
     if queueing and in_worker > 0:
-        rps = min(rps, closed_loop(users, service - in_worker, in_worker, servers=min(workers, cores)))
+        stations = [(in_worker, min(workers, cores)), (generator, demand.generators if generator else 1)]
+        # The generator's CPU is not part of the server's service time: it adds to each user's round trip.
+        rps = min(rps, closed_loop(users, service - in_worker, stations))
     return Prediction(rps=rps, latency_ms=users / rps * 1000, bottleneck=bottleneck)
 
 
-def closed_loop(users: int, think_s: float, demand_s: float, servers: int = 1) -> float:
-    """Throughput (req/s) of `users` closed-loop users, each `think_s` away between visits to a CPU
-    that `servers` cores serve, `demand_s` per visit: exact mean-value analysis (Reiser and
-    Lavenberg, 1980), with Seidmann's approximation for several cores.
+Station = tuple[float, int]  # a CPU every request visits: (seconds of CPU per visit, cores that serve it)
 
-    Few users give Little's law, users / (think_s + demand_s); many give the bottleneck law,
-    servers / demand_s; in between, requests queue for the CPU and throughput bends below both.
+
+def closed_loop(users: int, think_s: float, stations: Sequence[Station]) -> float:
+    """Throughput (req/s) of `users` closed-loop users, each `think_s` away between visits to the
+    `stations` (CPUs) every request visits once: exact mean-value analysis (Reiser and Lavenberg,
+    1980), with Seidmann's approximation for a station of several cores.
+
+    Few users give Little's law, users / (think_s + the demands); many give the bottleneck law,
+    cores / demand of the busiest station; in between, requests queue for the CPUs and
+    throughput bends below both. Two stations near their limit at once (the server's worker and
+    the load generator, each on its own core) bend it further than either would alone.
     """
     if users <= 0:
         return 0.0
-    if demand_s <= 0:
+    busy = [(d, c) for d, c in stations if d > 0]
+    if not busy:
         return users / think_s if think_s > 0 else math.nan
-    per_core = demand_s / servers
-    think = think_s + demand_s * (servers - 1) / servers  # Seidmann: the rest of a visit is a pure delay
-    queue = rps = 0.0
-    for n in range(1, users + 1):  # add one user at a time: each finds the queue the others left
-        residence = per_core * (1 + queue)
-        rps = n / (think + residence)
-        queue = rps * residence
+    # Seidmann: a station of c cores is one core c times as fast, plus a pure delay for the rest of a visit
+    per_core = [d / c for d, c in busy]
+    think = think_s + sum(d * (c - 1) / c for d, c in busy)
+    queues = [0.0] * len(busy)
+    rps = 0.0
+    for n in range(1, users + 1):  # add one user at a time: each finds the queues the others left
+        residence = [d * (1 + q) for d, q in zip(per_core, queues, strict=True)]
+        rps = n / (think + sum(residence))
+        queues = [rps * r for r in residence]
     return rps
 
 

@@ -12,7 +12,7 @@ import pytest
 from labserver.clients import strategies
 from labserver.harness.procs import free_port
 from labserver.theory import clients
-from labserver.theory.clients import Cost, check_run, client_costs, pick, plan, predict_client, slots, speedups
+from labserver.theory.clients import CLIENT_CPU, Cost, check_run, pick, plan, predict_client, slots, speedups
 
 
 class _Ok(BaseHTTPRequestHandler):
@@ -100,11 +100,27 @@ def test_the_server_caps_what_is_in_flight():
     assert slots("sequential") == math.inf and slots("threadpool", 40, 2) == 80
 
 
-def test_the_client_cpu_caps_the_rate_and_the_round_trip_lengthens_a_wave():
-    cost = Cost(client_ms=2.5, service_ms=55)
-    assert predict_client("threadpool", 1000, 100, 50, cost=cost).rps == pytest.approx(400.0)
-    assert predict_client("threadpool", 1000, 100, 50, cost=cost).bottleneck == "client CPU (one core)"
-    assert predict_client("threadpool", 100, 10, 50, cost=cost).rps == pytest.approx(10 / 0.055)
+def test_the_client_cpu_caps_the_rate_and_the_cpus_lengthen_a_wave():
+    cost = Cost(client_ms=2.5, server_ms=0.5)  # as measured in the run
+    busy = predict_client("threadpool", 1000, 100, 50, cost=cost)
+    assert busy.rps == pytest.approx(1000 / (1000 * 0.0025 + 0.05), rel=0.01) and busy.bottleneck == CLIENT_CPU
+    calm = predict_client("threadpool", 100, 10, 50, cost=cost)
+    assert calm.rps <= 10 / 0.053 and calm.rps == pytest.approx(10 / 0.053, rel=0.03)  # waves of io + c + s
+    assert calm.bottleneck == "client concurrency (10)"
+    assert predict_client("loop", 100, 1, 50, cost=cost).rps == pytest.approx(1 / 0.053)
+
+
+def test_a_burst_is_no_faster_than_its_client_cpu_plus_one_wait():
+    # 100 at once: one wave of 50 ms by the concurrency model, but 100 × 0.3 ms of CPU come first
+    p = predict_client("aiohttp", 100, 100, 50, cost=Cost(client_ms=0.3, server_ms=0.3))
+    assert p.rps == pytest.approx(100 / (100 * 0.0003 + 0.05)) and p.bottleneck == CLIENT_CPU
+    pure = predict_client("aiohttp", 100, 100, 50)
+    assert pure.rps == pytest.approx(100 / 0.05)
+
+
+def test_an_unmeasured_cost_falls_back_to_the_concurrency_model():
+    unknown = Cost(client_ms=math.nan, server_ms=1.0)
+    assert predict_client("aiohttp", 100, 10, 50, cost=unknown) == predict_client("aiohttp", 100, 10, 50)
 
 
 def test_no_wait_is_not_modelled():
@@ -142,23 +158,12 @@ def _runs(rows):
     return pd.DataFrame([{**base, **r} for r in rows])
 
 
-def test_costs_come_from_calm_valid_runs_only():
-    runs = _runs([
-        {"library": "requests", "client_cpu": 0.05, "client_ms": 2.0, "mean_ms": 54},
-        {"library": "requests", "client_cpu": 0.40, "client_ms": 3.0, "mean_ms": 56},
-        {"library": "requests", "client_cpu": 0.95, "client_ms": 9.0, "mean_ms": 300},  # busy: left out
-        {"library": "aiohttp", "client_cpu": 0.10, "client_ms": 0.5, "mean_ms": 52, "valid": False},  # invalid
-    ])  # fmt: skip
-    costs = client_costs(runs)
-    assert costs == {"requests": Cost(client_ms=2.5, service_ms=55.0)}
-
-
 def test_speedups_are_over_the_loop_of_the_same_endpoint():
     runs = _runs([
-        {"pattern": "a", "client": "loop", "users": 1, "requests": 100, "rps": 20, "predicted_rps": 20},
-        {"pattern": "a", "client": "aiohttp", "users": 10, "requests": 100, "rps": 180, "predicted_rps": 200},
-        {"pattern": "b", "client": "loop", "users": 1, "requests": 100, "rps": 10, "predicted_rps": 20},
-        {"pattern": "b", "client": "aiohttp", "users": 10, "requests": 100, "rps": 100, "predicted_rps": 200},
+        {"pattern": "a", "client": "loop", "users": 1, "requests": 100, "rps": 20, "concurrency_rps": 20},
+        {"pattern": "a", "client": "aiohttp", "users": 10, "requests": 100, "rps": 180, "concurrency_rps": 200},
+        {"pattern": "b", "client": "loop", "users": 1, "requests": 100, "rps": 10, "concurrency_rps": 20},
+        {"pattern": "b", "client": "aiohttp", "users": 10, "requests": 100, "rps": 100, "concurrency_rps": 200},
     ])  # fmt: skip
     runs["client_cpu"], runs["bottleneck"] = 0.1, "x"
     s = speedups(runs).set_index("pattern")
@@ -188,7 +193,8 @@ def _lesson_runs() -> pd.DataFrame:
         ("sequential", "aiohttp", "aiohttp", 100, 1000, 1620.0, 1800.0, 0.2, 0.5),
     ]
     runs = _runs([dict(zip(columns, row, strict=True)) for row in rows])
-    return runs.assign(ratio=runs["rps"] / runs["predicted_rps"], bottleneck="x")
+    # before the run: the concurrency model; after it, priced with the run's CPU (here the same)
+    return runs.assign(ratio=runs["rps"] / runs["predicted_rps"], concurrency_rps=runs["predicted_rps"], bottleneck="x")
 
 
 def test_findings_are_the_figures_lesson_06_quotes():
@@ -292,7 +298,21 @@ def test_a_client_run_carries_its_batch_and_commit(monkeypatch):
     from labserver.theory.model import Prediction
 
     monkeypatch.setenv("LAB_BATCH_ID", "b-1")
-    params = dict(pattern="sequential", client="loop", library="requests", users=1, requests=2)
+    params = dict(pattern="sequential", client="loop", library="requests", users=1, requests=2, io_ms=50)
     p = Prediction(10.0, 100.0, "one request at a time")
-    row = client_runs._row("r", params, {"wall_s": 0.2, "rps": 10.0}, "ok", 0.01, p, p, None, "now")
+    row = client_runs._row("r", params, {"wall_s": 0.2, "rps": 10.0}, "ok", 0.01, math.inf, p, "now")
     assert row["batch"] == "b-1" and "git_commit" in row
+
+
+def test_a_client_run_is_priced_with_the_cpu_it_measured():
+    from labserver.clients import runs as client_runs
+
+    params = dict(pattern="sequential", client="aiohttp", library="aiohttp", users=10, requests=100, io_ms=50)
+    report = {"wall_s": 0.6, "rps": 100 / 0.6, "cpu_s": 0.05, "client_cpu": 0.08}  # 0.5 ms of client CPU each
+    pure = predict_client("aiohttp", 100, 10, 50)
+    row = client_runs._row("r", params, report, "ok", 0.1, math.inf, pure, "now")  # 1 ms of server CPU each
+    priced = predict_client("aiohttp", 100, 10, 50, cost=Cost(client_ms=0.5, server_ms=1.0))
+    assert row["predicted_rps"] == pytest.approx(priced.rps) and row["priced_by"] == "measured demand"
+    assert row["concurrency_rps"] == pytest.approx(pure.rps) and row["predicted_rps"] < pure.rps
+    failed = client_runs._row("r", params, {}, "client failed", 0.0, math.inf, pure, "now")
+    assert failed["predicted_rps"] == pytest.approx(pure.rps) and failed["priced_by"] == "concurrency alone"

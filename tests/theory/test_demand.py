@@ -1,11 +1,12 @@
 """The model priced with the CPU a run measured where the work ran."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from labserver.theory.demand import Demand, measured, per_request_ms
-from labserver.theory.model import predict
+from labserver.theory.model import GENERATOR, predict
 
 
 def test_per_request_ms_is_cores_over_rate():
@@ -51,3 +52,26 @@ def test_an_unknown_demand_falls_back_to_the_priced_model():
     assert predict("sequential", 10, cpu_n=20, cpu_ms_per_task=2.0, cores=2, demand=unknown) == predict(
         "sequential", 10, cpu_n=20, cpu_ms_per_task=2.0, cores=2
     )
+
+
+def test_the_load_generator_is_a_station_of_one_core_per_locust_process():
+    # HttpUser: 0.6 ms of Locust's CPU per request against 0.3 ms in the worker, 200 users, 100 ms of I/O
+    d = Demand(worker_ms=0.3, others_ms=0.65, generator_ms=0.6)
+    p = predict("sequential", 200, io_ms=100, cores=2, demand=d, queueing=True)
+    assert p.bottleneck == GENERATOR
+    assert p.rps < 1000 / 0.6  # its users queue for it near its limit
+    two = predict("sequential", 200, io_ms=100, cores=2, demand=replace(d, generators=2), queueing=True)
+    assert two.rps > p.rps and two.bottleneck == "users"
+
+
+def test_a_light_generator_leaves_little_s_law_nearly_alone():
+    d = Demand(worker_ms=0.4, others_ms=0.4, generator_ms=0.35)
+    p = predict("sequential", 25, io_ms=100, cores=2, demand=d, queueing=True)
+    assert p.bottleneck == "users"
+    assert p.rps == pytest.approx(25 / 0.1004, rel=0.01)
+
+
+def test_measured_demand_keeps_the_generators_share():
+    d = measured(0.5, 0.0, 0.6, 1000, generator_cores=0.55, generators=2)
+    assert d.generator_ms == pytest.approx(0.55) and d.generators == 2
+    assert measured(0.5, 0.0, 0.6, 1000).generator_ms == 0.0  # not metered: no station

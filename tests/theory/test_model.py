@@ -166,29 +166,39 @@ def test_process_pool_workers_still_pay_for_the_framework():
 
 def test_closed_loop_runs_from_littles_law_to_the_bottleneck_law():
     think, demand = 0.1, 0.0005
-    assert closed_loop(1, think, demand) == pytest.approx(1 / (think + demand))
-    assert closed_loop(2000, think, demand) == pytest.approx(1 / demand, rel=1e-3)
+    assert closed_loop(1, think, [(demand, 1)]) == pytest.approx(1 / (think + demand))
+    assert closed_loop(2000, think, [(demand, 1)]) == pytest.approx(1 / demand, rel=1e-3)
     previous = 0.0
     for users in (10, 100, 190, 200, 220, 400):
-        x = closed_loop(users, think, demand)
+        x = closed_loop(users, think, [(demand, 1)])
         assert previous < x <= min(users / (think + demand), 1 / demand)  # rises, and stays below both bounds
         previous = x
     # at the knee (users = (think + demand) / demand) the queue costs the most: well below both bounds
-    assert closed_loop(201, think, demand) < 0.95 * min(201 / (think + demand), 1 / demand)
+    assert closed_loop(201, think, [(demand, 1)]) < 0.95 * min(201 / (think + demand), 1 / demand)
 
 
 def test_closed_loop_with_several_cores_reaches_their_sum():
-    assert closed_loop(4000, 0.1, 0.001, servers=2) == pytest.approx(2000, rel=1e-3)
-    assert closed_loop(1, 0.1, 0.001, servers=2) == pytest.approx(1 / 0.101)
-    assert closed_loop(0, 0.1, 0.001) == 0.0
-    assert closed_loop(5, 0.1, 0.0) == pytest.approx(50)
+    assert closed_loop(4000, 0.1, [(0.001, 2)]) == pytest.approx(2000, rel=1e-3)
+    assert closed_loop(1, 0.1, [(0.001, 2)]) == pytest.approx(1 / 0.101)
+    assert closed_loop(0, 0.1, [(0.001, 1)]) == 0.0
+    assert closed_loop(5, 0.1, [(0.0, 1)]) == pytest.approx(50)
+    assert closed_loop(5, 0.1, []) == pytest.approx(50)
+
+
+def test_two_stations_near_their_limit_bend_the_curve_below_either_alone():
+    # the server's worker and the load generator, each on its own core, 0.5 ms per request each
+    think, d = 0.1, 0.0005
+    both = closed_loop(200, think, [(d, 1), (d, 1)])
+    assert both < closed_loop(200, think + d, [(d, 1)])  # the generator's CPU as a mere delay
+    assert closed_loop(1, think, [(d, 1), (d, 1)]) == pytest.approx(1 / (think + 2 * d))
+    assert closed_loop(5000, think, [(d, 1), (0.0004, 1)]) == pytest.approx(1 / d, rel=1e-3)  # the busier one
 
 
 def test_queueing_bends_the_prediction_below_the_bounds_near_the_knee():
     bound = predict("sequential", users=200, io_ms=100, server_ms=0.5)
     curve = predict("sequential", users=200, io_ms=100, server_ms=0.5, queueing=True)
     assert curve.rps < bound.rps
-    assert curve.rps == pytest.approx(closed_loop(200, 0.1, 0.0005))
+    assert curve.rps == pytest.approx(closed_loop(200, 0.1, [(0.0005, 1)]))
     assert curve.bottleneck == bound.bottleneck
     far = predict("sequential", users=20, io_ms=100, server_ms=0.5, queueing=True)
     assert far.rps == pytest.approx(20 / 0.1005, rel=1e-3)  # few users: no queue to speak of
@@ -211,7 +221,7 @@ def test_with_server_cpu_predicts_again_and_keeps_the_first_prediction():
                          "predicted_rps": [100.0, 4000.0]})  # fmt: skip
     out = with_server_cpu(runs, server_ms=0.5)
     assert list(out["little_rps"]) == [100.0, 4000.0]
-    assert out["predicted_rps"].iloc[1] == pytest.approx(closed_loop(400, 0.1, 0.0005))
+    assert out["predicted_rps"].iloc[1] == pytest.approx(closed_loop(400, 0.1, [(0.0005, 1)]))
     assert out["bottleneck"].iloc[1] == "GIL (one core per worker)"
     assert out["ratio"].iloc[1] == pytest.approx(1900 / out["predicted_rps"].iloc[1])
     assert list(runs["predicted_rps"]) == [100.0, 4000.0]  # the frame passed in is left alone
