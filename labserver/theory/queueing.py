@@ -1,0 +1,117 @@
+"""Open arrivals: what queueing theory predicts when requests arrive on their own schedule (lesson 08).
+
+A closed loop (every lesson before 08) can never send faster than the server answers. Real
+traffic can: requests arrive at a rate λ whether or not the last ones were served. A server
+with c slots (the 40-thread pool; one event loop held by a blocking call) and a service time S
+per request is then loaded at ρ = λ S / c, and:
+
+- below ρ = 1 requests wait only when, by chance, all c slots are busy: the M/M/c queue gives
+  that chance (Erlang's C formula) and the mean wait. Our endpoints' service is a fixed sleep,
+  not an exponential one: for deterministic service (M/D/c) the mean wait is close to half of
+  M/M/c's (exactly half for c = 1, Pollaczek–Khinchine), the approximation used here;
+- above ρ = 1 no formula has a steady state: the backlog grows by (λ − c / S) every second, and
+  a request that arrives t seconds into the overload waits for the whole backlog before it;
+- a server that turns requests away once K are waiting (503 + Retry-After) is an M/M/c/K
+  queue: it keeps its latency bounded, and in overload it sheds about 1 − (c / S) / λ of them.
+
+Every function takes seconds and requests per second, and returns seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from labserver.checks import positive, whole
+
+
+@dataclass(frozen=True)
+class Queue:
+    """What a queue with c slots, service S and arrivals λ predicts (seconds)."""
+
+    rho: float  # utilisation λ S / c
+    wait_chance: float  # chance an arrival finds every slot busy (Erlang C); 1 at ρ ≥ 1
+    mean_s: float  # mean latency: S plus the mean wait (inf at ρ ≥ 1: no steady state)
+    p95_s: float  # 95th percentile latency (inf at ρ ≥ 1)
+
+
+def utilisation(rate: float, service_s: float, slots: int) -> float:
+    """ρ = λ S / c."""
+    return rate * service_s / slots
+
+
+def erlang_c(slots: int, load: float) -> float:
+    """Chance that an arrival waits in M/M/c with `slots` servers and offered `load` = λ S (Erlangs).
+
+    Computed through Erlang B's stable recursion (no factorials): B(0) = 1,
+    B(k) = a B(k-1) / (k + a B(k-1)); C = c B / (c − a (1 − B)).
+    """
+    whole("slots", slots, 1)
+    if load <= 0:
+        return 0.0
+    if load >= slots:
+        return 1.0
+    b = 1.0
+    for k in range(1, slots + 1):
+        b = load * b / (k + load * b)
+    return slots * b / (slots - load * (1 - b))
+
+
+def open_queue(rate: float, service_s: float, slots: int, deterministic: bool = True) -> Queue:
+    """Mean and p95 latency of a c-slot server under Poisson arrivals at `rate` (M/D/c by default).
+
+    The wait, given that there is one, is close to exponential with rate c/S − λ (exact for
+    M/M/c); for deterministic service both its mean and that scale are halved. The p95 is the
+    service time plus the wait exceeded by 5% of arrivals.
+    """
+    positive("rate", rate)
+    positive("service_s", service_s)
+    whole("slots", slots, 1)
+    rho = utilisation(rate, service_s, slots)
+    if rho >= 1:
+        return Queue(rho, 1.0, math.inf, math.inf)
+    chance = erlang_c(slots, rate * service_s)
+    drain = slots / service_s - rate  # how fast a queue empties, per second, when every slot is busy
+    scale = 0.5 if deterministic else 1.0
+    mean_wait = scale * chance / drain
+    tail = 0.05
+    wait_95 = scale * math.log(chance / tail) / drain if chance > tail else 0.0
+    return Queue(rho, chance, service_s + mean_wait, service_s + wait_95)
+
+
+def backlog(rate: float, service_s: float, slots: int, t_s: float) -> float:
+    """Requests waiting t seconds into an overload that began with an empty queue: (λ − c / S) t, at least 0."""
+    return max(0.0, (rate - slots / service_s) * t_s)
+
+
+def overload_latency_s(rate: float, service_s: float, slots: int, t_s: float) -> float:
+    """Latency of a request arriving t seconds into the overload: its own service after the backlog ahead of it.
+
+    The backlog drains at c / S per second, so it waits backlog × S / c = (ρ − 1) t.
+    """
+    return service_s + backlog(rate, service_s, slots, t_s) * service_s / slots
+
+
+def shed_share(rate: float, service_s: float, slots: int, limit: int) -> float:
+    """Share of arrivals turned away by a server that holds at most `slots` + `limit` requests (M/M/c/K).
+
+    Stationary M/M/c/K: p(n) ∝ a^n / n! up to c, then a^c / c! (a / c)^(n - c) up to K = c + limit;
+    an arrival is turned away when it finds K. In deep overload this tends to 1 − (c / S) / λ.
+    """
+    positive("rate", rate)
+    positive("service_s", service_s)
+    whole("slots", slots, 1)
+    whole("limit", limit, 0)
+    a = rate * service_s
+    # relative weights p(n) / p(0), in a running product to stay finite for large c
+    weight, total = 1.0, 1.0
+    for n in range(1, slots + limit + 1):
+        weight *= a / min(n, slots)
+        total += weight
+    return weight / total
+
+
+def fluid_shed_share(rate: float, service_s: float, slots: int) -> float:
+    """The overload's share that capacity cannot serve: 1 − (c / S) / λ, 0 below capacity."""
+    positive("rate", rate)
+    return max(0.0, 1 - slots / service_s / rate)

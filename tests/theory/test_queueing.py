@@ -1,0 +1,70 @@
+"""Open-arrival queueing theory, against textbook values."""
+
+import math
+
+import pytest
+
+from labserver.theory import queueing
+
+
+def test_erlang_c_matches_the_textbook():
+    # M/M/1: an arrival waits with probability ρ
+    assert queueing.erlang_c(1, 0.7) == pytest.approx(0.7)
+    # c = 2, a = 1 (ρ = 0.5): C = 1/3
+    assert queueing.erlang_c(2, 1.0) == pytest.approx(1 / 3)
+    # c = 40 at ρ = 0.5: waiting is rare; at ρ = 0.95 it is common
+    assert queueing.erlang_c(40, 20.0) < 0.01
+    assert queueing.erlang_c(40, 38.0) > 0.5
+    assert queueing.erlang_c(3, 0.0) == 0.0 and queueing.erlang_c(3, 3.0) == 1.0
+
+
+def test_md1_mean_wait_is_pollaczek_khinchine():
+    # M/D/1: Wq = ρ S / (2 (1 − ρ))
+    s, rho = 0.1, 0.8
+    q = queueing.open_queue(rho / s, s, 1)
+    assert q.mean_s == pytest.approx(s + rho * s / (2 * (1 - rho)))
+    assert q.rho == pytest.approx(rho)
+
+
+def test_mm1_mean_and_p95_are_exact():
+    s, rho = 0.1, 0.5
+    q = queueing.open_queue(rho / s, s, 1, deterministic=False)
+    assert q.mean_s == pytest.approx(s / (1 - rho))  # M/M/1: W = S / (1 − ρ)
+    # P(Wq > t) = ρ e^{−(μ − λ) t}: the 95th percentile of the wait
+    assert q.p95_s == pytest.approx(s + math.log(rho / 0.05) / (1 / s - rho / s))
+
+
+def test_latency_grows_with_utilisation_and_stays_near_the_service_time_when_light():
+    s = 0.05
+    light = queueing.open_queue(0.3 * 40 / s, s, 40)
+    heavy = queueing.open_queue(0.95 * 40 / s, s, 40)
+    assert light.mean_s == pytest.approx(s, rel=1e-3) and light.p95_s == pytest.approx(s)
+    assert s < heavy.mean_s < heavy.p95_s
+
+
+def test_overload_has_no_steady_state_and_its_backlog_grows_linearly():
+    s, c = 0.05, 40  # 800 req/s of capacity
+    assert math.isinf(queueing.open_queue(960, s, c).mean_s)
+    assert queueing.backlog(960, s, c, 10) == pytest.approx(1600)
+    assert queueing.backlog(400, s, c, 10) == 0.0
+    # ρ = 1.2: a request arriving 10 s in waits (ρ − 1) × 10 s = 2 s beyond its own service
+    assert queueing.overload_latency_s(960, s, c, 10) == pytest.approx(s + 2.0)
+
+
+def test_shedding_tends_to_the_fluid_share_in_overload():
+    s, c = 0.05, 40
+    deep = queueing.shed_share(1200, s, c, limit=40)  # ρ = 1.5
+    assert deep == pytest.approx(queueing.fluid_shed_share(1200, s, c), abs=0.02)
+    assert queueing.fluid_shed_share(1200, s, c) == pytest.approx(1 / 3)
+    assert queueing.shed_share(400, s, c, limit=40) < 1e-6  # ρ = 0.5: nobody is turned away
+    # M/M/1/1 (one slot, no waiting room): Erlang's loss formula a / (1 + a)
+    assert queueing.shed_share(1.0, 1.0, 1, limit=0) == pytest.approx(0.5)
+
+
+def test_bad_inputs_say_what_to_change():
+    with pytest.raises(ValueError, match="slots"):
+        queueing.open_queue(10, 0.1, 0)
+    with pytest.raises(ValueError, match="rate"):
+        queueing.open_queue(-1, 0.1, 1)
+    with pytest.raises(ValueError, match="limit"):
+        queueing.shed_share(10, 0.1, 1, limit=-1)
