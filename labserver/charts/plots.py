@@ -113,11 +113,15 @@ def _label(column: str) -> str:
     }.get(column, column)
 
 
-def save(fig: plt.Figure, lesson: str, name: str) -> Path | None:
-    """Write `fig` as PNG under $LAB_FIGURES_DIR/<lesson>/<name>.png when a batch asked for figures."""
+def save(fig: plt.Figure, lesson: str, name: str) -> None:
+    """Write `fig` as PNG under $LAB_FIGURES_DIR/<lesson>/<name>.png when a batch asked for figures.
+
+    It returns nothing on purpose: a lesson's chart cell ends with `plots.save(...)`, and Jupyter
+    shows a cell's last value, so a returned path would print above every chart.
+    """
     root = os.environ.get("LAB_FIGURES_DIR")
     if not root:
-        return None
+        return
     path = Path(root) / lesson / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     # Two batches may save the same figure at once: each writes its own temporary file and
@@ -129,7 +133,6 @@ def save(fig: plt.Figure, lesson: str, name: str) -> Path | None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return path
 
 
 def generator_cpu(frame: pd.DataFrame, title: str, hue: str = "client", ax=None) -> plt.Figure:

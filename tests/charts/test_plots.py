@@ -60,11 +60,22 @@ def test_history_bars_and_generator_cpu(runs):
 def test_save_only_when_a_batch_asks(runs, tmp_path, monkeypatch):
     fig = plots.throughput(runs, title="t")
     monkeypatch.delenv("LAB_FIGURES_DIR", raising=False)
+    plots.save(fig, "00_x", "throughput")
+    assert not any(tmp_path.iterdir())
+    monkeypatch.setenv("LAB_FIGURES_DIR", str(tmp_path))
+    plots.save(fig, "00_x", "p95 at 80 users")
+    assert (tmp_path / "00_x" / "p95_at_80_users.png").stat().st_size > 0
+
+
+def test_save_shows_nothing_in_a_cell_it_ends(runs, tmp_path, monkeypatch):
+    # A chart cell ends with `plots.save(...)` and Jupyter displays a cell's last value unless it is
+    # None: anything returned here would print (a PosixPath) above every chart of every lesson.
+    fig = plots.throughput(runs, title="t")
+    monkeypatch.delenv("LAB_FIGURES_DIR", raising=False)
     assert plots.save(fig, "00_x", "throughput") is None
     monkeypatch.setenv("LAB_FIGURES_DIR", str(tmp_path))
-    path = plots.save(fig, "00_x", "p95 at 80 users")
-    assert path == tmp_path / "00_x" / "p95_at_80_users.png"
-    assert path.stat().st_size > 0
+    assert plots.save(fig, "00_x", "throughput") is None
+    assert (tmp_path / "00_x" / "throughput.png").exists()
 
 
 def test_generator_cpu_marks_saturation_at_the_shared_threshold(runs):
