@@ -33,8 +33,13 @@ figures: setup
 # fresh random token, printed in the URL, never on the command line where `ps` shows it); it is
 # spelled out so that it stays so: no inherited JUPYTER_TOKEN replaces the random one, and the
 # server listens on 127.0.0.1 only. LAB_ARGS passes more options, e.g. LAB_ARGS=--no-browser.
+# Jupyter will not start as root (a container's usual user) without --allow-root: as root, `make lab`
+# adds it and says so. `id -u` is asked only when `lab` runs (these are `=` variables, not `:=`).
+LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
+LAB_ROOT_NOTE = make lab: running as root (id -u is 0), so it adds --allow-root; Jupyter refuses to start as root without it
 lab: setup
-	env -u JUPYTER_TOKEN -u JUPYTER_TOKEN_FILE $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 notebooks/ $(LAB_ARGS)
+	$(if $(LAB_ROOT),@echo '$(LAB_ROOT_NOTE)')
+	env -u JUPYTER_TOKEN -u JUPYTER_TOKEN_FILE $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(LAB_ROOT) notebooks/ $(LAB_ARGS)
 
 bench: setup
 	$(PY) -m labserver.course.bench

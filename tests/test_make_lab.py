@@ -1,0 +1,54 @@
+"""`make lab` as root adds --allow-root and says why; as anyone else it is unchanged.
+
+`make -n` prints the recipe without running it; a fake `id` first on PATH plays the user.
+"""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from labserver.paths import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+
+def _make_lab_as(uid: int, tmp_path) -> list[str]:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "id").write_text(f"#!/bin/sh\necho {uid}\n")
+    (fake / "id").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env["PATH"] = f"{fake}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-n", "lab"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def _jupyter(lines: list[str]) -> str:
+    (line,) = [line for line in lines if "jupyter lab" in line]
+    return line
+
+
+def test_as_root_lab_adds_allow_root_and_says_why(tmp_path):
+    lines = _make_lab_as(0, tmp_path)
+    assert "--allow-root" in _jupyter(lines).split()
+    notes = [line for line in lines if line.startswith("echo") and "--allow-root" in line]
+    assert len(notes) == 1
+    assert "root" in notes[0] and "refuses" in notes[0]
+
+
+def test_as_anyone_else_lab_has_no_allow_root(tmp_path):
+    lines = _make_lab_as(1000, tmp_path)
+    assert "--allow-root" not in "\n".join(lines)
+
+
+@pytest.mark.parametrize("uid", [0, 1000])
+def test_lab_keeps_its_token_and_localhost(uid, tmp_path):
+    words = _jupyter(_make_lab_as(uid, tmp_path)).split()
+    assert words[:5] == ["env", "-u", "JUPYTER_TOKEN", "-u", "JUPYTER_TOKEN_FILE"]
+    assert "--ServerApp.ip=127.0.0.1" in words
+    assert not [w for w in words if "token" in w.lower() and w.startswith("--")]
