@@ -12,8 +12,6 @@ import pytest
 from labserver.paths import NOTEBOOKS
 
 ALL = sorted(NOTEBOOKS.glob("*.ipynb"))
-# The lead's notebook: its validation cell needs the same two lines (see issue 17, part 3).
-PENDING = {"06_client_side"}
 
 
 def _lists_and_checked(path) -> tuple[set[str], set[str]]:
@@ -36,12 +34,7 @@ def _lists_and_checked(path) -> tuple[set[str], set[str]]:
     return lists, checked
 
 
-@pytest.mark.parametrize(
-    "path",
-    [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="lead's notebook")) if p.stem in PENDING else p
-     for p in ALL],
-    ids=[p.stem for p in ALL],
-)  # fmt: skip
+@pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
 def test_every_list_parameter_is_checked_in_the_validation_cell(path):
     lists, checked = _lists_and_checked(path)
     assert not lists - checked, f"{path.name}: list parameters not passed through checks.parameter: {lists - checked}"
