@@ -1,8 +1,9 @@
 """Every request Locust sent, as it wrote them (locustfiles/pattern.py), and the one reader of those files.
 
 Locust writes one `records.<n>.json` per process: `{"t0": ..., "users": [[record, ...], ...]}`,
-one list per user, each record `[end, ms, ok, pid, stage]`. A measured run's folder keeps its
-own share of them as plain per-user lists. Both are read here and nowhere else.
+one list per user, each record `[end, ms, ok, pid, stage]`, and `[..., intended]` for an open
+loop's requests (when the schedule meant to send it). A measured run's folder keeps its own
+share of them as plain per-user lists. Both are read here and nowhere else.
 """
 
 from __future__ import annotations
@@ -27,10 +28,16 @@ class Record(NamedTuple):
     ok: bool
     pid: int | None = None  # the worker that answered (X-Worker-Pid), None when no reply came
     stage: int = 0  # the stage of its plan in which it was sent
+    intended: float | None = None  # open loop: when its schedule meant to send it (None: a closed loop's)
 
     @property
     def sent(self) -> float:
         return self.end - self.ms / 1000
+
+    @property
+    def from_intended_ms(self) -> float:
+        """Latency from when it should have left (an open loop's, corrected for a late send), in ms."""
+        return self.ms if self.intended is None else (self.end - self.intended) * 1000
 
 
 PerUser = list[list[Record]]

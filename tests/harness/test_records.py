@@ -139,3 +139,10 @@ def test_answers_per_user_reads_the_records(tmp_path):
 
 def test_answers_per_user_of_an_empty_folder(tmp_path):
     assert records.answers_per_user(tmp_path).empty
+
+
+def test_an_open_loops_record_keeps_when_it_should_have_left():
+    late = Record(10.6, 100.0, True, 7, 0, 10.3)  # meant to leave at 10.3, left at 10.5
+    assert late.sent == pytest.approx(10.5) and late.from_intended_ms == pytest.approx(300.0)
+    assert Record(10.6, 100.0, True).from_intended_ms == 100.0  # a closed loop's: no schedule
+    assert records.parse([[[1.0, 5.0, True, 7, 0, 0.99]]]) == [[Record(1.0, 5.0, True, 7, 0, 0.99)]]
