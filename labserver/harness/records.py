@@ -86,7 +86,8 @@ def write(folder: Path, files: dict[str, PerUser]) -> None:
     """A run's share of the records, one file per Locust process, as plain per-user lists."""
     for name, per_user in files.items():
         with open(Path(folder) / name, "w") as f:
-            json.dump(per_user, f)
+            # a closed loop's records keep their five fields: no `null` on every one of them
+            json.dump([[r if r.intended is not None else r[:5] for r in user] for user in per_user], f)
 
 
 def read(folder: Path | str) -> PerUser:
