@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PROFILE ?= quick
 KERNEL := concurrency-lab
 
-.PHONY: setup test test-stress figures lab bench db lint format lock clean
+.PHONY: setup test test-stress figures lab bench db lint format lock clean site reference
 
 setup: $(STAMP)
 
@@ -43,6 +43,25 @@ lab: setup
 
 bench: setup
 	$(PY) -m labserver.course.bench
+
+# The executed lessons of the last batch (data/executed/) as a static site, data/site/_build/html/:
+# Jupyter Book 1.x (the `site` extra, installed once, like setup), nothing run again, nothing fetched.
+SITE_STAMP := $(VENV)/.site-stamp
+$(SITE_STAMP): $(STAMP) pyproject.toml constraints.txt
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,site]'
+	@touch $(SITE_STAMP)
+
+SITE ?= data/site
+site: $(SITE_STAMP)
+	$(PY) -m labserver.course.site --out $(SITE)/book
+	$(VENV)/bin/jupyter-book build --all --quiet $(SITE)/book --path-output $(SITE)
+	$(PY) -m labserver.course.site --check $(SITE)/_build/html
+	@echo "site: $(SITE)/_build/html/index.html"
+
+# One figure per lesson from the last batch into docs/reference/ (committed: the README shows them),
+# with the machine and date they come from in docs/reference/README.md.
+reference: setup
+	$(PY) -m labserver.course.reference
 
 # Lesson 07's private PostgreSQL with the shop data (SCALE=1 is seed 001's size), until Ctrl-C.
 SCALE ?= 0.01

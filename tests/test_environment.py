@@ -25,7 +25,7 @@ def _pins(lines) -> dict[str, str]:
 
 def pyproject_pins() -> dict[str, str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    deps = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    deps = [*project["dependencies"], *(d for extra in project["optional-dependencies"].values() for d in extra)]
     unpinned = [d for d in deps if not PIN.match(d)]
     assert not unpinned, f"every dependency in pyproject.toml must be pinned with ==: {unpinned}"
     return _pins(deps)

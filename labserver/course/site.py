@@ -1,0 +1,236 @@
+"""`python -m labserver.course.site`: the executed lessons of the last batch as a Jupyter Book, for `make site`.
+
+Writes the book's source into data/site/book/: _config.yml, _toc.yml, an index page that lists
+every lesson with its claims and when and where it was measured, and a copy of each executed
+lesson (data/executed/) with that note under its title. Everything is generated from what is on
+disk, so a new lesson appears once a batch has run it. `make site` then builds the HTML into
+data/site/_build/html/ with Jupyter Book 1.x, which runs nothing again (execute_notebooks: off)
+and fetches nothing: the site opens from the disk, without a network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import yaml
+
+from labserver.course import executed
+from labserver.course.executed import Lesson
+from labserver.paths import data_dir
+
+TITLE = "Concurrency Lab"
+LESSONS = "lessons"  # the lessons' folder inside the book
+NOTE_ID = "site-measured-on"  # the id of the note's own cell, in a lesson whose first cell has no title
+
+
+def config() -> dict:
+    """The book's _config.yml: nothing executed, nothing fetched from the network at build or view time."""
+    return {
+        "title": TITLE,
+        "author": TITLE,
+        "copyright": "",
+        "only_build_toc_files": True,
+        "exclude_patterns": ["_build", "**.ipynb_checkpoints"],
+        # The notebooks are the batch's record: re-running them would measure this machine, now.
+        "execute": {"execute_notebooks": "off"},
+        # Jupyter Book's defaults add dollarmath and linkify: a `$` in prose would ask for MathJax, which
+        # Sphinx loads from a CDN, and the lessons have no formulas written in TeX.
+        "parse": {"myst_enable_extensions": ["colon_fence"]},
+        "html": {
+            "use_repository_button": False,
+            "use_issues_button": False,
+            "use_edit_page_button": False,
+            "comments": {"hypothesis": False, "utterances": False},  # both load their scripts from the network
+            "analytics": {"google_analytics_id": "", "plausible_analytics_domain": ""},
+        },
+        "launch_buttons": {
+            "notebook_interface": "jupyterlab",
+            "binderhub_url": "",
+            "jupyterhub_url": "",
+            "thebe": False,  # thebe comes from unpkg.com
+            "colab_url": "",
+            "deepnote_url": "",
+        },
+        "sphinx": {
+            "config": {
+                # myst-nb would add require.js and the widgets' manager from CDNs to any page with widget
+                # state; the lessons have none (LAB_PROGRESS=0 in a batch), and an empty map keeps it so.
+                "nb_ipywidgets_js": {},
+                "html_show_sourcelink": False,
+                "html_theme_options": {"use_download_button": False, "use_fullscreen_button": False},
+            }
+        },
+    }
+
+
+def toc(found: list[Lesson]) -> dict:
+    """The book's _toc.yml: the index, then every executed lesson in order."""
+    return {
+        "format": "jb-book",
+        "root": "index",
+        "chapters": [{"file": f"{LESSONS}/{lesson.name}"} for lesson in found if lesson.executed],
+    }
+
+
+def _claims(lesson: Lesson) -> str:
+    if not lesson.executed:
+        return ""
+    c = lesson.claims
+    text = f"{c['PASS']} passed, {c['FAIL']} failed" + (f", {c['SKIP']} not shown here" if c["SKIP"] else "")
+    return text + (" — stopped early" if lesson.stopped else "")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def index(found: list[Lesson]) -> str:
+    """The index page: what the site is, the machine of the batch, and every lesson with its claims and date."""
+    ran = [lesson for lesson in found if lesson.executed and lesson.started]
+    lines = [
+        f"# {TITLE}: the executed course",
+        "",
+        "The lessons as the last batch (`make figures`) ran them. Every table, chart and claim on these",
+        "pages was measured then, on the machine named beside it; building this site ran nothing again.",
+        "",
+    ]
+    machines = executed.machines(found)
+    if machines:
+        lines += ["**Measured on** " + "; ".join(str(m) for m in machines) + ".", ""]
+    if ran:
+        first, last = min(x.started for x in ran), max(x.ended for x in ran)
+        lines += [f"**When:** {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC.", ""]
+    # One machine (the usual case) is named once above; lessons from several get a column of their own.
+    several = len(machines) > 1
+    lines += ["| lesson | claims | ran | " + ("machine | " if several else "") + "commit · batch |"]
+    lines.append("|---" * (4 + several) + "|")
+    for lesson in found:
+        name = lesson.title or lesson.name
+        link = f"[{name}]({LESSONS}/{lesson.name}.ipynb)" if lesson.executed else name
+        row = [link, _claims(lesson), lesson.when()]
+        row += ["; ".join(str(m) for m in lesson.machines)] if several else []
+        lines.append("| " + " | ".join(_cell(x) for x in [*row, lesson.source()]) + " |")
+    lines += [
+        "",
+        "Each lesson's page says under its title when and where it ran; its claims table is at its",
+        "*Check the claims* section. A lesson the batch has not run is listed without a page.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def note(lesson: Lesson) -> str:
+    """The note put under a lesson's title in its copy: when and where it was measured, and its claims."""
+    return (
+        f"```{{note}}\n**Measured** {lesson.measured()}.\n\n"
+        f"**Claims:** {_claims(lesson)}. This is the executed copy that `make figures` wrote; "
+        "the site shows it as it ran.\n```"
+    )
+
+
+def _under_title(cells: list[dict], text: str) -> list[dict]:
+    """The cells with `text` right under the first cell's `# title` line (a cell of its own if there is none)."""
+    first = cells[0] if cells else {}
+    lines = "".join(first.get("source", "")).splitlines(keepends=True)
+    at = next((i for i, line in enumerate(lines) if line.startswith("# ")), None)
+    if first.get("cell_type") != "markdown" or at is None:
+        return [{"cell_type": "markdown", "id": NOTE_ID, "metadata": {}, "source": text}, *cells]
+    source = "".join(lines[: at + 1]).rstrip("\n") + "\n\n" + text + "\n\n" + "".join(lines[at + 1 :]).lstrip("\n")
+    return [{**first, "source": source}, *cells[1:]]
+
+
+def _html_only(output: dict) -> dict:
+    """An output without its LaTeX form, where it has another (show_source's code has HTML, LaTeX and text).
+
+    The HTML page shows the HTML form, yet myst-nb parses every form of an output for Sphinx, and a
+    LaTeX one counts as an equation: Sphinx then loads MathJax, from a CDN, on that page and the index.
+    """
+    data = output.get("data")
+    if not data or "text/latex" not in data or not ({"text/html", "text/plain"} & data.keys()):
+        return output
+    return {**output, "data": {k: v for k, v in data.items() if k != "text/latex"}}
+
+
+def lesson_copy(lesson: Lesson) -> dict:
+    """The executed notebook for the site: the note under its title, and no LaTeX forms of outputs."""
+    nb = json.loads(lesson.notebook.read_text())
+    cells = [{**c, "outputs": [_html_only(o) for o in c["outputs"]]} if "outputs" in c else c for c in nb["cells"]]
+    return {**nb, "cells": _under_title(cells, note(lesson))}
+
+
+def write_book(out: Path, found: list[Lesson]) -> Path:
+    """The book's source, from nothing: a lesson gone from the batch leaves no page behind."""
+    if out.exists():
+        shutil.rmtree(out)
+    (out / LESSONS).mkdir(parents=True)
+    (out / "_config.yml").write_text(yaml.safe_dump(config(), sort_keys=False, allow_unicode=True))
+    (out / "_toc.yml").write_text(yaml.safe_dump(toc(found), sort_keys=False))
+    (out / "index.md").write_text(index(found))
+    for lesson in found:
+        if lesson.executed:
+            (out / LESSONS / f"{lesson.name}.ipynb").write_text(json.dumps(lesson_copy(lesson), ensure_ascii=False))
+    return out
+
+
+REMOTE = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)  # http://, https:// and protocol-relative //host
+CSS_URL = re.compile(r"""(?:url\(\s*|@import\s+)['"]?((?:https?:)?//[^'")\s]+)""", re.IGNORECASE)
+ASSET_TAGS = {"script": "src", "link": "href", "img": "src", "iframe": "src", "source": "src", "video": "src"}
+
+
+class _Assets(HTMLParser):
+    """Every URL that a page loads by itself: scripts, stylesheets and icons, images, frames, media."""
+
+    def __init__(self):
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attr = ASSET_TAGS.get(tag)
+        self.urls += [value for name, value in attrs if name == attr and value]
+
+
+def remote_assets(html_dir: Path) -> list[str]:
+    """What the built site would fetch from the network when opened: "page: url" for each, none if offline.
+
+    A link a reader may click (<a href>) is no fetch; a page's own scripts, stylesheets, images and
+    the stylesheets' url() and @import are.
+    """
+    found = []
+    for page in sorted(html_dir.rglob("*.html")):
+        parser = _Assets()
+        parser.feed(page.read_text(errors="replace"))
+        found += [f"{page.relative_to(html_dir)}: {url}" for url in parser.urls if REMOTE.match(url)]
+    for sheet in sorted(html_dir.rglob("*.css")):
+        found += [f"{sheet.relative_to(html_dir)}: {url}" for url in CSS_URL.findall(sheet.read_text(errors="replace"))]
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labserver.course.site", description=__doc__)
+    parser.add_argument("--out", type=Path, default=None, help="the book's source folder (default: data/site/book)")
+    parser.add_argument("--check", type=Path, metavar="HTML_DIR", help="only check a built site loads nothing remote")
+    args = parser.parse_args(argv)
+    if args.check:
+        remote = remote_assets(args.check)
+        for line in remote:
+            print(f"remote asset: {line}", file=sys.stderr)
+        pages = sum(1 for _ in args.check.rglob("*.html"))
+        print(f"{pages} pages in {args.check}: " + (f"{len(remote)} remote assets" if remote else "nothing remote"))
+        return 1 if remote or not pages else 0
+    found = executed.lessons()
+    if not any(lesson.executed for lesson in found):
+        print(f"no executed lesson in {data_dir() / 'executed'}: run `make figures` first", file=sys.stderr)
+        return 1
+    out = write_book(args.out or data_dir() / "site" / "book", found)
+    print(f"book source: {out} ({sum(lesson.executed for lesson in found)} lessons)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
