@@ -14,6 +14,9 @@ One run measures everything and writes data/bench/latest.json plus a dated copy:
 - batch: wall time of `python -m labserver.course.batch` (quick profile) and the part of it spent
   inside measurement windows.
 - repeatability: lesson 01's headline ratio measured three times, and its spread.
+- telemetry: the server's own sampling (every 100 ms per worker) must not move the measurement:
+  one short plan on a server that samples and one that does not, taking turns, measured / predicted
+  of each run side by side.
 
 The bench's own runs land in data/bench/runs/, away from the lessons' (lesson 99 reads those).
 On a shared machine run it alone (`flock /tmp/lab-measure.lock make bench`): before each run it
@@ -38,13 +41,14 @@ import pandas as pd
 
 from labserver.course import fidelity
 from labserver.harness import records, results
-from labserver.harness.launcher import LabServer
-from labserver.harness.load import run_load
+from labserver.harness.launcher import LabServer, running
+from labserver.harness.load import run_load, run_plan
 from labserver.harness.meters import wait_until_quiet
+from labserver.harness.plan import mirrored
 from labserver.paths import ROOT, data_dir
 from labserver.theory import model
 
-PARTS = ("harness", "overhead", "batch", "repeatability")
+PARTS = ("harness", "overhead", "batch", "repeatability", "telemetry")
 USERS = (50, 100, 200, 400)
 IO_MS = 100
 TARGETS = {"ratio": 0.98, "ratio_up_to_rps": 2000, "overhead_s": 2.0, "batch_s": 360, "measuring": 0.70, "spread": 0.05}
@@ -80,6 +84,8 @@ OTHER_CPU_MAX = 0.25
 ATTEMPTS = 3
 QUIET_WAIT_S = 60.0
 REPEAT_USERS = 80  # lesson 01's claim: at 2× the 40-thread pool, async serves ≥ 2× the requests of `def`
+# the telemetry part's plan: the event loop at its busiest in the lab, and a full thread pool with a queue
+TELEMETRY_PLAN = (("sequential", 200), ("threadpool", 80))
 
 
 def spread(values: list[float]) -> float:
@@ -218,6 +224,13 @@ def table(report: dict) -> str:
             f"model  {f['lesson']:<3} {f['runs']:3d} valid runs, {f['within_10']:4.0%} within ±10%, "
             f"I/O {f['io_within_3']:4.0%} within ±3%; worst {f['worst_ratio']:.3f}: {f['worst_run']}"
         )
+    if report.get("telemetry"):
+        t = report["telemetry"]
+        for mode in ("on", "off"):
+            ratios = " ".join(f"{r:.3f}" for r in t[f"{mode}_ratios"])
+            lines.append(f"telemetry {mode:<3}  measured/predicted {ratios}  (runs: {', '.join(t['runs'])})")
+        lines.append(f"telemetry: largest difference on − off, same run: {t['largest_shift']:+.3f}")
+        lines.append("")
     for what, value, target, met in targets(report):
         lines.append(f"{'MET ' if met else 'MISS'}  {what:<52} {value:8.3f}  (target {target})")
     return "\n".join(lines)
@@ -314,6 +327,37 @@ def repeatability(duration_s: int, ready: list[float], runs: list[dict]) -> dict
     }
 
 
+def telemetry_cost(duration_s: int, ready: list[float]) -> dict:
+    """TELEMETRY_PLAN on a server that samples its telemetry and on one that does not: measured / predicted of each run.
+
+    Both servers run at once and take turns in one Locust plan, in mirrored order (on, off, …,
+    off, on), so that the machine's drift falls on both alike; each ratio is the mean of its two.
+    """
+    with running([LabServer(), LabServer(telemetry=False)]) as (on, off):
+        ready += [on.ready_s, off.ready_s]
+        turns = [(mode, server, p, u) for p, u in TELEMETRY_PLAN for mode, server in (("on", on), ("off", off))]
+        plan = [
+            {"pattern": p, "users": u, "io_ms": IO_MS, "server": server, "tags": {"telemetry": mode}}
+            for _, (mode, server, p, u) in mirrored(turns, 2)
+        ]
+        wait_until_quiet(OTHER_CPU_MAX, timeout_s=QUIET_WAIT_S)
+        rows = [r.row for r in run_plan(on, plan, duration_s=duration_s, lesson="bench", progress=False)]
+    frame = pd.DataFrame(rows).groupby(["pattern", "users", "telemetry"], sort=False)["ratio"].mean()
+    runs = [f"{p} × {u}" for p, u in TELEMETRY_PLAN]
+    out = {
+        "what": f"{', '.join(runs)} users, {IO_MS} ms I/O, {duration_s} s each, twice, telemetry on and off",
+        "runs": runs,
+        "on_ratios": [float(frame[p, u, "on"]) for p, u in TELEMETRY_PLAN],
+        "off_ratios": [float(frame[p, u, "off"]) for p, u in TELEMETRY_PLAN],
+        "valid": all(bool(r["valid"]) for r in rows),
+    }
+    shifts = [a - b for a, b in zip(out["on_ratios"], out["off_ratios"], strict=True)]
+    out["largest_shift"] = max(shifts, key=abs)
+    for mode in ("on", "off"):
+        print(f"  telemetry {mode}: measured/predicted {', '.join(f'{x:.3f}' for x in out[f'{mode}_ratios'])}")
+    return out
+
+
 def overhead(ready: list[float], runs: list[dict]) -> dict:
     """Medians of: server start to /health, Locust start to its first request, a run outside its window."""
     for _ in range(3):  # a few bare starts, so that the median is not one server's luck
@@ -391,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
         runs += report["harness"]
     if "repeatability" not in args.skip:
         report["repeatability"] = repeatability(args.duration_s, ready, runs)
+    if "telemetry" not in args.skip:
+        print("Telemetry: the same plan on a server that samples and one that does not", flush=True)
+        report["telemetry"] = telemetry_cost(args.duration_s, ready)
     if "overhead" not in args.skip:
         report["overhead_s"] = overhead(ready, runs)
     if "batch" not in args.skip:

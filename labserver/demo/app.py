@@ -12,12 +12,12 @@ import multiprocessing
 import os
 import signal
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
 from fastapi import FastAPI
 
+from labserver.demo import telemetry
 from labserver.demo.cpus import pin, usable_cpus
 from labserver.demo.lifeline import die_with_parent
 from labserver.demo.patterns import PATTERNS
@@ -58,13 +58,14 @@ class InFlight:
             self.served += 1
 
 
-def _start_pool(procs: int) -> ProcessPoolExecutor | None:
+def _start_pool(procs: int) -> telemetry.CountingPool | None:
     if procs == 0:
         return None
     # spawn, not fork: a forked child would inherit uvicorn's listening socket and signal
     # handlers, and keep the port busy if it outlived the server.
     # initargs: a child whose worker died before it asked for the signal exits at once
-    pool = ProcessPoolExecutor(
+    # it counts its tasks, so that /info and the telemetry can say how many run and how many wait
+    pool = telemetry.CountingPool(
         procs,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=die_with_parent,
@@ -88,9 +89,11 @@ async def lifespan(app: FastAPI):
     # pydantic loaded) while every request waits.
     gc.freeze()
     gc.set_threshold(GC_THRESHOLD0, *gc.get_threshold()[1:])
+    sampler = telemetry.start(settings.telemetry_dir, app.state.gauges) if settings.telemetry_dir else None
     try:
         yield
     finally:
+        await telemetry.stop(sampler)
         if app.state.pool is not None:
             # wait=True: a pool left running would outlive uvicorn and hold its port.
             app.state.pool.shutdown(wait=True, cancel_futures=True)
@@ -101,12 +104,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings.check()
     if settings.cpus:  # before any thread or pool starts: they inherit it
         pin(settings.cpus)
-    # FastAPI's built-in OpenTelemetry asks on every request whether a provider is configured;
-    # the lab exports no telemetry, so it is switched off: ~5% of the server's CPU per request.
+    # FastAPI's built-in OpenTelemetry asks on every request whether a provider is configured; the
+    # lab exports none (it samples its own, telemetry.py), so it is switched off: ~5% of the server's
+    # CPU per request.
     app = FastAPI(title="Concurrency Lab demo server", lifespan=lifespan, telemetry=NO_TELEMETRY)
     app.state.settings = settings
     app.state.pool = None
     app.add_middleware(InFlight)  # Starlette builds the instance; /info finds it in the middleware stack
+    app.state.gauges = telemetry.Gauges(in_flight=lambda: _in_flight(app), pool=lambda: app.state.pool)
 
     for name, endpoint in PATTERNS.items():
         summary = sys.modules[endpoint.__module__].__doc__.splitlines()[0]
@@ -134,10 +139,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "pid": os.getpid(),
             "workers": settings.workers,
             "threads": int(limiter.total_tokens),
-            "threads_busy": limiter.borrowed_tokens,
             "procs": settings.procs,
             "cpus": usable_cpus(),
-            "in_flight": middleware.in_flight if middleware else None,
+            # in_flight, threads_busy and _waiting, pool_running and _queued: what the telemetry samples
+            **app.state.gauges.read(),
             "served": middleware.served if middleware else None,
             "patterns": list(PATTERNS),
         }
@@ -150,3 +155,8 @@ def _in_flight_counter(app: FastAPI) -> InFlight | None:
     while stack is not None and not isinstance(stack, InFlight):
         stack = getattr(stack, "app", None)
     return stack
+
+
+def _in_flight(app: FastAPI) -> int | None:
+    middleware = _in_flight_counter(app)
+    return middleware.in_flight if middleware else None

@@ -30,6 +30,9 @@ class Settings:
     # The CPUs the server's processes may run on (empty: wherever the OS puts them). Lesson 07 pins
     # a server to one core to show what a thread pool's GIL hand-offs between cores cost.
     cpus: tuple[int, ...] = ()
+    # Where each worker appends its telemetry (demo/telemetry.py), one file per pid; empty: none is
+    # sampled. The launcher gives every start a folder of its own.
+    telemetry_dir: str = ""
 
     def to_env(self) -> dict[str, str]:
         return {
@@ -39,6 +42,7 @@ class Settings:
             "LAB_DATABASE_URL": self.database_url,
             "LAB_DB_POOL": str(self.db_pool),
             "LAB_CPUS": ",".join(map(str, self.cpus)),
+            "LAB_TELEMETRY_DIR": self.telemetry_dir,
         }
 
     @classmethod
@@ -51,6 +55,7 @@ class Settings:
             database_url=os.environ.get("LAB_DATABASE_URL", default.database_url),
             db_pool=int(os.environ.get("LAB_DB_POOL", default.db_pool)),
             cpus=tuple(int(c) for c in os.environ.get("LAB_CPUS", "").split(",") if c.strip()),
+            telemetry_dir=os.environ.get("LAB_TELEMETRY_DIR", default.telemetry_dir),
         )
 
     def check(self) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from labserver.demo import cpus
-from labserver.harness import measure, records, results
+from labserver.harness import measure, records, results, telemetry
 from labserver.harness.meters import CpuMeter, MachineMeter
 from labserver.harness.plan import Meters, Options, Outcome, Stage
 from labserver.theory import demand, model
@@ -270,6 +270,9 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
         result.row["started_at"] = run_started
         if outcome.server_log is not None and cut_short:
             (folder / "server.log").write_text(outcome.server_log)
+        # what the server's workers were doing meanwhile: telemetry.csv, the samples of the window
+        first = result.row["window_start"]
+        telemetry.save(folder, stage.server, start, (first, first + result.row["window_s"]))
         saved.append(results.finish(folder, result.manifest, result.history))
         if cut_short:
             break

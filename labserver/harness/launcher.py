@@ -9,6 +9,7 @@ notebook cells, so re-running the cell that starts it replaces the old one.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import ipaddress
 import json
 import shutil
@@ -51,6 +52,8 @@ class LabServer:
     port : port to bind; a free one is chosen when None.
     ready_timeout_s : how long to wait for /health before giving up.
     cpus : the CPUs the server may run on (Linux only), e.g. [1]; None: wherever the OS puts it.
+    telemetry : each worker samples what it is doing every 100 ms into `telemetry_dir`, a folder of
+        this start's (removed at stop); each run keeps its share (harness/telemetry.py). False: none.
     """
 
     def __init__(
@@ -62,6 +65,7 @@ class LabServer:
         port: int | None = None,
         ready_timeout_s: float = 60.0,
         cpus: list[int] | None = None,
+        telemetry: bool = True,
     ):
         if cpus is not None:
             check_cpus(cpus)  # here too: an empty list would otherwise read as "not pinned"
@@ -81,6 +85,8 @@ class LabServer:
         self.proc: subprocess.Popen | None = None
         self.log_path: Path | None = None
         self.ready_s: float | None = None
+        self.telemetry = telemetry
+        self.telemetry_dir: Path | None = None
 
     @property
     def url(self) -> str:
@@ -109,6 +115,10 @@ class LabServer:
         self.port = self.port or procs.free_port(self.host)
         self.ready_s = None  # set again only once this start has succeeded
         self.log_path = Path(tempfile.mkdtemp(prefix="labserver-")) / "server.log"
+        # the workers make it when they start sampling; it is this start's, like the log
+        self.telemetry_dir = self.log_path.parent / "telemetry" if self.telemetry else None
+        # not in self.settings: the folder is this start's, the settings are the server's
+        env = dataclasses.replace(self.settings, telemetry_dir=str(self.telemetry_dir or "")).to_env()
         cmd = [
             sys.executable,
             "-m",
@@ -132,7 +142,7 @@ class LabServer:
         _running.add(self)
         try:
             # on_start hands the process over before spawn returns: a Ctrl-C in between cannot orphan it
-            procs.spawn(cmd, self.log_path, env=self.settings.to_env(), on_start=self._adopt)
+            procs.spawn(cmd, self.log_path, env=env, on_start=self._adopt)
             self._wait_ready()
         except BaseException:
             self.stop()
@@ -175,6 +185,7 @@ class LabServer:
             # still running the requests its users abandoned (lesson 05's mixed: 4.9 s), so SIGKILL.
             procs.stop_tree(self.proc, grace_s=STOP_GRACE_S)
         _running.discard(self)
+        self._remove_telemetry()  # every run took its share while the server ran; a dead one's log stays
         if clean:
             self._remove_log()
 
@@ -182,6 +193,12 @@ class LabServer:
         if self.log_path is not None:
             shutil.rmtree(self.log_path.parent, ignore_errors=True)  # the folder mkdtemp made for this start
             self.log_path = None
+            self.telemetry_dir = None  # it was inside
+
+    def _remove_telemetry(self) -> None:
+        if self.telemetry_dir is not None:
+            shutil.rmtree(self.telemetry_dir, ignore_errors=True)
+            self.telemetry_dir = None
 
     def get(self, path: str, timeout: float = 5.0) -> dict:
         """GET `path` from the server and decode its JSON."""

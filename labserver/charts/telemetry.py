@@ -1,0 +1,100 @@
+"""A run's server over time: requests in flight, the thread pool, the process pool, the event loop's lag.
+
+One panel each, from the run's telemetry (harness.telemetry.load), on the clock of its
+history.csv (seconds since the run started): the chart sits under `plots.history`'s throughput
+over time, and given the run's history it draws that on top, in the same figure.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from labserver.charts import plots
+from labserver.harness.telemetry import COLUMNS, EVERY_S
+
+# panel: (y label, [(column, line label, line style)], the colour of the pattern it belongs to)
+PANELS = {
+    "in_flight": ("requests", [("in_flight", "in flight", "-")], "sequential"),
+    "threads": (
+        "threads",
+        [("threads_busy", "borrowed (running a def)", "-"), ("threads_waiting", "waiting for a thread", "--")],
+        "threadpool",
+    ),
+    "pool": (
+        "pool tasks",
+        [("pool_running", "running", "-"), ("pool_queued", "queued", "--")],
+        "processpool",
+    ),
+    "loop_lag": ("loop lag (ms)", [("loop_lag_ms", "event loop's timer late by", "-")], "blocking"),
+}
+COUNTS = ["in_flight", "threads_busy", "threads_waiting", "pool_running", "pool_queued"]
+
+
+def per_tick(frame: pd.DataFrame) -> pd.DataFrame:
+    """The server as a whole every 100 ms: its workers' counts added up, and the worst worker's loop lag.
+
+    Each worker samples on its own schedule; a sample belongs to the nearest tick of `second`.
+    """
+    if frame.empty:
+        return pd.DataFrame(columns=["second", *COUNTS, "loop_lag_ms"])
+    tick = ((frame["second"] / EVERY_S).round() * EVERY_S).round(3).rename("second")
+    counts = frame[COUNTS].apply(pd.to_numeric, errors="coerce").groupby(tick).sum(min_count=1)
+    lag = frame["loop_lag_ms"].groupby(tick).max()
+    return counts.join(lag).reset_index()
+
+
+def over_time(
+    frame: pd.DataFrame,
+    title: str,
+    history: pd.DataFrame | None = None,
+    panels: tuple[str, ...] = tuple(PANELS),
+    threads: int | None = None,
+    procs: int | None = None,
+) -> plt.Figure:
+    """A run's telemetry, one panel per name in `panels` (in_flight, threads, pool, loop_lag), time shared.
+
+    `history` (the run's RunResult.history) adds its requests finished per second on top.
+    `threads` and `procs`, the server's sizes (per worker, times its workers), draw the limit
+    the borrowed threads and the running pool tasks cannot pass.
+    """
+    unknown = set(panels) - set(PANELS)
+    if unknown or not panels:
+        raise ValueError(f"unknown panels {sorted(unknown)}; choose from {', '.join(PANELS)}")
+    if frame.empty or not set(COLUMNS) <= set(frame.columns):
+        raise ValueError(
+            "this run has no telemetry: its server was started with telemetry=False, or before the lab sampled it"
+        )
+    ticks = per_tick(frame)
+    rows = len(panels) + (history is not None)
+    fig, axes = plt.subplots(rows, 1, sharex=True, figsize=(9, 1.0 + 1.5 * rows), squeeze=False)
+    axes = list(axes[:, 0])
+    if history is not None:
+        top = axes.pop(0)
+        plots.history({"requests finished": history}, title=title, ax=top)
+        top.set(xlabel="", ylabel="req/s")
+        _legend_outside(top)
+    else:
+        axes[0].set_title(title)
+    limits = {"threads": (threads, "threads"), "pool": (procs, "pool processes")}
+    for ax, name in zip(axes, panels, strict=True):
+        ylabel, lines, pattern = PANELS[name]
+        color = plots.COLORS[pattern]
+        for column, label, style in lines:
+            ax.plot(ticks["second"], ticks[column], style, color=color, lw=1.5, label=label)
+        limit, what = limits.get(name, (None, ""))
+        if limit:
+            ax.axhline(limit, color="grey", ls=":", lw=1, label=f"{limit} {what}")
+        highest = float(ticks[[column for column, _, _ in lines]].max().max())
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(0, max(1.0, highest * 1.15, (limit or 0) * 1.15))  # 1.0 first: a NaN never wins
+        _legend_outside(ax)
+    axes[-1].set_xlabel("time since the run started (s)")
+    fig.align_ylabels()
+    fig.tight_layout()
+    return fig
+
+
+def _legend_outside(ax) -> None:
+    # beside the panel, not on it: a flat line at the top of a panel (40 of 40 threads) is the finding
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
