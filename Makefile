@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PROFILE ?= quick
 KERNEL := concurrency-lab
 
-.PHONY: setup test test-stress figures lab bench db lint format lock clean site reference
+.PHONY: setup test test-stress test-browser figures lab bench db lint format lock clean site reference
 
 setup: $(STAMP)
 
@@ -24,6 +24,26 @@ test: setup
 
 test-stress: setup
 	$(PY) -m pytest -m stress tests/test_stress.py
+
+# Lesson 01 (smoke profile) run in JupyterLab in a real browser (tests/browser/): Debian's Chromium,
+# driven by Playwright (the `browser` extra, installed once, like setup). Playwright never downloads
+# a browser of its own, so Chromium comes from apt: installed here as root, or named for the user.
+CHROMIUM := /usr/bin/chromium
+BROWSER_STAMP := $(VENV)/.browser-stamp
+$(BROWSER_STAMP): $(STAMP) pyproject.toml constraints.txt
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,browser]'
+	@touch $(BROWSER_STAMP)
+
+$(CHROMIUM):
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "make test-browser needs Debian's Chromium at $(CHROMIUM); install it with: sudo apt-get install -y chromium"; \
+		exit 1; \
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium \
+		|| { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
+
+test-browser: $(BROWSER_STAMP) $(CHROMIUM)
+	$(PY) -m pytest -m browser tests/browser
 
 REPEAT ?= 1
 figures: setup
