@@ -99,11 +99,12 @@ def no_lab_process_left(request):
 
 
 def pytest_collection_modifyitems(config, items):
-    # addopts holds -m "not stress", but a later -m (say -m "not slow") replaces it: keep the
-    # stress test out of every run whose marker expression does not ask for it by name
-    if "stress" in (config.option.markexpr or ""):
-        return
-    stress = [item for item in items if item.get_closest_marker("stress")]
-    if stress:
-        config.hook.pytest_deselected(items=stress)
-        items[:] = [item for item in items if not item.get_closest_marker("stress")]
+    # addopts holds -m "not stress and not browser", but a later -m (say -m "not slow") replaces
+    # it: keep those tests out of every run whose marker expression does not ask for them by name
+    for marker in ("stress", "browser"):
+        if marker in (config.option.markexpr or ""):
+            continue
+        left_out = [item for item in items if item.get_closest_marker(marker)]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if not item.get_closest_marker(marker)]
