@@ -10,9 +10,26 @@ The folders are the architecture, and imports run one way (checked by `lint-impo
 
 Names are imported on first use (PEP 562): process-pool children and uvicorn workers
 import `labserver.demo`, and must not pay for pandas and seaborn.
+
+Here, above every layer, the harness gets the notebook's live chart of a plan (charts/live.py):
+the harness draws nothing and may not import charts. Registering imports harness/notebook.py
+(two modules of the standard library); the chart is imported when a plan starts in a notebook, and outside one nothing
+is drawn and nothing is imported from IPython.
 """
 
 from importlib import import_module
+
+from labserver.harness import notebook as _notebook
+
+
+def _live_chart():
+    """The running cell's live chart, for a plan that starts in a notebook (harness/notebook.py asks only there)."""
+    from labserver.charts import live
+
+    return live.for_this_cell()
+
+
+_notebook.use(_live_chart)
 
 __all__ = [
     "Claims",

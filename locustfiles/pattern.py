@@ -11,6 +11,7 @@ Besides Locust's own statistics, every user keeps (finish time, latency, ok, wor
 for each of its requests, written to --records-file when the test stops: Locust rounds latencies
 above 100 ms and its per-second counts cannot tell a steady flow from synchronized bursts. The
 pid comes from the X-Worker-Pid header, so a run with --workers N shows which worker served what.
+With --live-file the new ones are also appended once a second while the test runs, for a live view.
 
 --plan-file runs several measurements in one Locust process, one after the other: a JSON list
 of stages, each {"pattern", "tasks", "io_ms", "cpu_n", "users", "duration_s"} and optionally
@@ -47,6 +48,7 @@ PLAN: list[dict] = []  # the stages, each with its start ("start_s") after T0
 T0: list[float] = []  # when the test started (time.time()), set once
 RECORDS: list[list[tuple]] = []  # per user, in the order the users started
 NEXT_USER = itertools.count()
+LIVE_EVERY_S = 1.0  # how often --live-file gets the new requests
 IN_FLIGHT = collections.Counter()  # requests sent and not answered yet, per stage
 
 
@@ -59,6 +61,7 @@ def add_options(parser):
     parser.add_argument("--timeout-s", type=float, default=60.0, help="client timeout per request, in s")
     parser.add_argument("--records-file", default="", help="where to write every request's (end, ms, ok, pid, stage)")
     parser.add_argument("--plan-file", default="", help="JSON list of stages to run one after the other")
+    parser.add_argument("--live-file", default="", help="where to append every request once a second, as it runs")
 
 
 @events.init.add_listener
@@ -95,6 +98,8 @@ def load_plan(environment, **_):
     T0[:] = [time.time()]
     if o.plan_file and not isinstance(environment.runner, WorkerRunner):  # the master ends a --processes run
         gevent.spawn(end_plan, environment.runner, T0[0] + start)
+    if o.live_file:
+        gevent.spawn(stream_records, f"{o.live_file}.{os.getpid()}.csv")
 
 
 def end_plan(runner, at: float) -> None:
@@ -102,6 +107,29 @@ def end_plan(runner, at: float) -> None:
     while time.time() < at:
         gevent.sleep(at - time.time())  # may wake early on gevent's stale clock: check again
     runner.quit()
+
+
+def stream_records(path: str) -> None:
+    """Append each user's new requests to `path` once a second, while the test runs: a notebook's live view reads them.
+
+    Only with --live-file (a notebook, or the bench measuring what the view costs): one
+    formatted line per request and one write a second (labserver/harness/feed.py reads them).
+    """
+    written: list[int] = []  # how many of each user's records are in the file already
+    with open(path, "a") as f:
+        f.write(f"t0,{T0[0]!r}\n")
+        f.flush()
+        while True:
+            gevent.sleep(LIVE_EVERY_S)
+            written += [0] * (len(RECORDS) - len(written))
+            lines = []
+            for user, records in enumerate(RECORDS):
+                # (end, ms, ok, pid, stage, ...): the fields labserver/harness/feed.py reads
+                lines += [f"{r[0]:.4f},{r[1]:.2f},{r[2]:d},{r[4]}\n" for r in records[written[user] :]]
+                written[user] = len(records)
+            if lines:
+                f.write("".join(lines))
+                f.flush()
 
 
 @events.test_stop.add_listener

@@ -17,6 +17,9 @@ One run measures everything and writes data/bench/latest.json plus a dated copy:
 - telemetry: the server's own sampling (every 100 ms per worker) must not move the measurement:
   one short plan on a server that samples and one that does not, taking turns, measured / predicted
   of each run side by side.
+- live: what a notebook's live view costs: one short plan measured with the view off, then
+  on (drawn as in a notebook, not shown), its measured / predicted beside each other, and the
+  CPU each frame took to draw. `--skip harness overhead batch repeatability` measures it alone.
 
 The bench's own runs land in data/bench/runs/, away from the lessons' (lesson 99 reads those).
 On a shared machine run it alone (`flock /tmp/lab-measure.lock make bench`): before each run it
@@ -48,10 +51,18 @@ from labserver.harness.plan import mirrored
 from labserver.paths import ROOT, data_dir
 from labserver.theory import model
 
-PARTS = ("harness", "overhead", "batch", "repeatability", "telemetry")
+PARTS = ("harness", "overhead", "batch", "repeatability", "live", "telemetry")
 USERS = (50, 100, 200, 400)
 IO_MS = 100
-TARGETS = {"ratio": 0.98, "ratio_up_to_rps": 2000, "overhead_s": 2.0, "batch_s": 360, "measuring": 0.70, "spread": 0.05}
+TARGETS = {
+    "ratio": 0.98,
+    "ratio_up_to_rps": 2000,
+    "overhead_s": 2.0,
+    "batch_s": 360,
+    "measuring": 0.70,
+    "spread": 0.05,
+    "frame_ms": 50,  # median CPU to draw a live frame: one a second, at most 5% of a core
+}
 HARNESS_COLUMNS = [
     "users",
     "processes",
@@ -86,6 +97,7 @@ QUIET_WAIT_S = 60.0
 REPEAT_USERS = 80  # lesson 01's claim: at 2× the 40-thread pool, async serves ≥ 2× the requests of `def`
 # the telemetry part's plan: the event loop at its busiest in the lab, and a full thread pool with a queue
 TELEMETRY_PLAN = (("sequential", 200), ("threadpool", 80))
+LIVE_USERS = (50, 400)  # the live view's plan: a light run and a busy one (about 4,000 req/s offered)
 
 
 def spread(values: list[float]) -> float:
@@ -186,6 +198,9 @@ def targets(report: dict) -> list[tuple[str, float, str, bool]]:
     if report.get("repeatability"):
         s = report["repeatability"]["spread"]
         out.append(("repeatability: spread of the headline ratio", s, f"≤ {TARGETS['spread']}", s <= TARGETS["spread"]))
+    if report.get("live"):
+        ms = report["live"]["frame_ms"]
+        out.append(("live view: median CPU per frame (ms)", ms, f"≤ {TARGETS['frame_ms']}", ms <= TARGETS["frame_ms"]))
     return out
 
 
@@ -224,6 +239,17 @@ def table(report: dict) -> str:
             f"model  {f['lesson']:<3} {f['runs']:3d} valid runs, {f['within_10']:4.0%} within ±10%, "
             f"I/O {f['io_within_3']:4.0%} within ±3%; worst {f['worst_ratio']:.3f}: {f['worst_run']}"
         )
+    if report.get("live"):
+        v = report["live"]
+        for mode in ("off", "on"):
+            ratios = " ".join(f"{r:.3f}" for r in v[f"{mode}_ratios"])
+            lines.append(
+                f"live view {mode:<3}  measured/predicted {ratios}  Locust {v[f'{mode}_locust_ms']:.3f} ms/req"
+                f"  other CPU {v[f'{mode}_other_cpu']:.2f}"
+            )
+        frames = f"median {v['frame_ms']:.1f} ms, max {v['frame_ms_max']:.1f} ms"
+        lines.append(f"live view: {v['frames']} frames, CPU to draw one: {frames}")
+        lines.append("")
     if report.get("telemetry"):
         t = report["telemetry"]
         for mode in ("on", "off"):
@@ -325,6 +351,39 @@ def repeatability(duration_s: int, ready: list[float], runs: list[dict]) -> dict
         "values": values,
         "spread": spread(values),
     }
+
+
+def live_view(duration_s: int, ready: list[float]) -> dict:
+    """One short plan with the live view off, then on: measured / predicted of each run, and each frame's CPU.
+
+    The view draws every frame as in a notebook (charts/live.py), without showing it; Locust
+    streams its records for it (--live-file). The figures are the runs' own: Locust's CPU per
+    request and the other programs' CPU (the view's drawing counts there) beside the ratios.
+    """
+    from labserver.charts import live  # the course may draw; imported only when this part runs
+
+    plan = [{"pattern": "sequential", "users": u, "io_ms": IO_MS} for u in LIVE_USERS]
+    view = live.View(show=False)
+    out: dict = {"what": f"/sequential, {IO_MS} ms I/O, users {list(LIVE_USERS)}, {duration_s} s each"}
+    with LabServer() as server:
+        ready.append(server.ready_s)
+        for mode, watch in (("off", None), ("on", view)):
+            wait_until_quiet(OTHER_CPU_MAX, timeout_s=QUIET_WAIT_S)
+            done = run_plan(server, plan, duration_s=duration_s, lesson="bench", progress=False, watch=watch)
+            rows = [r.row for r in done]
+            out[f"{mode}_ratios"] = [r["ratio"] for r in rows]
+            out[f"{mode}_locust_ms"] = statistics.mean(r["locust_ms"] for r in rows)
+            out[f"{mode}_other_cpu"] = statistics.mean(r["other_cpu"] for r in rows)
+            out[f"{mode}_valid"] = all(bool(r["valid"]) for r in rows)
+            print(f"  live view {mode}: measured/predicted {', '.join(f'{x:.3f}' for x in out[f'{mode}_ratios'])}")
+    frames = [s * 1000 for s in view.render_s[1:]]  # the first frame draws everything once, fonts included
+    out |= {
+        "frames": len(view.render_s),
+        "frame_ms": statistics.median(frames) if frames else math.nan,
+        "frame_ms_max": max(frames, default=math.nan),
+        "first_frame_ms": view.render_s[0] * 1000 if view.render_s else math.nan,
+    }
+    return out
 
 
 def telemetry_cost(duration_s: int, ready: list[float]) -> dict:
@@ -435,6 +494,9 @@ def main(argv: list[str] | None = None) -> int:
         runs += report["harness"]
     if "repeatability" not in args.skip:
         report["repeatability"] = repeatability(args.duration_s, ready, runs)
+    if "live" not in args.skip:
+        print("Live view: the same plan with it off and on", flush=True)
+        report["live"] = live_view(args.duration_s, ready)
     if "telemetry" not in args.skip:
         print("Telemetry: the same plan on a server that samples and one that does not", flush=True)
         report["telemetry"] = telemetry_cost(args.duration_s, ready)

@@ -27,14 +27,15 @@ from labserver.demo import cpus
 from labserver.demo.patterns import PATTERNS
 from labserver.demo.routes import SHOP
 from labserver.demo.settings import Settings
-from labserver.demo.work import check_bounds
-from labserver.harness import procs, results
+from labserver.demo.work import check_bounds, fib_calls
+from labserver.harness import feed, notebook, procs, results
 from labserver.harness.collect import save_plan
 from labserver.harness.launcher import LabServer, ServerError, running
 from labserver.harness.meters import CpuMeter, MachineMeter
 from labserver.harness.plan import Meters, Options, Outcome, Stage
 from labserver.paths import LOCUSTFILES, ROOT
 from labserver.theory import model
+from labserver.theory.demand import Demand
 
 USERS_MAX = 2000
 DURATION_MAX_S = 600
@@ -98,6 +99,7 @@ def run_plan(
     expect_failures: bool = False,
     lesson: str | None = None,
     progress: bool | None = None,
+    watch: feed.Watcher | None = None,
 ) -> list[results.RunResult]:
     """Measure several runs on `server` one after the other, with one Locust process for them all.
 
@@ -109,6 +111,11 @@ def run_plan(
     run_load had measured it; only Locust's start-up, spawn and report are paid once. If a
     server dies or the run is interrupted, the runs measured so far and the one cut short are
     saved, then ServerError (or the interrupt) goes on.
+
+    `progress` (default: on unless LAB_PROGRESS=0) shows the plan as it runs: in a notebook a
+    live chart (labserver/charts/live.py, registered by labserver/__init__.py), elsewhere a text
+    bar. `watch`, if given, is called about once a second with a feed.Snapshot wherever the plan
+    runs (the bench measures what the live chart costs with it).
     """
     stages = [Stage.from_run(run, duration_s, server) for run in runs]
     if not stages:
@@ -116,12 +123,15 @@ def run_plan(
     servers = list({id(s.server): s.server for s in stages}.values())
     for s in stages:
         check_load(s.pattern, s.users, s.duration_s, s.tasks, s.io_ms, s.cpu_n, user_class, processes)
-    options = Options(spawn_rate, user_class, processes, timeout_s, warmup_s, expect_failures, lesson, progress)
+    options = Options(spawn_rate, user_class, processes, timeout_s, warmup_s, expect_failures, lesson, progress, watch)
     if processes > 1 and len(stages) > 1:
         # Users are numbered per Locust process, so a stage could not say which of them it uses.
         keywords = {k: getattr(options, k) for k in Options.__dataclass_fields__}
         return [r for run in runs for r in run_plan(server, [run], duration_s, **keywords)]
     progress = os.environ.get("LAB_PROGRESS", "1") != "0" if progress is None else progress
+    # In a notebook the chart replaces the text bar (whose notebook form needs ipywidgets).
+    watcher = watch if watch is not None else (notebook.view() if progress else None)
+    text = progress and not notebook.in_notebook()
     for each in servers:
         if not each.alive:
             raise ServerError(f"the server is not running; start it first\n{each.log_tail()}")
@@ -130,15 +140,19 @@ def run_plan(
     tmp = results.partial_dir(run_ids[0])  # Locust writes here; the first run's folder
     (tmp / "plan.json").write_text(json.dumps([s.locust() for s in stages]))
     total_s = sum(s.duration_s for s in stages)
+    live = None
+    if watcher is not None:
+        plan = feed.PlanSoFar(stages, [foreseen(s, options) for s in stages], warmup_s)
+        live = feed.Live(watcher, tmp, plan)
     # all users at once unless told otherwise: the warm-up is cut from the window anyway
-    cmd = _command(server, tmp, users, spawn_rate or users, total_s, user_class, processes, timeout_s)
+    cmd = _command(server, tmp, users, spawn_rate or users, total_s, user_class, processes, timeout_s, live is not None)
     started_at = datetime.now(UTC)
     locust: list[subprocess.Popen] = []  # filled in the spawner thread: a Ctrl-C cannot separate process and handle
     meters, status, failing, ended = None, "ok", True, None
     try:
         procs.spawn(cmd, tmp / "locust.log", cwd=ROOT, on_start=locust.append)
         meters = Meters(CpuMeter(locust[0].pid), {id(s): CpuMeter(s.proc.pid) for s in servers}, MachineMeter())
-        status, ended = _watch(locust[0], servers, stages, meters, progress)
+        status, ended = _watch(locust[0], servers, stages, meters, text, live)
         failing = False
     except KeyboardInterrupt:
         status, ended = "interrupted", time.time()
@@ -154,6 +168,8 @@ def run_plan(
         for each in dead:
             each.stop()  # what is left of a dead server (orphaned workers, pool children) holds its port
         try:
+            if live is not None:
+                live.stop()  # before saving: a run's folder keeps Locust's records, not the live copy
             outcome = Outcome(status, ended, locust[0] if locust else None, meters, started_at, server_log)
             saved = save_plan(stages, run_ids, tmp, outcome, options)
         except Exception:
@@ -161,6 +177,8 @@ def run_plan(
                 raise
             saved = []
             # The exception already on its way out is the news; the unfinished .partial- folder is never read.
+        if live is not None:
+            live.finish([r.row for r in saved])  # the last frame: collect's figures
     if status == "server died":
         where = saved[-1].path if saved else tmp
         log = dead[0].log_tail() if dead else "(it was running again when checked)"
@@ -168,7 +186,7 @@ def run_plan(
     return saved
 
 
-def _command(server, tmp, users, spawn_rate, total_s, user_class, processes, timeout_s) -> list[str]:
+def _command(server, tmp, users, spawn_rate, total_s, user_class, processes, timeout_s, live=False) -> list[str]:
     cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pattern.py"), USER_CLASSES[user_class]]
     cmd += ["--headless", "--only-summary", "--host", server.url, "-u", str(users), "-r", str(spawn_rate)]
     # The locustfile ends the test when its plan is over; --run-time, a little later, is a safety net.
@@ -176,44 +194,102 @@ def _command(server, tmp, users, spawn_rate, total_s, user_class, processes, tim
     cmd += ["--json-file", str(tmp / "locust"), "--csv", str(tmp / "locust"), "--csv-full-history"]
     cmd += ["--html", str(tmp / "report.html"), "--records-file", str(tmp / "records")]
     cmd += ["--plan-file", str(tmp / "plan.json"), "--timeout-s", str(timeout_s)]
+    if live:
+        cmd += ["--live-file", str(tmp / feed.LIVE_FILE)]
     return cmd + (["--processes", str(processes)] if processes > 1 else [])
 
 
 def _watch(
-    proc, servers: list[LabServer], stages: list[Stage], meters: Meters, progress: bool
+    proc,
+    servers: list[LabServer],
+    stages: list[Stage],
+    meters: Meters,
+    text: bool,
+    live: feed.Live | None = None,
+    clock=time.monotonic,
 ) -> tuple[str, float | None]:
-    """Wait for Locust to finish, sampling CPU and checking the servers; return the status and when it went wrong."""
-    meters = [meters.locust, *meters.servers.values(), meters.machine]
-    from tqdm.auto import tqdm  # imported here: the progress bar picks its display at import
+    """Wait for Locust to finish, sampling CPU and checking the servers; return the status and when it went wrong.
 
+    Meanwhile `text` shows a text bar (a terminal; tqdm's notebook bar needs ipywidgets, and a
+    notebook has the live chart instead), and `live` feeds its watcher about once a second.
+    """
+    meters = [meters.locust, *meters.servers.values(), meters.machine]
     total_s = sum(s.duration_s for s in stages)
-    deadline = time.monotonic() + total_s + 30  # start-up and shutdown with room to spare
-    started = time.monotonic()
+    deadline = clock() + total_s + 30  # start-up and shutdown with room to spare
+    started = clock()
     ends = list(itertools.accumulate(s.duration_s for s in stages))
-    with tqdm(
-        total=total_s,
-        disable=not progress,
-        leave=False,
-        bar_format="{desc}: {bar} {n:.0f}/{total} s",
-    ) as bar:
+    with _text_bar(total_s, text) as bar:
         while proc.poll() is None:
             for meter in meters:
                 meter.sample()
             if not all(s.alive for s in servers):
                 return "server died", time.time()
-            if time.monotonic() > deadline:
+            if clock() > deadline:
                 return "timed out", time.time()
-            elapsed = time.monotonic() - started
-            s = stages[min(bisect.bisect_right(ends, elapsed), len(stages) - 1)]
-            run = f"run {stages.index(s) + 1}/{len(stages)}: " if len(stages) > 1 else ""
-            bar.set_description_str(f"{run}{s.pattern} · {s.users} users", refresh=False)
-            bar.n = min(total_s, round(elapsed))
-            bar.refresh()
+            if bar is not None:
+                elapsed = clock() - started
+                s = stages[min(bisect.bisect_right(ends, elapsed), len(stages) - 1)]
+                run = f"run {stages.index(s) + 1}/{len(stages)}: " if len(stages) > 1 else ""
+                bar.set_description_str(f"{run}{s.pattern} · {s.users} users", refresh=False)
+                bar.n = min(total_s, round(elapsed))
+                bar.refresh()
+            if live is not None:
+                live.tick()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.25)  # returns the moment Locust exits: no part of a tick is slept away
     for meter in meters:
         meter.sample()
     return ("ok", None) if all(s.alive for s in servers) else ("server died", time.time())
+
+
+@contextlib.contextmanager
+def _text_bar(total_s: float, show: bool):
+    """tqdm's plain text bar (never its notebook widget), or None when none is shown."""
+    if not show:
+        yield None
+        return
+    from tqdm.std import tqdm  # the terminal's bar; imported only when one is shown
+
+    with tqdm(total=total_s, leave=False, bar_format="{desc}: {bar} {n:.0f}/{total} s") as bar:
+        yield bar
+
+
+def foreseen(stage: Stage, options: Options) -> model.Prediction:
+    """The prediction a live view shows while a run measures; collect() later records the run's own.
+
+    The lesson's, as it is or from no measured demand yet; else the model's from the settings,
+    with fib's time scaled from fib(20)'s: timing fib(32) here would load the machine under test.
+    """
+    p = stage.predicted
+    try:
+        if isinstance(p, model.Prediction):
+            return p
+        if callable(p):
+            return p(Demand(math.nan))
+        if options.expect_failures:
+            return model.Prediction(math.nan, math.nan, "not modelled: requests time out")
+        s = stage.server.settings
+        return model.predict(
+            stage.pattern,
+            stage.users,
+            stage.tasks,
+            stage.io_ms,
+            stage.cpu_n,
+            s.threads,
+            s.workers,
+            s.procs,
+            cores=cpus.cores(),
+            cpu_ms_per_task=_fib_ms(stage.cpu_n),
+            queueing=True,
+        )
+    except Exception:  # a view without a prediction is better than no measurement
+        return model.Prediction(math.nan, math.nan, "not foreseen")
+
+
+def _fib_ms(cpu_n: int) -> float:
+    """fib(cpu_n)'s time here, from fib(20)'s (a few ms) and how many calls each makes."""
+    small = min(cpu_n, 20)
+    return model.cpu_ms(small) * fib_calls(cpu_n) / fib_calls(small) if cpu_n > 1 else 0.0
 
 
 def check_sweep(patterns: list[str], users: list[int], workers: int = 1, threads: int = 40, **load) -> None:

@@ -64,6 +64,7 @@ class Options:
     expect_failures: bool = False
     lesson: str | None = None
     progress: bool | None = None
+    watch: Callable[[Any], Any] | None = None  # called with a feed.Snapshot about once a second
 
 
 @dataclass(frozen=True)

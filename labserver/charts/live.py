@@ -1,0 +1,223 @@
+"""The live view of a measurement cell: each run's throughput and p95 so far beside its prediction, once a second.
+
+The harness hands a feed.Snapshot about once a second to the cell's `View`; the View draws
+it as one PNG and replaces the cell's last frame with it through an IPython display handle
+(JupyterLab, and papermill, whose executed copy keeps the last frame). No ipywidgets: a PNG
+needs no state in the browser. The cell's one Figure is a plain matplotlib Figure outside
+pyplot, so the notebook's inline backend never shows it a second time, and it is dropped
+with the cell's View. labserver/__init__.py registers `for_this_cell` with the harness.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import time
+
+import matplotlib
+import numpy as np
+import PIL.Image
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+from labserver.charts import plots
+from labserver.harness.feed import RunSoFar, Snapshot
+
+SIZE = (9.0, 3.4)  # inches, at a screen's resolution: a frame is small to draw and to send
+DPI = 80
+PREDICTED = "black"
+PROGRESS = "#4c72b0"
+NICE = (1, 1.5, 2, 3, 4, 5, 6, 8, 10)  # y-axis tops: the axes change only when a bar outgrows them
+
+
+class Chart:
+    """One Figure for a cell, redrawn for every frame: throughput and p95 latency per run beside the prediction.
+
+    Bars are the measured figures (the run in progress paler), black ticks the predictions, and a
+    bar on top shows the current run's seconds. Text is most of what a frame costs to draw, and
+    it changes only when a run is added or a bar outgrows its axis: then the whole Figure is
+    drawn and kept as a background; every other frame pastes that background back and draws the
+    bars, ticks, caption and progress on it (matplotlib's blitting), a few milliseconds.
+    """
+
+    def __init__(self):
+        with themed():
+            self.fig = Figure(figsize=SIZE, dpi=DPI)
+            self.canvas = FigureCanvasAgg(self.fig)
+            top = self.fig.add_axes((0.085, 0.88, 0.895, 0.035))
+            top.set_axis_off()
+            top.set_xlim(0, 1)
+            top.barh([0], [1.0], color="#e5e5e5")
+            self.progress = top.barh([0], [0.0], color=PROGRESS, animated=True)[0]
+            self.caption = top.set_title("", fontsize="medium", loc="left")
+            self.caption.set_animated(True)
+            grid = {"top": 0.74, "bottom": 0.17, "left": 0.085, "right": 0.98, "wspace": 0.2}
+            self.axes = self.fig.subplots(1, 2, gridspec_kw=grid)
+            for ax, label in zip(self.axes, ("throughput (req/s)", "p95 latency (ms)"), strict=True):
+                ax.set(ylabel=label, xlabel="users")
+                ax.yaxis.set_major_locator(MaxNLocator(4))
+            self.bars: list[list] = [[], []]  # per axis, one Rectangle per run
+            self.ticks = [self._marks(ax, "_", 400, PREDICTED, 3) for ax in self.axes]  # the predictions
+            self.invalid = [self._marks(ax, "X", 70, plots.INVALID, 4) for ax in self.axes]
+        self.layout = None  # what the background shows: runs' labels, patterns, y-axis tops
+        self.background = None
+
+    @staticmethod
+    def _marks(ax, marker: str, size: float, color, zorder: int):
+        return ax.scatter([], [], marker=marker, s=size, linewidths=2.5, color=color, zorder=zorder, animated=True)
+
+    def png(self, runs: tuple[RunSoFar, ...], caption: str, progress: float) -> bytes:
+        """The frame as PNG bytes."""
+        with themed():
+            measured = [[_shown(r.rps) for r in runs], [_shown(r.p95_ms) for r in runs]]
+            predicted = [[r.predicted_rps for r in runs], [r.predicted_ms for r in runs]]
+            tops = tuple(
+                _nice(max([*m, *(v for v in p if math.isfinite(v))])) for m, p in zip(measured, predicted, strict=True)
+            )
+            layout = (tuple(str(r.users) for r in runs), tuple(dict.fromkeys(r.pattern for r in runs)), tops)
+            if layout != self.layout:
+                self._arrange(runs, layout)
+            self.caption.set_text(caption)
+            self.progress.set_width(min(max(progress, 0.0), 1.0))
+            animated = [self.caption, self.progress]
+            for k, ax in enumerate(self.axes):
+                animated += self._bars(k, ax, runs, measured[k])
+                self.ticks[k].set_offsets(_points(range(len(runs)), predicted[k]))
+                bad = [i for i, r in enumerate(runs) if not r.valid]
+                self.invalid[k].set_offsets(_points(bad, [measured[k][i] for i in bad]))
+                animated += [self.ticks[k], self.invalid[k]]
+            if layout != self.layout:
+                self.canvas.draw()  # everything but the animated artists
+                self.background = self.canvas.copy_from_bbox(self.fig.bbox)
+                self.layout = layout
+            else:
+                self.canvas.restore_region(self.background)
+            for artist in animated:
+                self.fig.draw_artist(artist)
+            return _encode(self.canvas)
+
+    def _arrange(self, runs: tuple[RunSoFar, ...], layout: tuple) -> None:
+        labels, patterns, tops = layout
+        for ax, top in zip(self.axes, tops, strict=True):
+            ax.set_xticks(range(len(runs)), labels, fontsize="x-small" if len(runs) > 12 else "small")
+            ax.set_xlim(-0.6, max(len(runs), 4) - 0.4)
+            ax.set_ylim(0, top)
+        if layout[1] != (self.layout or (None, None))[1]:
+            handles = [Patch(color=plots.COLORS.get(p, "grey"), label=p) for p in patterns]
+            tick = Line2D([], [], color=PREDICTED, marker="_", ms=12, mew=2.5, ls="")
+            above = {"loc": "lower left", "bbox_to_anchor": (0, 1), "fontsize": "x-small", "frameon": False}
+            self.axes[0].legend(handles=[*handles, tick], labels=[*patterns, "predicted"], ncol=8, **above)
+            self.axes[1].legend(handles=[tick], labels=["predicted mean latency"], **above)
+
+    def _bars(self, k: int, ax, runs: tuple[RunSoFar, ...], heights: list[float]) -> list:
+        bars = self.bars[k]
+        while len(bars) < len(runs):
+            bars.append(ax.bar(len(bars), 0.0, width=0.7, animated=True)[0])
+        for i, (bar, run, height) in enumerate(zip(bars, runs, heights, strict=False)):
+            bar.set_height(height)
+            bar.set_facecolor(plots.COLORS.get(run.pattern, "grey"))
+            bar.set_alpha(1.0 if run.final or i < len(runs) - 1 else 0.5)  # the run in progress: paler
+        return bars[: len(runs)]
+
+
+def _shown(value: float) -> float:
+    return value if math.isfinite(value) else 0.0
+
+
+def _nice(value: float) -> float:
+    """The y-axis top for bars up to `value`: a round number at least 10% above it."""
+    if not value > 0:
+        return 1.0
+    scale = 10 ** math.floor(math.log10(value * 1.1))
+    return next(n * scale for n in NICE if n * scale >= value * 1.1)
+
+
+def _points(x, y) -> np.ndarray:
+    """(x, y) pairs for a scatter, the unknown ones left out."""
+    pairs = [(a, b) for a, b in zip(x, y, strict=True) if math.isfinite(b)]
+    return np.array(pairs, dtype=float).reshape(-1, 2)
+
+
+def _encode(canvas: FigureCanvasAgg) -> bytes:
+    """The canvas as PNG, compressed lightly: a frame lives a second."""
+    buffer = canvas.buffer_rgba()
+    image = PIL.Image.frombuffer("RGBA", (buffer.shape[1], buffer.shape[0]), buffer, "raw", "RGBA", 0, 1)
+    out = io.BytesIO()
+    image.convert("RGB").save(out, format="png", compress_level=1)
+    return out.getvalue()
+
+
+def caption(snapshot: Snapshot, before: int = 0) -> str:
+    """Where the plan is: run k of n, its pattern and users, seconds done of those planned."""
+    current = snapshot.runs[-1]
+    k, n = before + snapshot.stage + 1, before + snapshot.stages
+    if snapshot.done:
+        return f"{k} run{'s' if k > 1 else ''} measured: bars as measured, ticks as predicted"
+    if not snapshot.started:
+        return f"run {k} of {n}: {current.pattern}, {current.users} users: Locust is starting"
+    return (
+        f"run {k} of {n}: {current.pattern}, {current.users} users: "
+        f"{snapshot.elapsed_s:.0f} of {snapshot.planned_s:g} s, {current.requests:,} replies counted"
+    )
+
+
+def png(snapshot: Snapshot, before: tuple[RunSoFar, ...] = (), chart: Chart | None = None) -> bytes:
+    """One frame as PNG bytes: the runs of plans measured before in this cell, then this plan's."""
+    progress = 1.0 if snapshot.done else snapshot.elapsed_s / snapshot.planned_s if snapshot.planned_s else 0.0
+    return (chart or Chart()).png(before + snapshot.runs, caption(snapshot, len(before)), progress)
+
+
+@contextlib.contextmanager
+def themed():
+    """The course's one theme (plots.theme) while a frame is made; the notebook's own settings stay as they are."""
+    with matplotlib.rc_context():
+        plots.theme()
+        yield
+
+
+class View:
+    """A cell's live chart; every plan the cell runs draws into it (run_plans, one plan per run with processes > 1).
+
+    `show=False` draws without displaying (the bench times frames with it); `render_s` holds
+    the CPU time each frame took to draw (this thread's: what the view takes from the machine).
+    """
+
+    def __init__(self, show: bool = True):
+        self.show = show
+        self.handle = None
+        self.before: tuple[RunSoFar, ...] = ()  # the runs of this cell's plans that are over
+        self.render_s: list[float] = []
+        self.chart = Chart()  # kept for the cell: each frame redraws it
+
+    def __call__(self, snapshot: Snapshot) -> None:
+        started = time.thread_time()
+        frame = png(snapshot, self.before, self.chart)
+        self.render_s.append(time.thread_time() - started)
+        if snapshot.done:
+            self.before += snapshot.runs
+        if self.show:
+            from IPython.display import Image, display  # a shown View runs in a notebook only
+
+            if self.handle is None:
+                self.handle = display(Image(data=frame, format="png"), display_id=True)
+            else:
+                self.handle.update(Image(data=frame, format="png"))
+
+
+_cell: dict = {}  # {execution count: View}: the running cell's view only
+
+
+def for_this_cell() -> View:
+    """The View of the notebook cell running now, made on its first plan."""
+    from IPython import get_ipython  # called only in a notebook (harness/notebook.py)
+
+    shell = get_ipython()
+    count = getattr(shell, "execution_count", None)
+    if count not in _cell:
+        _cell.clear()
+        _cell[count] = View()
+    return _cell[count]

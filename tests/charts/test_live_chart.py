@@ -1,0 +1,99 @@
+"""The live view's frames: PNG bytes drawn without a display, one Figure per cell, each frame replacing the last."""
+
+import math
+import sys
+import types
+from dataclasses import replace
+
+import pytest
+
+from labserver.charts import live
+from labserver.harness.feed import RunSoFar, Snapshot
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def runs(n: int = 3) -> tuple[RunSoFar, ...]:
+    done = tuple(RunSoFar("gather", 10 * (i + 1), 100.0 * (i + 1), 110.0, 98.0 * (i + 1), 105.0, 500) for i in range(n))
+    return (*done[:-1], RunSoFar("threadpool", 80, math.nan, math.nan, 400.0, 200.0))  # the current run, no reply yet
+
+
+def test_a_frame_is_png_bytes_drawn_without_a_display(monkeypatch):
+    monkeypatch.setitem(sys.modules, "IPython", None)  # any import of IPython now fails
+    frame = live.png(Snapshot(runs(), 2, 3, 1.5, 5))
+    assert frame.startswith(PNG) and len(frame) > 1000
+    view = live.View(show=False)  # the bench's: drawn, never shown
+    view(Snapshot(runs(), 2, 3, 1.5, 5))
+    assert view.handle is None and len(view.render_s) == 1
+
+
+def test_a_frame_drawn_on_the_kept_background_equals_a_whole_drawing():
+    view = live.View(show=False)
+    snapshots = [
+        Snapshot((*runs()[:-1], replace(runs()[-1], rps=300.0 + i, p95_ms=150.0)), 2, 3, i, 5) for i in range(4)
+    ]
+    for s in snapshots:
+        frame = live.png(s, chart=view.chart)
+    assert frame == live.png(snapshots[-1])  # a fresh Chart draws everything
+    assert frame != live.png(snapshots[0])
+
+
+def test_frames_do_not_pile_up_artists():
+    chart = live.Chart()
+    for i in range(30):
+        live.png(Snapshot(runs(), 2, 3, i / 10, 5), chart=chart)
+    assert [len(ax.patches) for ax in chart.axes] == [3, 3]  # one bar per run, reused frame after frame
+    assert [len(ax.collections) for ax in chart.axes] == [2, 2]  # the predictions' ticks and the invalid marks
+
+
+def test_the_caption_says_where_the_plan_is():
+    assert live.caption(Snapshot(runs(), 2, 3, 1.5, 5)) == (
+        "run 3 of 3: threadpool, 80 users: 2 of 5 s, 0 replies counted"
+    )
+    assert "Locust is starting" in live.caption(Snapshot(runs(1), 0, 4, 0.0, 5, started=False))
+    assert live.caption(Snapshot(runs(), 2, 3, 5, 5, done=True), before=2).startswith("5 runs measured")
+
+
+def test_nice_tops_leave_room_above_the_bars():
+    assert [live._nice(v) for v in (0.0, 0.9, 95.0, 1000.0, 4100.0)] == [1.0, 1.0, 150.0, 1500.0, 5000.0]
+
+
+class FakeDisplay:
+    def __init__(self):
+        self.shown, self.updates = [], []
+
+    def display(self, obj, display_id=False):
+        assert display_id is True  # a handle, so that later frames replace this one
+        self.shown.append(obj)
+        return types.SimpleNamespace(update=self.updates.append)
+
+
+@pytest.fixture
+def kernel(monkeypatch):
+    """A stand-in IPython: its display records what it shows; `count` is the running cell."""
+    shown = FakeDisplay()
+    shell = types.SimpleNamespace(execution_count=1, kernel=object())
+    display = types.SimpleNamespace(Image=lambda data, format: data, display=shown.display)
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell, display=display))
+    monkeypatch.setitem(sys.modules, "IPython.display", display)
+    monkeypatch.setattr(live, "_cell", {})
+    return shell, shown
+
+
+def test_each_frame_replaces_the_last_and_a_cell_keeps_its_plans_in_one_chart(kernel):
+    shell, shown = kernel
+    view = live.for_this_cell()
+    for i in range(3):
+        view(Snapshot(runs(2), 1, 2, i, 5))
+    view(Snapshot(runs(2), 1, 2, 5, 5, done=True))
+    assert len(shown.shown) == 1 and len(shown.updates) == 3 and shown.updates[-1].startswith(PNG)
+    again = live.for_this_cell()  # the cell's next plan (run_plans, or processes > 1)
+    assert again is view and len(again.before) == 2
+    again(Snapshot(runs(1), 0, 1, 1, 5))
+    assert len(shown.shown) == 1 and len(shown.updates) == 4  # the same chart, with the plan before in it
+    assert len(view.render_s) == 5 and all(s >= 0 for s in view.render_s)
+    shell.execution_count = 2  # the next cell gets its own chart
+    other = live.for_this_cell()
+    assert other is not view and other.before == ()
+    other(Snapshot(runs(1), 0, 1, 1, 5))
+    assert len(shown.shown) == 2

@@ -1,0 +1,251 @@
+"""A plan as it runs: the lines Locust streams, read incrementally into snapshots, handed on about once a second."""
+
+import math
+import subprocess
+import sys
+import types
+from dataclasses import replace
+
+import pytest
+
+from labserver.harness import feed, load, notebook
+from labserver.harness.plan import Options, Stage
+from labserver.paths import LOCUSTFILES
+from labserver.theory import model
+from labserver.theory.demand import Demand
+
+T0 = 1_000.0
+
+
+class FakeServer:
+    url = "http://127.0.0.1:1"
+    alive = True
+
+
+def stages(*durations: int) -> list[Stage]:
+    return [Stage(FakeServer(), "gather", 10 * (i + 1), duration_s=d) for i, d in enumerate(durations)]
+
+
+def guesses(n: int) -> list[model.Prediction]:
+    return [model.Prediction(100.0, 50.0, "users")] * n
+
+
+def write(path, text: str) -> None:
+    with open(path, "a") as f:
+        f.write(text)
+
+
+def test_tail_reads_only_new_complete_lines(tmp_path):
+    path = tmp_path / "live.7.csv"
+    tail = feed.Tail(tmp_path)
+    assert tail.lines() == []  # no file yet
+    write(path, "t0,1000.0\n1001.5,10.00,1,0\n1001.6,1")
+    assert tail.lines() == ["t0,1000.0", "1001.5,10.00,1,0"]
+    assert tail.lines() == []  # nothing new: the half line waits
+    write(path, "2.00,1,0\n")
+    assert tail.lines() == ["1001.6,12.00,1,0"]
+    write(tmp_path / "live.8.csv", "t0,999.0\n")  # a second Locust process
+    write(path, "1001.7,9.00,0,0\n")
+    assert sorted(tail.lines()) == ["1001.7,9.00,0,0", "t0,999.0"]
+    assert tail.offsets[str(path)] == path.stat().st_size  # read up to the end, once
+
+
+def test_the_locustfile_streams_what_the_feed_reads(tmp_path):
+    # the locustfile's own function, in a process of its own (importing Locust patches the process with gevent)
+    code = f"""
+import importlib.util, gevent
+spec = importlib.util.spec_from_file_location("pattern", {str(LOCUSTFILES / "pattern.py")!r})
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+m.T0[:] = [{T0}]
+m.LIVE_EVERY_S = 0.01
+m.RECORDS[:] = [[({T0 + 1.5}, 10.0, True, 42, 0)], []]
+streaming = gevent.spawn(m.stream_records, {str(tmp_path / "live.1.csv")!r})
+gevent.sleep(0.1)
+m.RECORDS[1].append(({T0 + 2}, 20.0, False, None, 0))
+m.RECORDS[0].append(({T0 + 6.5}, 30.0, True, 42, 1, {T0 + 6.4}))  # a record may carry more fields
+gevent.sleep(0.1)
+streaming.kill()
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=tmp_path)
+    text = (tmp_path / "live.1.csv").read_text()
+    assert text.count("\n") == 4  # t0, then each record once
+    plan = feed.PlanSoFar(stages(5, 5), guesses(2))
+    plan.feed(feed.Tail(tmp_path).lines())
+    assert plan.t0 == T0
+    assert (plan.run(0).requests, plan.run(1).requests) == (2, 1)
+    assert plan.run(1).p95_ms == 30.0
+
+
+def lines(*records) -> list[str]:
+    return [f"t0,{T0}"] + [f"{end},{ms},1,{stage}" for end, ms, stage in records]
+
+
+def test_a_run_counts_its_replies_after_its_warm_up_and_before_its_end():
+    plan = feed.PlanSoFar(stages(5, 5), guesses(2), warmup_s=1.0)
+    # stage 0 runs 1000-1005 (window from 1001), stage 1 1005-1010 (window from 1006)
+    plan.feed(lines((T0 + 0.5, 999, 0), *((T0 + 1 + i / 10, 10 + i, 0) for i in range(21)), (T0 + 5.5, 999, 0)))
+    plan.feed(lines((T0 + 6.5, 40, 1), (T0 + 7.0, 60, 1), (T0 + 12, 1, 7)))  # stage 7 is not in the plan
+    first = plan.run(0)
+    assert first.requests == 21  # the warm-up's reply and the one after the stage's end are left out
+    assert first.rps == pytest.approx(21 / 2.0)  # 21 replies from 1001 to 1003
+    assert first.p95_ms == pytest.approx(29.0)  # latencies 10..30
+    assert (first.predicted_rps, first.predicted_ms) == (100.0, 50.0)
+    second = plan.run(1)
+    assert second.requests == 2 and second.rps == pytest.approx(2 / 1.0)
+
+
+def test_a_snapshot_says_where_the_plan_is():
+    plan = feed.PlanSoFar(stages(5, 3, 4), guesses(3))
+    starting = plan.snapshot(now=T0 + 100)
+    assert not starting.started and starting.stage == 0 and len(starting.runs) == 1
+    plan.feed([f"t0,{T0}"])
+    now = plan.snapshot(now=T0 + 6.5)
+    assert (now.stage, now.stages, now.planned_s) == (1, 3, 3)
+    assert now.elapsed_s == pytest.approx(1.5)
+    assert [r.users for r in now.runs] == [10, 20]  # the finished run and the current one
+    assert math.isnan(now.runs[1].rps)  # no reply yet
+    over = plan.snapshot(now=T0 + 60)
+    assert (over.stage, over.elapsed_s) == (2, 4)
+
+
+def test_every_is_due_once_a_period_on_a_steady_beat():
+    now = [0.0]
+    every = feed.Every(1.0, clock=lambda: now[0])
+    due = []
+    for tick in range(40):  # a tick every 0.25 s for 10 s
+        now[0] = tick * 0.25
+        due.append(every.due())
+    assert sum(due) == 10
+    assert [i for i, d in enumerate(due) if d][:3] == [0, 4, 8]
+    now[0] = 30.0  # a long stall: one frame, not a burst that catches up
+    assert every.due() and not every.due()
+
+
+class FakeProc:
+    """A Locust process that runs `ticks` loops of _watch; each wait moves the fake clock on."""
+
+    def __init__(self, clock: list[float], ticks: int):
+        self.clock, self.ticks = clock, ticks
+
+    def poll(self):
+        return None if self.ticks > 0 else 0
+
+    def wait(self, timeout):
+        self.ticks -= 1
+        self.clock[0] += timeout
+
+
+class FakeMeter:
+    def sample(self):
+        pass
+
+
+def test_watch_hands_the_watcher_a_snapshot_about_once_a_second(tmp_path):
+    clock = [0.0]
+    write(tmp_path / "live.1.csv", f"t0,{T0}\n")
+    seen = []
+    plan = feed.PlanSoFar(stages(10), guesses(1))
+    live = feed.Live(seen.append, tmp_path, plan, feed.Every(clock=lambda: clock[0]), wall=lambda: T0 + clock[0])
+    meters = types.SimpleNamespace(locust=FakeMeter(), servers={1: FakeMeter()}, machine=FakeMeter())
+    proc = FakeProc(clock, ticks=40)  # 10 s of 0.25 s ticks
+    status, _ = load._watch(proc, [FakeServer()], plan.stages, meters, False, live, clock=lambda: clock[0])
+    assert status == "ok"
+    assert len(seen) == 10
+    assert [round(s.elapsed_s) for s in seen] == list(range(10))
+
+
+def test_a_failing_watcher_is_dropped_and_the_plan_goes_on(tmp_path):
+    def broken(snapshot):
+        raise RuntimeError("no display")
+
+    live = feed.Live(broken, tmp_path, feed.PlanSoFar(stages(5), guesses(1)))
+    with pytest.warns(RuntimeWarning, match="live view failed"):
+        live.tick()
+    live.tick()  # no second warning, no error
+    assert live.watcher is None
+
+
+def test_a_last_frame_that_cannot_be_made_is_a_warning(tmp_path):
+    live = feed.Live(lambda s: None, tmp_path, feed.PlanSoFar(stages(5), guesses(1)))
+    with pytest.warns(RuntimeWarning, match="live view failed"):
+        live.finish([{"pattern": "gather"}])  # a row without its figures: the plan's results still come back
+
+
+def test_the_last_frame_holds_the_saved_runs_and_the_live_files_go(tmp_path):
+    write(tmp_path / "live.1.csv", f"t0,{T0}\n{T0 + 2},10,1,0\n")
+    seen = []
+    live = feed.Live(seen.append, tmp_path, feed.PlanSoFar(stages(5, 5), guesses(2)))
+    live.stop()
+    assert not list(tmp_path.glob("live.*")) and live.plan.run(0).requests == 1
+    row = dict(pattern="gather", users=10, rps=95.0, p95_ms=55.0, predicted_rps=99.0, predicted_ms=51.0)
+    live.finish([{**row, "requests": 400, "valid": False}])  # the plan was cut short after its first run
+    (last,) = seen
+    assert last.done and last.stage == 0 and last.stages == 2
+    assert last.runs == (feed.RunSoFar("gather", 10, 95.0, 55.0, 99.0, 51.0, 400, final=True, valid=False),)
+
+
+def test_foreseen_takes_the_lesson_s_prediction_and_prices_fib_without_running_it(monkeypatch):
+    given = model.Prediction(1.0, 2.0, "lesson")
+    stage = Stage(types.SimpleNamespace(settings=types.SimpleNamespace(threads=40, workers=1, procs=2)), "gather", 10)
+    assert load.foreseen(replace(stage, predicted=given), Options()) is given
+    priced = []
+    lesson = replace(stage, predicted=lambda d: priced.append(d) or given)
+    assert load.foreseen(lesson, Options()) is given and not priced[0].known  # no CPU measured yet
+    assert math.isnan(load.foreseen(stage, Options(expect_failures=True)).rps)
+    timed = []
+    monkeypatch.setattr(model, "cpu_ms", lambda n: timed.append(n) or 2.0)
+    deep = load.foreseen(replace(stage, cpu_n=30), Options())
+    assert timed and max(timed) <= 20  # fib(30) is priced from fib(20), never run
+    assert 0 < deep.rps < load.foreseen(replace(stage, cpu_n=20), Options()).rps
+    broken = replace(stage, predicted=lambda d: 1 / 0)
+    assert math.isnan(load.foreseen(broken, Options()).rps)  # a view without a prediction, not a failed plan
+
+
+def test_foreseen_prices_like_the_model_with_no_demand():
+    stage = Stage(types.SimpleNamespace(settings=types.SimpleNamespace(threads=40, workers=1, procs=2)), "gather", 10)
+    p = load.foreseen(replace(stage, io_ms=100), Options())
+    expected = model.predict("gather", 10, 1, 100, 0, 40, 1, 2, demand=Demand(math.nan), queueing=True)
+    assert p.rps == pytest.approx(expected.rps)
+
+
+def test_a_notebook_is_a_kernel_shell(monkeypatch):
+    def ipython(shell):
+        return types.SimpleNamespace(get_ipython=lambda: shell)
+
+    monkeypatch.setitem(sys.modules, "IPython", ipython(None))
+    assert not notebook.in_notebook()
+    monkeypatch.setitem(sys.modules, "IPython", ipython(types.SimpleNamespace()))  # a terminal IPython
+    assert not notebook.in_notebook()
+    monkeypatch.setitem(sys.modules, "IPython", ipython(types.SimpleNamespace(kernel=object())))
+    assert notebook.in_notebook()
+    monkeypatch.setattr(notebook, "_view", lambda: "the chart")
+    assert notebook.view() == "the chart"
+
+    def broken():
+        raise ImportError("no matplotlib")
+
+    monkeypatch.setattr(notebook, "_view", broken)
+    with pytest.warns(RuntimeWarning, match="no live view"):
+        assert notebook.view() is None  # the plan still runs, without its chart
+
+
+def test_outside_a_notebook_nothing_is_drawn_or_imported_from_ipython():
+    code = (
+        "import sys, labserver\n"
+        "from labserver.harness import load, notebook\n"
+        "assert notebook._view is not None, 'labserver registers the chart'\n"
+        "assert notebook.view() is None and not notebook.in_notebook()\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('IPython', 'matplotlib', 'seaborn', 'tqdm')]\n"
+        "assert not heavy, heavy\n"
+        "with load._text_bar(5, True) as bar:\n"
+        "    assert type(bar).__module__ == 'tqdm.std', type(bar)\n"
+        "assert 'IPython' not in sys.modules and 'ipywidgets' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_no_text_bar_when_progress_is_off():
+    with load._text_bar(5, False) as bar:
+        assert bar is None
