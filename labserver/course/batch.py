@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = data_dir() / "executed"
     out_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("LAB_FIGURES_DIR", str(figures_dir()))
-    os.environ["LAB_PROGRESS"] = "0"  # no progress bars inside executed notebooks
+    # Progress stays on: in a lesson's kernel it is the live view, whose last frame the executed
+    # copy keeps (an image, no widget state); `make bench` measures what drawing it costs.
     rounds, failing = [], False
     for i in range(args.repeat):
         # Every run of this batch carries its id: lesson 99 judges the runs of its own batch only.

@@ -60,7 +60,7 @@ def config() -> dict:
         "sphinx": {
             "config": {
                 # myst-nb would add require.js and the widgets' manager from CDNs to any page with widget
-                # state; the lessons have none (LAB_PROGRESS=0 in a batch), and an empty map keeps it so.
+                # state; the lessons have none (the live view is an image), and an empty map keeps it so.
                 "nb_ipywidgets_js": {},
                 "html_show_sourcelink": False,
                 "html_theme_options": {"use_download_button": False, "use_fullscreen_button": False},

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -232,13 +233,17 @@ def _drop_outdated(conn) -> None:
 
 
 def _build(conn, schema: str, counts: dict[str, int], progress: bool) -> None:
-    from tqdm.auto import tqdm
+    # plain text, in a terminal and in a notebook alike: tqdm.auto's notebook bar needs ipywidgets,
+    # and warns without it
+    from tqdm.std import tqdm
 
     values = {**counts, "words": list(WORDS), "statuses": list(STATUSES)}
     building = f"{schema}_building"
     started = time.perf_counter()
     steps = [("tables", TABLES), *LOAD]
-    with tqdm(total=len(steps) + 1, desc=f"building {schema}", unit="step", disable=not progress) as bar:
+    with tqdm(
+        total=len(steps) + 1, desc=f"building {schema}", unit="step", disable=not progress, file=sys.stdout
+    ) as bar:
         with conn.transaction():
             conn.execute(f'DROP SCHEMA IF EXISTS "{building}" CASCADE')
             conn.execute(f'CREATE SCHEMA "{building}"')
