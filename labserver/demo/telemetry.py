@@ -23,7 +23,9 @@ from pathlib import Path
 import anyio.to_thread
 
 EVERY_S = 0.1
-FLUSH_EVERY = 10  # samples: about once a second, so a run's last samples are on disk soon after it ends
+# Samples reach the file about once a second, so that a run's last ones are on disk soon after it
+# ends. By the clock, not by count: a blocked loop samples rarely, and each of its samples matters.
+FLUSH_S = 1.0
 # One sample's fields, in the order the harness writes them; `t` is epoch seconds, the clock of
 # Locust's records, so that a run's window cuts both alike.
 FIELDS = ("t", "in_flight", "threads_busy", "threads_waiting", "pool_running", "pool_queued", "loop_lag_ms")
@@ -99,7 +101,7 @@ class Gauges:
 
 
 class Sampler:
-    """Samples `gauges` every `every_s` and appends them to `<folder>/<pid>.jsonl` every `flush_every` samples.
+    """Samples `gauges` every `every_s` and appends them to `<folder>/<pid>.jsonl` every `flush_s` or so.
 
     `sleep`, `clock` (for the lag) and `wall` (for the samples' time) are the real ones but in tests.
     """
@@ -109,7 +111,7 @@ class Sampler:
         folder: str | Path,
         gauges: Gauges,
         every_s: float = EVERY_S,
-        flush_every: int = FLUSH_EVERY,
+        flush_s: float = FLUSH_S,
         sleep: Callable[[float], Awaitable] = asyncio.sleep,
         clock: Callable[[], float] = time.perf_counter,
         wall: Callable[[], float] = time.time,
@@ -117,9 +119,10 @@ class Sampler:
         self.path = Path(folder) / f"{os.getpid()}.jsonl"
         self.gauges = gauges
         self.every_s = every_s
-        self.flush_every = flush_every
+        self.flush_s = flush_s
         self.sleep, self.clock, self.wall = sleep, clock, wall
         self.buffer: list[str] = []
+        self.flushed_at = clock()
 
     async def tick(self) -> dict:
         """Sleep one period and take a sample: the gauges, and how late the wake-up came."""
@@ -130,11 +133,12 @@ class Sampler:
         lag_s = max(0.0, self.clock() - before - self.every_s)
         sample = {"t": round(self.wall(), 4), **self.gauges.read(), "loop_lag_ms": round(lag_s * 1000, 2)}
         self.buffer.append(json.dumps(sample, separators=(",", ":")))
-        if len(self.buffer) >= self.flush_every:
+        if self.clock() - self.flushed_at >= self.flush_s:
             self.flush()
         return sample
 
     def flush(self) -> None:
+        self.flushed_at = self.clock()
         if not self.buffer:
             return
         # A few kB a second, appended in one write: far below what a request costs the loop.

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from labserver.demo.telemetry import EVERY_S, FIELDS, FLUSH_EVERY
+from labserver.demo.telemetry import EVERY_S, FIELDS, FLUSH_S
 from labserver.paths import runs_dir
 
 FILE = "telemetry.csv"
 COLUMNS = ["second", "pid", *FIELDS]
 # A worker appends about once a second: a run that has just ended may have its last samples still
 # in the worker's memory. Wait for them that long, and a little more, at most.
-FLUSH_WAIT_S = 1.5 * FLUSH_EVERY * EVERY_S
+FLUSH_WAIT_S = 1.5 * FLUSH_S
 TAIL_BYTES = 4096
 
 

@@ -43,10 +43,10 @@ class LateLoop:
         await asyncio.sleep(0)  # still a real suspension point, so that a cancel can land
 
 
-def sampler(folder, late_s=0.035, flush_every=3, pool=None):
+def sampler(folder, late_s=0.035, flush_s=0.3, pool=None):
     loop = LateLoop(late_s)
     gauges = Gauges(in_flight=lambda: 52, pool=lambda: pool, limiter=lambda: FakeLimiter())
-    return Sampler(folder, gauges, flush_every=flush_every, sleep=loop.sleep, clock=loop.clock, wall=lambda: 1000.0)
+    return Sampler(folder, gauges, flush_s=flush_s, sleep=loop.sleep, clock=loop.clock, wall=lambda: 1000.0)
 
 
 def lines(path):
@@ -116,8 +116,8 @@ def test_a_timer_on_time_has_no_lag(tmp_path):
     assert asyncio.run(sampler(tmp_path, late_s=0.0).tick())["loop_lag_ms"] == 0.0
 
 
-def test_samples_reach_the_file_every_flush_every_samples(tmp_path):
-    s = sampler(tmp_path, flush_every=3)
+def test_samples_reach_the_file_once_flush_s_has_passed(tmp_path):
+    s = sampler(tmp_path, late_s=0.035, flush_s=0.3)  # a sample every 0.135 s: the third is 0.405 s in
     path = tmp_path / f"{os.getpid()}.jsonl"
 
     async def ticks(n):
@@ -132,8 +132,14 @@ def test_samples_reach_the_file_every_flush_every_samples(tmp_path):
     assert len(lines(path)) == 6 and len(s.buffer) == 1
 
 
+def test_a_blocked_loop_s_rare_samples_reach_the_file_at_once(tmp_path):
+    s = sampler(tmp_path, late_s=1.2, flush_s=1.0)  # each wake-up a turn of a blocked loop late
+    assert asyncio.run(s.tick())["loop_lag_ms"] == pytest.approx(1200.0)
+    assert len(lines(tmp_path / f"{os.getpid()}.jsonl")) == 1
+
+
 def test_a_cancelled_sampler_writes_what_it_buffered(tmp_path):
-    s = sampler(tmp_path, flush_every=1000)
+    s = sampler(tmp_path, flush_s=1000)
 
     async def main():
         task = asyncio.create_task(s.run())
