@@ -13,6 +13,10 @@ above 100 ms and its per-second counts cannot tell a steady flow from synchroniz
 pid comes from the X-Worker-Pid header, so a run with --workers N shows which worker served what.
 With --live-file the new ones are also appended once a second while the test runs, for a live view.
 
+ArrivalUser is the open loop (lesson 08): one user sends requests on a schedule, Poisson arrivals
+at its stage's `rate` per second, each in its own greenlet, so a slow reply never delays the
+next send; each record also keeps when the schedule meant to send it (`intended`).
+
 --plan-file runs several measurements in one Locust process, one after the other: a JSON list
 of stages, each {"pattern", "tasks", "io_ms", "cpu_n", "users", "duration_s"} and optionally
 "host" (its server's URL, when a plan takes turns between servers). Start Locust with
@@ -67,7 +71,7 @@ def add_options(parser):
 @events.init.add_listener
 def set_timeout(environment, **_):
     timeout = environment.parsed_options.timeout_s
-    for user_class in (PatternUser, PatternHttpUser):
+    for user_class in (PatternUser, PatternHttpUser, ArrivalUser):
         user_class.network_timeout = user_class.connection_timeout = timeout
 
 
@@ -184,6 +188,10 @@ class PatternMixin:
                 # request's wait spreads them evenly; the warm-up, cut from the window, absorbs it.
                 gevent.sleep(random.uniform(0, spread_s))
                 return
+        self.send(i, stage)
+
+    def send(self, i: int, stage: dict, intended: float | None = None) -> None:
+        """One request of stage `i`, recorded with its worker's pid (and, for an open loop, its intended time)."""
         IN_FLIGHT[i] += 1
         started = time.perf_counter()
         try:
@@ -194,7 +202,8 @@ class PatternMixin:
                 pid = r.headers.get("x-worker-pid") if r.headers else None  # None: no reply at all
         finally:
             IN_FLIGHT[i] -= 1
-        self.records.append((time.time(), (time.perf_counter() - started) * 1000, ok, int(pid) if pid else None, i))
+        record = (time.time(), (time.perf_counter() - started) * 1000, ok, int(pid) if pid else None, i)
+        self.records.append(record if intended is None else (*record, intended))
 
 
 class PatternUser(PatternMixin, FastHttpUser):
@@ -211,3 +220,40 @@ class PatternHttpUser(PatternMixin, HttpUser):
     @task
     def request(self):
         self.call()
+
+
+class ArrivalUser(PatternMixin, FastHttpUser):
+    """The open loop: requests leave on a schedule, whatever the server does with the ones before.
+
+    The first user of the process is the schedule: Poisson arrivals at the stage's `rate` (the
+    gaps between sends are exponential, as independent clients' are), each request in a greenlet
+    of its own. A reply that comes late delays nothing. When the process itself falls behind
+    (its CPU busy), the requests due leave at once and keep their `intended` time: the lab
+    then measures latency from when they should have left, and judges the run by the arrival
+    rate it achieved (collect.py).
+    """
+
+    concurrency = 10_000  # connections it may open: every request in flight holds one, queued ones too
+
+    @task
+    def schedule(self):
+        now = time.time()
+        i = current_stage(now)
+        if i is None:  # the plan is over: Locust's --run-time stops the test in a moment
+            gevent.sleep(0.1)
+            return
+        stage = PLAN[i]
+        ends = T0[0] + stage["start_s"] + stage["duration_s"]
+        if self.index > 0 or not stage.get("rate"):  # one schedule per process
+            gevent.sleep(max(0.001, ends - now))
+            return
+        self.stage = i
+        ends -= stage.get("drain_s", 0)  # the stage's last seconds send nothing: the backlog drains
+        gap = random.Random(f"{i}-{stage['rate']}").expovariate  # seeded: the same arrivals on a rerun
+        at = now
+        while at < ends:
+            ahead = at - time.time()
+            if ahead > 0:
+                gevent.sleep(ahead)
+            gevent.spawn(self.send, i, stage, at)
+            at += gap(stage["rate"])

@@ -22,6 +22,7 @@ from labserver.demo.cpus import pin, usable_cpus
 from labserver.demo.lifeline import die_with_parent
 from labserver.demo.patterns import PATTERNS
 from labserver.demo.settings import Settings
+from labserver.demo.shed import Shed
 
 NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
 # Python collects its youngest objects every 700 net allocations. Under load that count keeps
@@ -110,6 +111,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="Concurrency Lab demo server", lifespan=lifespan, telemetry=NO_TELEMETRY)
     app.state.settings = settings
     app.state.pool = None
+    if settings.queue_limit is not None:  # added first: it runs inside InFlight, so a 503 is counted and named
+        app.add_middleware(Shed, max_waiting=settings.queue_limit)
     app.add_middleware(InFlight)  # Starlette builds the instance; /info finds it in the middleware stack
     app.state.gauges = telemetry.Gauges(in_flight=lambda: _in_flight(app), pool=lambda: app.state.pool)
 
@@ -140,6 +143,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "workers": settings.workers,
             "threads": int(limiter.total_tokens),
             "procs": settings.procs,
+            "queue_limit": settings.queue_limit,
             "cpus": usable_cpus(),
             # in_flight, threads_busy and _waiting, pool_running and _queued: what the telemetry samples
             **app.state.gauges.read(),

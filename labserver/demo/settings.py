@@ -18,6 +18,7 @@ THREADS_MAX = 1000
 PROCS_MAX = 32
 DB_POOL_DEFAULT = 20  # connections in each of the database lesson's two pools (per worker)
 DB_POOL_MAX = 200
+QUEUE_LIMIT_MAX = 100_000
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ class Settings:
     # Where each worker appends its telemetry (demo/telemetry.py), one file per pid; empty: none is
     # sampled. The launcher gives every start a folder of its own.
     telemetry_dir: str = ""
+    # Load shedding (lesson 08, demo/shed.py): a request that would wait behind this many others for
+    # a thread gets 503 + Retry-After at once. None: every request waits its turn.
+    queue_limit: int | None = None
 
     def to_env(self) -> dict[str, str]:
         return {
@@ -43,6 +47,7 @@ class Settings:
             "LAB_DB_POOL": str(self.db_pool),
             "LAB_CPUS": ",".join(map(str, self.cpus)),
             "LAB_TELEMETRY_DIR": self.telemetry_dir,
+            "LAB_QUEUE_LIMIT": "" if self.queue_limit is None else str(self.queue_limit),
         }
 
     @classmethod
@@ -56,6 +61,7 @@ class Settings:
             db_pool=int(os.environ.get("LAB_DB_POOL", default.db_pool)),
             cpus=tuple(int(c) for c in os.environ.get("LAB_CPUS", "").split(",") if c.strip()),
             telemetry_dir=os.environ.get("LAB_TELEMETRY_DIR", default.telemetry_dir),
+            queue_limit=int(os.environ["LAB_QUEUE_LIMIT"]) if os.environ.get("LAB_QUEUE_LIMIT") else None,
         )
 
     def check(self) -> None:
@@ -64,5 +70,7 @@ class Settings:
         whole("threads", self.threads, 1, THREADS_MAX)
         whole("procs", self.procs, 0, PROCS_MAX)
         whole("db_pool", self.db_pool, 1, DB_POOL_MAX)
+        if self.queue_limit is not None:
+            whole("queue_limit", self.queue_limit, 0, QUEUE_LIMIT_MAX)
         if self.cpus:
             check_cpus(self.cpus)

@@ -30,14 +30,14 @@ def threads_queue() -> tuple[int, int]:
 class Shed:
     """ASGI middleware: 503 at once for a request that would wait behind `max_waiting` others."""
 
-    def __init__(self, app, max_waiting: int, queue: Callable[[], tuple[int, int]] = threads_queue):
+    def __init__(self, app, max_waiting: int, queue: Callable[[], tuple[int, int]] | None = None):
         self.app = app
         self.max_waiting = max_waiting
-        self.queue = queue
+        self.queue = queue  # None: this worker's thread pool (threads_queue)
         self.shed = 0  # requests turned away, for /info
 
     def full(self) -> bool:
-        free, waiting = self.queue()
+        free, waiting = (self.queue or threads_queue)()
         return free <= 0 and waiting >= self.max_waiting  # it would wait, and K already do
 
     async def __call__(self, scope, receive, send):

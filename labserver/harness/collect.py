@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from labserver.demo import cpus
-from labserver.harness import measure, records, results, telemetry
+from labserver.harness import arrivals, measure, records, results, telemetry
 from labserver.harness.meters import CpuMeter, MachineMeter
 from labserver.harness.plan import Meters, Options, Outcome, Stage
 from labserver.theory import demand, model
@@ -241,7 +241,9 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
         # its warm-up starts once the last of those is answered; and
         # what its own queue answers after its end, with fewer users sending, is not its steady flow.
         start = max(begins, drained)
-        per_user = [[r for r in user if r.end <= ends] for per_file in mine.values() for user in per_file]
+        # An open loop's request belongs to its stage however late it is answered (its drain_s let it be).
+        until = math.inf if stage.rate else ends
+        per_user = [[r for r in user if r.end <= until] for per_file in mine.values() for user in per_file]
         # A user of the stage before carried on (locustfiles/pattern.py): it is in its loop once that
         # stage has drained. One that joins needs two replies: its first may open a connection.
         same_server = i > 0 and stages[i - 1].server is stage.server  # else every user opens a connection
@@ -268,6 +270,8 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
             plan={"first_run": run_ids[0], "stage": i, "stages": len(stages)},
         )
         result.row["started_at"] = run_started
+        if stage.rate:
+            _open_loop(result, per_user, (start + options.warmup_s, ends - stage.drain_s), stage.rate)
         if outcome.server_log is not None and cut_short:
             (folder / "server.log").write_text(outcome.server_log)
         # what the server's workers were doing meanwhile: telemetry.csv, the samples of the window
@@ -277,6 +281,22 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
         if cut_short:
             break
     return saved
+
+
+def _open_loop(result: results.RunResult, per_user, window: tuple[float, float], rate: float) -> None:
+    """An open loop's figures in its row: arrivals kept, throughput served, latency from the schedule."""
+    a = arrivals.measure(per_user, *window)
+    row = result.row
+    row.update(arrivals.row(a), rps=a.served_rps, requests=a.requests)
+    predicted = row["predicted_rps"]
+    row["ratio"] = a.served_rps / predicted if predicted and not math.isnan(predicted) else math.nan
+    why = arrivals.problem(a)
+    if why:
+        row["problems"] = "; ".join(p for p in (row["problems"], why) if p)
+        row["valid"] = False
+        result.manifest["problems"].append(why)
+        result.manifest["valid"] = False
+    result.manifest["result"] = row
 
 
 def _params(stage: Stage, stages: list[Stage], options: Options) -> dict:
@@ -297,6 +317,7 @@ def _params(stage: Stage, stages: list[Stage], options: Options) -> dict:
         user_class=options.user_class,
         processes=options.processes,
         timeout_s=options.timeout_s,
+        **({"rate": stage.rate, "drain_s": stage.drain_s} if stage.rate else {}),
         **stage.tags,
     )
 

@@ -54,6 +54,8 @@ class LabServer:
     cpus : the CPUs the server may run on (Linux only), e.g. [1]; None: wherever the OS puts it.
     telemetry : each worker samples what it is doing every 100 ms into `telemetry_dir`, a folder of
         this start's (removed at stop); each run keeps its share (harness/telemetry.py). False: none.
+    queue_limit : load shedding (lesson 08): a request that would wait behind this many others for a
+        thread gets 503 with Retry-After at once; None: every request waits its turn.
     """
 
     def __init__(
@@ -66,12 +68,17 @@ class LabServer:
         ready_timeout_s: float = 60.0,
         cpus: list[int] | None = None,
         telemetry: bool = True,
+        queue_limit: int | None = None,
     ):
         if cpus is not None:
             check_cpus(cpus)  # here too: an empty list would otherwise read as "not pinned"
         pinned = {} if cpus is None else {"cpus": tuple(cpus)}
         self.settings = Settings(
-            workers=workers, threads=threads, **({} if procs is None else {"procs": procs}), **pinned
+            workers=workers,
+            threads=threads,
+            **({} if procs is None else {"procs": procs}),
+            **pinned,
+            queue_limit=queue_limit,
         )
         self.settings.check()
         _check_processes(self.settings)

@@ -39,7 +39,8 @@ from labserver.theory.demand import Demand
 
 USERS_MAX = 2000
 DURATION_MAX_S = 600
-USER_CLASSES = {"fast": "PatternUser", "requests": "PatternHttpUser"}
+USER_CLASSES = {"fast": "PatternUser", "requests": "PatternHttpUser", "arrivals": "ArrivalUser"}
+RATE_MAX = 5000  # arrivals per second: one Locust process sends about 2,000 req/s on its core
 RUN_TIME_SLACK_S = 5
 
 
@@ -52,16 +53,29 @@ def check_load(
     cpu_n: int,
     user_class: str = "fast",
     processes: int = 1,
+    rate: float = 0.0,
 ) -> None:
     """Raise ValueError saying what to change, before any process starts."""
     choice("pattern", pattern, [*PATTERNS, *SHOP])
     whole("users", users, 1, USERS_MAX)
+    if rate or user_class == "arrivals":
+        check_arrivals(rate, user_class, processes)
     whole("duration_s", duration_s, 1, DURATION_MAX_S)
     whole("processes", processes, 1, cpus.whole_cores())
     choice("user_class", user_class, USER_CLASSES)
     problems = check_bounds(tasks, io_ms, cpu_n)
     if problems:
         raise ValueError("; ".join(msg for _, msg in problems))
+
+
+def check_arrivals(rate: float, user_class: str, processes: int) -> None:
+    """An open loop's rate, and the one Locust process that keeps its schedule."""
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= RATE_MAX:
+        raise ValueError(f"rate must be a number of arrivals per second above 0 and at most {RATE_MAX}, got {rate!r}")
+    if user_class != "arrivals":
+        raise ValueError(f"a run with a rate needs user_class='arrivals' (the open loop), got {user_class!r}")
+    if processes != 1:
+        raise ValueError(f"an open loop runs in one Locust process (each would send at the full rate), got {processes}")
 
 
 def run_load(
@@ -121,8 +135,12 @@ def run_plan(
     if not stages:
         raise ValueError("give at least one run")
     servers = list({id(s.server): s.server for s in stages}.values())
+    if any(s.rate for s in stages):
+        user_class = "arrivals"  # an open loop's runs: every stage has a rate (check_arrivals)
     for s in stages:
-        check_load(s.pattern, s.users, s.duration_s, s.tasks, s.io_ms, s.cpu_n, user_class, processes)
+        check_load(s.pattern, s.users, s.duration_s, s.tasks, s.io_ms, s.cpu_n, user_class, processes, s.rate)
+        if s.rate and not 0 <= s.drain_s < s.duration_s:
+            raise ValueError(f"drain_s must be from 0 to less than duration_s ({s.duration_s}), got {s.drain_s!r}")
     options = Options(spawn_rate, user_class, processes, timeout_s, warmup_s, expect_failures, lesson, progress, watch)
     if processes > 1 and len(stages) > 1:
         # Users are numbered per Locust process, so a stage could not say which of them it uses.

@@ -16,13 +16,13 @@ if TYPE_CHECKING:
     from labserver.harness.launcher import LabServer
 
 # What the locustfile reads of each stage (locustfiles/pattern.py, --plan-file).
-LOCUST_KEYS = ("pattern", "users", "tasks", "io_ms", "cpu_n", "duration_s")
+LOCUST_KEYS = ("pattern", "users", "tasks", "io_ms", "cpu_n", "duration_s", "rate", "drain_s")
 RUN_KEYS = (*LOCUST_KEYS, "predicted", "tags", "server")
 
 
 @dataclass(frozen=True)
 class Stage:
-    """One run of a plan: a pattern under `users` users on `server` for `duration_s` seconds."""
+    """One run of a plan: a pattern under `users` users (or `rate` arrivals a second) on `server` for `duration_s` s."""
 
     server: LabServer
     pattern: str
@@ -31,6 +31,8 @@ class Stage:
     io_ms: int = 0
     cpu_n: int = 0
     duration_s: int = 5
+    rate: float = 0.0  # arrivals per second of an open loop (lesson 08); 0: a closed loop of `users`
+    drain_s: float = 0.0  # an open loop's last seconds, with no new arrival: its backlog is answered, and counted
     # None: the model's, priced with the CPU the run measures; or the lesson's own, made before the
     # run (a Prediction) or from the run's measured Demand (a function of it)
     predicted: Prediction | Callable[[Demand], Prediction] | None = None
@@ -42,9 +44,9 @@ class Stage:
         unknown = set(run) - set(RUN_KEYS)
         if unknown:
             raise ValueError(f"unknown run keys {sorted(unknown)}; a run takes {', '.join(RUN_KEYS)}")
-        if "pattern" not in run or "users" not in run:
-            raise ValueError(f"a run needs a pattern and users, got {run!r}")
-        given = {k: v for k, v in run.items() if v is not None}
+        if "pattern" not in run or ("users" not in run and not run.get("rate")):
+            raise ValueError(f"a run needs a pattern, and users or a rate, got {run!r}")
+        given = {"users": 1, **{k: v for k, v in run.items() if v is not None}}  # an open loop: one schedule
         return cls(**{"duration_s": duration_s, **given, "server": run.get("server") or server})
 
     def locust(self) -> dict:

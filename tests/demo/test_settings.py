@@ -43,6 +43,8 @@ def test_from_env_falls_back_to_defaults(monkeypatch):
         ({"procs": -1}, "procs"),
         ({"procs": PROCS_MAX + 1}, "procs"),
         ({"procs": "2"}, "procs"),
+        ({"queue_limit": -1}, "queue_limit"),
+        ({"queue_limit": 2.5}, "queue_limit"),
     ],
 )
 def test_check_names_the_setting(kwargs, name):
@@ -53,6 +55,29 @@ def test_check_names_the_setting(kwargs, name):
 
 def test_procs_zero_is_allowed():
     Settings(procs=0).check()
+
+
+def test_queue_limit_round_trips_and_none_means_no_shedding(monkeypatch):
+    for limit in (None, 0, 25):
+        for key, value in Settings(queue_limit=limit).to_env().items():
+            monkeypatch.setenv(key, value)
+        assert Settings.from_env().queue_limit == limit
+
+
+def test_a_server_with_a_queue_limit_sheds_what_would_wait(monkeypatch):
+    # one thread, no waiting room: with the thread busy, the next request is turned away at once
+    from fastapi.testclient import TestClient
+
+    from labserver.demo import shed
+    from labserver.demo.app import create_app
+
+    monkeypatch.setattr(shed, "threads_queue", lambda: (0, 0))
+    with TestClient(create_app(Settings(threads=1, procs=0, queue_limit=0))) as client:
+        r = client.get("/threadpool", params={"io_ms": 1})
+        assert r.status_code == 503 and r.headers["retry-after"] == "1" and "x-worker-pid" in r.headers
+        assert client.get("/info").json()["queue_limit"] == 0
+    with TestClient(create_app(Settings(threads=1, procs=0))) as client:
+        assert client.get("/threadpool", params={"io_ms": 1}).status_code == 200
 
 
 needs_pinning = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="this OS cannot pin a process")

@@ -1,0 +1,64 @@
+"""An open loop's figures: the schedule kept, the throughput served, latency from the intended time."""
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from labserver.harness import arrivals
+from labserver.harness.plan import Stage
+from labserver.harness.records import Record
+
+
+def _schedule(rate: float, seconds: float, latency_s, late_s=lambda t: 0.0, ok=lambda t: True) -> list[Record]:
+    """Requests meant to leave every 1 / rate s from 0, each sent `late_s(t)` late and answered `latency_s(t)` after."""
+    out = []
+    for k in range(int(rate * seconds)):
+        t = k / rate
+        sent = t + late_s(t)
+        end = sent + latency_s(t)
+        out.append(Record(end, (end - sent) * 1000, ok(t), 7, 0, t))
+    return out
+
+
+def test_a_kept_schedule_gives_its_rate_and_latency_from_the_schedule():
+    a = arrivals.measure([_schedule(100, 9, lambda t: 0.05)], 0.0, 9.0)
+    assert a.scheduled_rate == pytest.approx(100) and a.sent_rate == pytest.approx(100)
+    assert a.kept_up == pytest.approx(1.0) and a.shed == 0.0 and a.served_rps == pytest.approx(100)
+    assert a.p95_ms == pytest.approx(50.0) and a.p95_thirds_ms == pytest.approx((50.0, 50.0, 50.0))
+    assert arrivals.problem(a) is None
+
+
+def test_a_growing_backlog_shows_in_the_last_third():
+    a = arrivals.measure([_schedule(100, 9, lambda t: 0.05 + 0.2 * t)], 0.0, 9.0)
+    first, _, last = a.p95_thirds_ms
+    assert last > 2 * first
+
+
+def test_a_generator_that_falls_behind_invalidates_the_run_and_its_wait_is_counted():
+    # from 6 s on, every send leaves later and later: the last third goes out short
+    late = lambda t: max(0.0, t - 6.0) * 0.5  # noqa: E731
+    a = arrivals.measure([_schedule(100, 9, lambda t: 0.01, late_s=late)], 0.0, 9.0)
+    assert a.kept_up < 1 - arrivals.ON_TIME
+    assert "fell behind" in arrivals.problem(a)
+    assert a.p99_ms > 1000  # latency from the schedule includes the late send (Locust's own would not)
+
+
+def test_shed_requests_are_counted_apart_from_the_latency_of_the_accepted():
+    shed_every_third = lambda t: round(t * 100) % 3 != 0  # noqa: E731
+    a = arrivals.measure([_schedule(300, 3, lambda t: 0.1, ok=shed_every_third)], 0.0, 3.0)
+    assert a.shed == pytest.approx(1 / 3, abs=0.01) and a.served_rps == pytest.approx(200, rel=0.01)
+
+
+def test_a_closed_loops_records_are_not_an_open_loops():
+    a = arrivals.measure([[Record(1.0, 5.0, True)]], 0.0, 2.0)
+    assert a.requests == 0 and math.isnan(a.p95_ms)
+    assert arrivals.problem(a) == "no request was scheduled in the window"
+
+
+def test_a_run_with_a_rate_needs_no_users():
+    server = SimpleNamespace(url="http://127.0.0.1:1")
+    stage = Stage.from_run({"pattern": "threadpool", "rate": 50.0, "io_ms": 100}, 5, server=server)
+    assert stage.users == 1 and stage.rate == 50.0 and stage.locust()["rate"] == 50.0
+    with pytest.raises(ValueError, match="users or a rate"):
+        Stage.from_run({"pattern": "threadpool"}, 5, server=server)
