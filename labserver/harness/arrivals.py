@@ -97,3 +97,52 @@ def row(a: Arrivals) -> dict:
         "p95_middle_third_ms": a.p95_thirds_ms[1],
         "p95_last_third_ms": a.p95_thirds_ms[2],
     }
+
+
+def p95_by_third(per_user: PerUser, start: float, end: float) -> tuple[float, float, float]:
+    """p95 latency of the requests meant to leave (open loop) or sent (closed loop) in each third of [start, end).
+
+    Latency from the intended time where there is one: the two loops side by side, as their
+    users would feel it.
+    """
+    window = end - start
+    thirds = [start + window * k / 3 for k in range(4)]
+    out = []
+    for lo, hi in itertools.pairwise(thirds):
+        part = [
+            r.from_intended_ms
+            for user in per_user
+            for r in user
+            if r.ok and lo <= (r.intended if r.intended is not None else r.sent) < hi
+        ]
+        out.append(float(np.percentile(part, 95)) if part else math.nan)
+    return out[0], out[1], out[2]
+
+
+def corrected_percentiles(
+    latencies_ms: list[float], interval_ms: float, percentiles: tuple[float, ...] = (50, 95, 99)
+) -> dict[str, dict[float, float]]:
+    """A closed loop's latency percentiles as recorded, and with HdrHistogram's correction for coordinated omission.
+
+    A closed-loop user that waits L ms for one reply does not send the requests it would have
+    sent every `interval_ms` meanwhile: the stall it sat through is recorded once instead of
+    L / interval times. `record_corrected_value` adds those missing requests back, at
+    L − interval, L − 2 × interval, ... (HdrHistogram's own correction; `interval_ms` is the
+    gap the user keeps between sends when nothing stalls: its typical latency).
+    """
+    from hdrh.histogram import HdrHistogram
+
+    if interval_ms <= 0 or not math.isfinite(interval_ms):
+        raise ValueError(f"interval_ms must be a number of ms above 0, got {interval_ms!r}")
+    # microseconds, 1 µs to 1 hour, 3 significant digits
+    raw, fixed = HdrHistogram(1, 3_600_000_000, 3), HdrHistogram(1, 3_600_000_000, 3)
+    interval_us = max(1, round(interval_ms * 1000))
+    for ms in latencies_ms:
+        us = max(1, round(ms * 1000))
+        raw.record_value(us)
+        fixed.record_corrected_value(us, interval_us)
+    return {
+        "recorded": {p: raw.get_value_at_percentile(p) / 1000 for p in percentiles},
+        "corrected": {p: fixed.get_value_at_percentile(p) / 1000 for p in percentiles},
+        "counts": {"recorded": raw.get_total_count(), "corrected": fixed.get_total_count()},
+    }

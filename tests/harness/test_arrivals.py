@@ -62,3 +62,23 @@ def test_a_run_with_a_rate_needs_no_users():
     assert stage.users == 1 and stage.rate == 50.0 and stage.locust()["rate"] == 50.0
     with pytest.raises(ValueError, match="users or a rate"):
         Stage.from_run({"pattern": "threadpool"}, 5, server=server)
+
+
+def test_the_correction_restores_the_requests_a_stalled_closed_loop_never_sent():
+    # 10 ms replies, and one reply of 1 s: the user would have sent ~99 requests meanwhile
+    latencies = [10.0] * 990 + [1000.0]
+    out = arrivals.corrected_percentiles(latencies, interval_ms=10.0)
+    assert out["recorded"][99] == pytest.approx(10.0, rel=0.01)  # the stall hides below the 99th
+    assert out["counts"]["corrected"] == pytest.approx(990 + 100, abs=1)
+    assert out["corrected"][99] > 500  # with the missing ones back, 1 in 11 waited for most of a second
+    assert arrivals.corrected_percentiles([10.0] * 100, 10.0)["corrected"][99] == pytest.approx(10.0, rel=0.01)
+    with pytest.raises(ValueError, match="interval_ms"):
+        arrivals.corrected_percentiles(latencies, interval_ms=0)
+
+
+def test_p95_by_third_reads_both_loops():
+    open_loop = _schedule(100, 9, lambda t: 0.05 + 0.1 * t)
+    closed = [[Record(t + 0.05, 50.0, True) for t in (0.5, 3.5, 6.5)]]
+    first, _, last = arrivals.p95_by_third([open_loop], 0.0, 9.0)
+    assert last > first
+    assert arrivals.p95_by_third(closed, 0.0, 9.0) == pytest.approx((50.0, 50.0, 50.0))
