@@ -48,7 +48,7 @@ def _mark_invalid(ax, frame: pd.DataFrame, x: str, y: str) -> None:
 
 def throughput(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "pattern", ax=None) -> plt.Figure:
     """Measured req/s (solid, dots) beside the model's prediction (dashed), one colour per `hue`."""
-    fig, ax = _axes(ax)
+    fig, ax = axes(ax)
     for key, group in frame.sort_values(x).groupby(hue, sort=False):
         color = _color(key) if hue == "pattern" else None
         line = ax.plot(group[x], group["rps"], "o-", color=color, label=f"{key} measured")[0]
@@ -62,7 +62,7 @@ def throughput(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "pa
 
 def latency(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "pattern", ax=None) -> plt.Figure:
     """p50 (dotted) and p95 (solid) latency, with the model's mean latency (dashed)."""
-    fig, ax = _axes(ax)
+    fig, ax = axes(ax)
     for key, group in frame.sort_values(x).groupby(hue, sort=False):
         color = _color(key) if hue == "pattern" else None
         line = ax.plot(group[x], group["p95_ms"], "o-", color=color, label=f"{key} p95")[0]
@@ -77,7 +77,7 @@ def latency(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "patte
 
 def history(histories: dict[str, pd.DataFrame], title: str, ax=None) -> plt.Figure:
     """Requests finished per second over each run: a flat line is a steady state."""
-    fig, ax = _axes(ax)
+    fig, ax = axes(ax)
     for label, h in histories.items():
         ax.plot(h["second"], h["rps"], "o-", ms=3, label=label)
     ax.set(title=title, xlabel="time since the run started (s)", ylabel="requests finished (req/s)")
@@ -88,7 +88,7 @@ def history(histories: dict[str, pd.DataFrame], title: str, ax=None) -> plt.Figu
 
 def bars(frame: pd.DataFrame, title: str, x: str = "pattern", ax=None) -> plt.Figure:
     """Measured and predicted req/s side by side, one pair of bars per `x`."""
-    fig, ax = _axes(ax)
+    fig, ax = axes(ax)
     tidy = frame.melt(id_vars=[x], value_vars=["rps", "predicted_rps"], var_name="what", value_name="req/s")
     tidy["what"] = tidy["what"].map({"rps": "measured", "predicted_rps": "predicted"})
     sns.barplot(tidy, x=x, y="req/s", hue="what", ax=ax, palette=["#4c72b0", "#c4c4c4"])
@@ -96,7 +96,8 @@ def bars(frame: pd.DataFrame, title: str, x: str = "pattern", ax=None) -> plt.Fi
     return fig
 
 
-def _axes(ax):
+def axes(ax):
+    """A new figure and its axes, or the figure of the axes given (a chart drawn into a lesson's grid)."""
     if ax is None:
         fig, ax = plt.subplots()
         return fig, ax
@@ -137,7 +138,7 @@ def save(fig: plt.Figure, lesson: str, name: str) -> None:
 
 def generator_cpu(frame: pd.DataFrame, title: str, hue: str = "client", ax=None) -> plt.Figure:
     """The load generator's CPU against the rate it drove: where it nears one core, it measures itself."""
-    fig, ax = _axes(ax)
+    fig, ax = axes(ax)
     sns.lineplot(frame, x="rps", y="locust_cpu", hue=hue, marker="o", ax=ax)
     ax.axhline(SATURATED, color=INVALID, ls="--", lw=1, label=f"saturated ({SATURATED:.0%} of a core)")
     ax.set(title=title, xlabel="measured throughput (req/s)", ylabel="Locust CPU (cores)")
@@ -160,7 +161,7 @@ def throughput_bounds(
 
 def process_cpu(frame: pd.DataFrame, title: str, ax=None) -> plt.Figure:
     """The server's and Locust's CPU against the rate they sustained, one line style per client: who runs out first."""
-    fig, ax = _axes(ax)
+    fig, ax = axes(ax)
     cpu = frame.melt(
         id_vars=["client", "rps"], value_vars=["server_cpu", "locust_cpu"], var_name="process", value_name="cores"
     )
@@ -182,7 +183,7 @@ def mark(fig: plt.Figure, x: float, label: str) -> plt.Figure:
 
 def ratio_bars(frame: pd.DataFrame, title: str, hue: str = "source", ax=None) -> plt.Figure:
     """measured / predicted req/s per pattern, one bar per `hue` (an article's table, ours); 1 is the model."""
-    fig, ax = _axes(ax)
+    fig, ax = axes(ax)
     sns.barplot(frame, x="pattern", y="ratio", hue=hue, ax=ax, palette=["#c4c4c4", "#4c72b0"])
     ax.axhline(1, color="black", lw=1, ls="--")
     ax.set(title=title, xlabel="endpoint (pattern)", ylabel="measured / predicted throughput", ylim=(0, 1.2))
@@ -196,7 +197,7 @@ LATENCIES = {"p50_ms": "p50 measured", "p95_ms": "p95 measured", "predicted_ms":
 
 def latency_bars(frame: pd.DataFrame, title: str, ax=None) -> plt.Figure:
     """Measured p50 and p95 beside the model's mean latency, one group of bars per pattern."""
-    fig, ax = _axes(ax)
+    fig, ax = axes(ax)
     tidy = frame.rename(columns=LATENCIES).melt(
         id_vars=["pattern"], value_vars=list(LATENCIES.values()), var_name="what"
     )

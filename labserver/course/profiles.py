@@ -59,6 +59,12 @@ PROFILES: dict[str, dict[str, dict]] = {
             "duration_s": 2,
         },
     },
+    # 08's quick runs take about 90 s; `full` sweeps ρ finer and overloads for longer.
+    "08_overload": {
+        "quick": {},
+        "full": {"rhos": [0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 0.95], "overload_s": 20, "drain_s": 6, "duration_s": 15},
+        "smoke": {"rhos": [0.6], "overload_s": 4, "drain_s": 2, "duration_s": 2, "stall_every_s": 1.0},
+    },
     # 99 only reads the runs on disk: nothing to size.
     "99_summary": {"quick": {}, "full": {}, "smoke": {}},
 }

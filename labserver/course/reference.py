@@ -24,6 +24,7 @@ OUT = ROOT / "docs" / "reference"
 DEFAULT = "throughput.png"  # most lessons' headline chart; a new lesson that draws one needs no entry below
 CHOSEN = {
     "03_cpu_bound": "fib_throughput.png",
+    "08_overload": "overload.png",
     "07_database": "bounds.png",
     "99_summary": "summary.png",
 }

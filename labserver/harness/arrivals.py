@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from labserver.harness.records import PerUser
 
@@ -27,7 +28,7 @@ class Arrivals:
     scheduled_rate: float  # arrivals per second the schedule meant to send in the window (Poisson: near `rate`)
     sent_rate: float  # arrivals per second that left within the window
     kept_up: float  # sent / scheduled in the third of the window where the generator lagged most
-    served_rps: float  # answered with 200 per second of the window
+    served_rps: float  # replies with 200 that came within the window, per second: the throughput
     shed: float  # share of the window's requests not answered with 200 (503s when the server sheds)
     mean_ms: float  # latency from the intended time, of the requests answered with 200
     p95_ms: float
@@ -60,7 +61,7 @@ def measure(per_user: PerUser, start: float, end: float) -> Arrivals:
         scheduled_rate=len(mine) / window,
         sent_rate=sum(1 for r in mine if start <= r.sent < end) / window,
         kept_up=kept_up if math.isfinite(kept_up) else nan,
-        served_rps=len(ok) / window,
+        served_rps=sum(1 for user in per_user for r in user if r.ok and start <= r.end < end) / window,
         shed=1 - len(ok) / len(mine),
         mean_ms=float(np.mean(latencies)),
         p95_ms=float(np.percentile(latencies, 95)),
@@ -99,12 +100,14 @@ def row(a: Arrivals) -> dict:
     }
 
 
-def p95_by_third(per_user: PerUser, start: float, end: float) -> tuple[float, float, float]:
-    """p95 latency of the requests meant to leave (open loop) or sent (closed loop) in each third of [start, end).
+def by_third(per_user: PerUser, start: float, end: float, statistic: str = "p95") -> tuple[float, float, float]:
+    """Mean or p95 latency of the requests meant to leave (open loop) or sent (closed) in each third of [start, end).
 
     Latency from the intended time where there is one: the two loops side by side, as their
     users would feel it.
     """
+    if statistic not in ("mean", "p95"):
+        raise ValueError(f"statistic must be 'mean' or 'p95', got {statistic!r}")
     window = end - start
     thirds = [start + window * k / 3 for k in range(4)]
     out = []
@@ -115,7 +118,10 @@ def p95_by_third(per_user: PerUser, start: float, end: float) -> tuple[float, fl
             for r in user
             if r.ok and lo <= (r.intended if r.intended is not None else r.sent) < hi
         ]
-        out.append(float(np.percentile(part, 95)) if part else math.nan)
+        if not part:
+            out.append(math.nan)
+        else:
+            out.append(float(np.mean(part)) if statistic == "mean" else float(np.percentile(part, 95)))
     return out[0], out[1], out[2]
 
 
@@ -146,3 +152,14 @@ def corrected_percentiles(
         "corrected": {p: fixed.get_value_at_percentile(p) / 1000 for p in percentiles},
         "counts": {"recorded": raw.get_total_count(), "corrected": fixed.get_total_count()},
     }
+
+
+def over_time(per_user: PerUser, since: float) -> pd.DataFrame:
+    """Each answered request's latency (from its intended time, if it had one) against when it left, s after `since`."""
+    rows = [
+        ((r.intended if r.intended is not None else r.sent) - since, r.from_intended_ms)
+        for user in per_user
+        for r in user
+        if r.ok
+    ]
+    return pd.DataFrame(rows, columns=["t_s", "latency_ms"]).sort_values("t_s", ignore_index=True)

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from labserver.checks import positive, whole
+from labserver.theory.model import Prediction
 
 
 @dataclass(frozen=True)
@@ -115,3 +116,22 @@ def fluid_shed_share(rate: float, service_s: float, slots: int) -> float:
     """The overload's share that capacity cannot serve: 1 − (c / S) / λ, 0 below capacity."""
     positive("rate", rate)
     return max(0.0, 1 - slots / service_s / rate)
+
+
+def predict_open(rate: float, service_s: float, slots: int, limit: int | None = None) -> Prediction:
+    """What an open loop at `rate` gets from c slots of service S: the throughput served and the mean latency.
+
+    Below capacity (c / S) every arrival is served, after the M/D/c mean wait; above it the
+    slots serve c / S and the rest queue without end (no mean latency: it grows with time,
+    see overload_latency_s). With a queue `limit` (load shedding), the accepted share is
+    1 − shed_share, and an accepted request waits at most `limit` / c services behind others.
+    """
+    capacity = slots / service_s
+    rho = utilisation(rate, service_s, slots)
+    if limit is not None:
+        served = rate * (1 - shed_share(rate, service_s, slots, limit))
+        worst_s = service_s * (1 + math.ceil(limit / slots))
+        return Prediction(served, worst_s * 1000, f"threads ({slots}) and a queue of {limit}: ρ {rho:.2f}")
+    if rate < capacity:
+        return Prediction(rate, open_queue(rate, service_s, slots).mean_s * 1000, f"arrivals (open loop, ρ {rho:.2f})")
+    return Prediction(capacity, math.inf, f"threads ({slots}), overloaded: ρ {rho:.2f}")

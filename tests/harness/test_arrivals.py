@@ -24,15 +24,18 @@ def _schedule(rate: float, seconds: float, latency_s, late_s=lambda t: 0.0, ok=l
 def test_a_kept_schedule_gives_its_rate_and_latency_from_the_schedule():
     a = arrivals.measure([_schedule(100, 9, lambda t: 0.05)], 0.0, 9.0)
     assert a.scheduled_rate == pytest.approx(100) and a.sent_rate == pytest.approx(100)
-    assert a.kept_up == pytest.approx(1.0) and a.shed == 0.0 and a.served_rps == pytest.approx(100)
+    assert a.kept_up == pytest.approx(1.0) and a.shed == 0.0
+    assert a.served_rps == pytest.approx(100, rel=0.01)  # but the last 50 ms of replies, after the window
     assert a.p95_ms == pytest.approx(50.0) and a.p95_thirds_ms == pytest.approx((50.0, 50.0, 50.0))
     assert arrivals.problem(a) is None
 
 
-def test_a_growing_backlog_shows_in_the_last_third():
+def test_a_growing_backlog_shows_in_the_last_third_and_throughput_is_what_came_back_in_the_window():
     a = arrivals.measure([_schedule(100, 9, lambda t: 0.05 + 0.2 * t)], 0.0, 9.0)
     first, _, last = a.p95_thirds_ms
     assert last > 2 * first
+    # replies come back ever later: those sent after ~7.5 s land after the window
+    assert a.served_rps < 0.9 * a.scheduled_rate
 
 
 def test_a_generator_that_falls_behind_invalidates_the_run_and_its_wait_is_counted():
@@ -47,7 +50,7 @@ def test_a_generator_that_falls_behind_invalidates_the_run_and_its_wait_is_count
 def test_shed_requests_are_counted_apart_from_the_latency_of_the_accepted():
     shed_every_third = lambda t: round(t * 100) % 3 != 0  # noqa: E731
     a = arrivals.measure([_schedule(300, 3, lambda t: 0.1, ok=shed_every_third)], 0.0, 3.0)
-    assert a.shed == pytest.approx(1 / 3, abs=0.01) and a.served_rps == pytest.approx(200, rel=0.01)
+    assert a.shed == pytest.approx(1 / 3, abs=0.01) and a.served_rps == pytest.approx(200, rel=0.05)
 
 
 def test_a_closed_loops_records_are_not_an_open_loops():
@@ -76,9 +79,14 @@ def test_the_correction_restores_the_requests_a_stalled_closed_loop_never_sent()
         arrivals.corrected_percentiles(latencies, interval_ms=0)
 
 
-def test_p95_by_third_reads_both_loops():
+def test_by_third_reads_both_loops():
     open_loop = _schedule(100, 9, lambda t: 0.05 + 0.1 * t)
     closed = [[Record(t + 0.05, 50.0, True) for t in (0.5, 3.5, 6.5)]]
-    first, _, last = arrivals.p95_by_third([open_loop], 0.0, 9.0)
+    first, _, last = arrivals.by_third([open_loop], 0.0, 9.0)
     assert last > first
-    assert arrivals.p95_by_third(closed, 0.0, 9.0) == pytest.approx((50.0, 50.0, 50.0))
+    mean_first, _, mean_last = arrivals.by_third([open_loop], 0.0, 9.0, "mean")
+    assert mean_first == pytest.approx(50 + 100 * 1.5, rel=0.01)
+    assert mean_last == pytest.approx(50 + 100 * 7.5, rel=0.01)
+    assert arrivals.by_third(closed, 0.0, 9.0) == pytest.approx((50.0, 50.0, 50.0))
+    with pytest.raises(ValueError, match="statistic"):
+        arrivals.by_third(closed, 0.0, 9.0, "p99")

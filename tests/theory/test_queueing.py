@@ -68,3 +68,13 @@ def test_bad_inputs_say_what_to_change():
         queueing.open_queue(-1, 0.1, 1)
     with pytest.raises(ValueError, match="limit"):
         queueing.shed_share(10, 0.1, 1, limit=-1)
+
+
+def test_predict_open_serves_every_arrival_below_capacity_and_capacity_above():
+    below = queueing.predict_open(100, 0.1, 20)  # ρ 0.5
+    assert below.rps == 100 and below.latency_ms == pytest.approx(100, rel=0.01) and "ρ 0.50" in below.bottleneck
+    above = queueing.predict_open(240, 0.1, 20)  # ρ 1.2
+    assert above.rps == pytest.approx(200) and math.isinf(above.latency_ms) and "overloaded" in above.bottleneck
+    shedding = queueing.predict_open(300, 0.1, 20, limit=20)  # ρ 1.5, K = 20
+    assert shedding.rps == pytest.approx(300 * (1 - queueing.shed_share(300, 0.1, 20, 20)))
+    assert shedding.latency_ms == pytest.approx(200)  # its own service after one round of the 20 ahead
