@@ -7,11 +7,13 @@ the environment (see settings.py) so that every `--workers` process sees the sam
 from __future__ import annotations
 
 import gc
+import importlib.metadata
 import inspect
 import multiprocessing
 import os
 import signal
 import sys
+import time
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
@@ -24,6 +26,14 @@ from labserver.demo.patterns import PATTERNS
 from labserver.demo.settings import Settings
 from labserver.demo.shed import Shed
 
+# What /info and the routes mean, as a number: a harness measures a server it did not start
+# (labserver/harness/remote.py) only if both speak the same one. Raise it when a route, a query
+# parameter or an /info field the harness reads changes meaning.
+PROTOCOL = 1
+try:
+    VERSION = importlib.metadata.version("concurrency-lab")
+except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+    VERSION = "unknown"
 NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
 # Python collects its youngest objects every 700 net allocations. Under load that count keeps
 # reaching 700 by chance while nothing is garbage: at 200 users the server ran 60-90 passes a
@@ -90,7 +100,9 @@ async def lifespan(app: FastAPI):
     # pydantic loaded) while every request waits.
     gc.freeze()
     gc.set_threshold(GC_THRESHOLD0, *gc.get_threshold()[1:])
-    sampler = telemetry.start(settings.telemetry_dir, app.state.gauges) if settings.telemetry_dir else None
+    # With several workers, each posts its CPU seconds for whichever answers /info; one answers for itself.
+    cpu = (lambda: telemetry.cpu_seconds(app.state.pool)) if settings.workers > 1 else None
+    sampler = telemetry.start(settings.telemetry_dir, app.state.gauges, cpu) if settings.telemetry_dir else None
     try:
         yield
     finally:
@@ -139,6 +151,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         limiter = anyio.to_thread.current_default_thread_limiter()
         middleware = _in_flight_counter(app)
         return {
+            "protocol": PROTOCOL,
+            "version": VERSION,
             "pid": os.getpid(),
             "workers": settings.workers,
             "threads": int(limiter.total_tokens),
@@ -149,9 +163,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             **app.state.gauges.read(),
             "served": middleware.served if middleware else None,
             "patterns": list(PATTERNS),
+            "cpu": _cpu(app),
         }
 
     return app
+
+
+def _cpu(app: FastAPI) -> dict:
+    """The server's CPU seconds so far, per process, for a harness on another machine (psutil cannot see it).
+
+    `time` is this machine's clock now, for the harness to place each entry's `t` on its own.
+    This worker's entries are read now; the other workers' are their latest posts (every 100 ms).
+    """
+    settings: Settings = app.state.settings
+    entries = telemetry.cpu_seconds(app.state.pool)
+    if settings.workers > 1 and settings.telemetry_dir:
+        entries += telemetry.read_board(settings.telemetry_dir, skip=os.getpid())
+    return {"time": round(time.time(), 4), "processes": entries}
 
 
 def _in_flight_counter(app: FastAPI) -> InFlight | None:

@@ -6,6 +6,14 @@ every 100 ms it wakes, notes how late it woke (the event loop's lag: code that h
 wakes it late) and reads the gauges; about once a second it appends its samples to
 `<folder>/<pid>.jsonl`, one JSON object a line. The harness cuts each run's share out of those
 files (labserver/harness/telemetry.py). Standard library and AnyIO only: every worker imports it.
+
+A server the lab did not start (`python -m labserver serve`, measured from another machine)
+cannot be seen by the harness's psutil, so it reports its own CPU in /info: `cpu_seconds` gives
+a worker's process CPU seconds (every thread of it) and its process pool's children's. With
+several workers /info answers from one of them, so each sampler also keeps `<folder>/<pid>.cpu`,
+its latest CPU seconds, rewritten every tick, and the worker that answers /info reads them all
+(`read_board`). Not covered: uvicorn's supervisor process (with --workers N; it only checks on
+its workers), and pool children that died mid-run (their seconds go with them).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -29,6 +38,13 @@ FLUSH_S = 1.0
 # One sample's fields, in the order the harness writes them; `t` is epoch seconds, the clock of
 # Locust's records, so that a run's window cuts both alike.
 FIELDS = ("t", "in_flight", "threads_busy", "threads_waiting", "pool_running", "pool_queued", "loop_lag_ms")
+
+
+CPU_SUFFIX = ".cpu"
+try:
+    TICKS_PER_S = os.sysconf("SC_CLK_TCK")  # the unit of /proc/<pid>/stat's CPU times
+except (AttributeError, ValueError, OSError):  # not a POSIX system
+    TICKS_PER_S = 100
 
 
 class CountingPool(ProcessPoolExecutor):
@@ -68,6 +84,56 @@ class CountingPool(ProcessPoolExecutor):
             inside = self.submitted - self.finished
         running = min(inside, self.procs)
         return running, inside - running
+
+    def pids(self) -> list[int]:
+        """The pool's live processes (the executor's own table: it names no public one)."""
+        try:
+            return list(self._processes or ())
+        except RuntimeError:  # the table changed size while read (a process started or ended): none this time
+            return []
+
+
+def process_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) of another process so far, from /proc (Linux); None where that cannot be read.
+
+    time.process_time() answers for this process only; a pool child is busy computing and cannot
+    answer for itself, and resource.getrusage(RUSAGE_CHILDREN) counts children only once they are
+    reaped, which a pool's are at shutdown, long after the run.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        # the command name, in parentheses, may hold spaces: fields are counted after its closing one
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / TICKS_PER_S  # utime, stime: fields 14 and 15 of stat
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cpu_seconds(pool: CountingPool | None) -> list[dict]:
+    """This worker's CPU seconds so far, and each of its pool processes', as /info reports them."""
+    now = round(time.time(), 4)
+    entries = [{"pid": os.getpid(), "role": "worker", "t": now, "cpu_s": round(time.process_time(), 4)}]
+    for pid in pool.pids() if pool is not None else ():
+        seconds = process_seconds(pid)
+        if seconds is not None:
+            entries.append({"pid": pid, "role": "pool", "t": now, "cpu_s": seconds})
+    return entries
+
+
+def read_board(folder: str | Path, skip: int | None = None) -> list[dict]:
+    """Every worker's latest CPU seconds in `folder` (their `<pid>.cpu` files) but worker `skip`'s."""
+    entries = []
+    for path in Path(folder).glob(f"*{CPU_SUFFIX}"):
+        if path.stem == str(skip):
+            continue
+        try:
+            entries += json.loads(path.read_text())
+        except (OSError, ValueError):  # a worker that just ended, or a file from before: skipped
+            continue
+    return entries
 
 
 class Gauges:
@@ -115,8 +181,13 @@ class Sampler:
         sleep: Callable[[float], Awaitable] = asyncio.sleep,
         clock: Callable[[], float] = time.perf_counter,
         wall: Callable[[], float] = time.time,
+        cpu: Callable[[], list[dict]] | None = None,
     ):
         self.path = Path(folder) / f"{os.getpid()}.jsonl"
+        # `cpu`: this worker's CPU seconds (cpu_seconds), posted every tick for the worker that answers
+        # /info; None (one worker: it answers for itself) writes nothing
+        self.cpu = cpu
+        self.cpu_path = Path(folder) / f"{os.getpid()}{CPU_SUFFIX}"
         self.gauges = gauges
         self.every_s = every_s
         self.flush_s = flush_s
@@ -133,6 +204,8 @@ class Sampler:
         lag_s = max(0.0, self.clock() - before - self.every_s)
         sample = {"t": round(self.wall(), 4), **self.gauges.read(), "loop_lag_ms": round(lag_s * 1000, 2)}
         self.buffer.append(json.dumps(sample, separators=(",", ":")))
+        if self.cpu is not None:
+            self.post_cpu()
         if self.clock() - self.flushed_at >= self.flush_s:
             self.flush()
         return sample
@@ -146,6 +219,13 @@ class Sampler:
             f.write("\n".join(self.buffer) + "\n")
         self.buffer.clear()
 
+    def post_cpu(self) -> None:
+        """Replace this worker's `<pid>.cpu` with its CPU seconds now (tens of µs, every 100 ms)."""
+        tmp = self.cpu_path.with_suffix(".tmp")
+        with contextlib.suppress(OSError):
+            tmp.write_text(json.dumps(self.cpu(), separators=(",", ":")))
+            os.replace(tmp, self.cpu_path)  # whole: the reader never sees half a file
+
     async def run(self) -> None:
         try:
             while True:
@@ -153,12 +233,15 @@ class Sampler:
         finally:  # cancelled at shutdown: what is buffered still reaches the file
             with contextlib.suppress(OSError):
                 self.flush()
+            with contextlib.suppress(OSError):
+                self.cpu_path.unlink(missing_ok=True)  # a worker that ended posts nothing more
 
 
-def start(folder: str | Path, gauges: Gauges) -> asyncio.Task:
-    """The sampling task of this worker, writing into `folder` (made if missing)."""
+def start(folder: str | Path, gauges: Gauges, cpu: Callable[[], list[dict]] | None = None) -> asyncio.Task:
+    """The sampling task of this worker, writing into `folder` (made if missing), and its CPU seconds if `cpu`."""
     Path(folder).mkdir(parents=True, exist_ok=True)
-    return asyncio.get_running_loop().create_task(Sampler(folder, gauges).run(), name="labserver-telemetry")
+    sampler = Sampler(folder, gauges, cpu=cpu)
+    return asyncio.get_running_loop().create_task(sampler.run(), name="labserver-telemetry")
 
 
 async def stop(task: asyncio.Task | None) -> None:
