@@ -4,6 +4,9 @@
 event loop), waits for /health, and stops the whole process tree on exit, on exception,
 on KeyboardInterrupt and at interpreter exit. `serve()` keeps one server per name across
 notebook cells, so re-running the cell that starts it replaces the old one.
+
+`Server` is what the harness measures, wherever it runs: LabServer here, and RemoteServer
+(harness/remote.py) for one the lab did not start.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 from labserver.demo.cpus import check_cpus
 from labserver.demo.settings import Settings
 from labserver.harness import procs
+from labserver.harness.meters import CpuMeter
 
 LOOPBACK = "127.0.0.1"
 PORT_ATTEMPTS = 3
@@ -41,7 +45,49 @@ class ServerError(RuntimeError):
     """The server did not come up, or died; the message carries the tail of its log."""
 
 
-class LabServer:
+class Server:
+    """A lab server the harness can measure (run_plan, sweep): its `url`, its `settings`, whether it is `alive`.
+
+    Subclasses say how it came to run and how its CPU is measured (`meter`). The telemetry of its
+    workers is read from `telemetry_dir` when the lab can reach it (None: not saved).
+    """
+
+    settings: Settings
+    telemetry_dir: Path | None = None
+
+    @property
+    def url(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def alive(self) -> bool:
+        raise NotImplementedError
+
+    def check_ready(self) -> None:
+        """Raise ServerError, before any load, unless this server can be measured now."""
+        if not self.alive:
+            raise ServerError(f"the server is not running; start it first\n{self.log_tail()}")
+
+    def meter(self):
+        """A CPU meter of this server's processes (sample, usage, per_process), as CpuMeter has them."""
+        raise NotImplementedError
+
+    def get(self, path: str, timeout: float = 5.0) -> dict:
+        """GET `path` from the server and decode its JSON."""
+        with urllib.request.urlopen(self.url + path, timeout=timeout) as response:
+            return json.loads(response.read())
+
+    def info(self) -> dict:
+        return self.get("/info")
+
+    def log_tail(self, lines: int = 30) -> str:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+
+class LabServer(Server):
     """uvicorn serving `labserver.demo.app` in a subprocess on a free loopback port.
 
     Parameters
@@ -94,6 +140,9 @@ class LabServer:
         self.ready_s: float | None = None
         self.telemetry = telemetry
         self.telemetry_dir: Path | None = None
+
+    def meter(self) -> CpuMeter:
+        return CpuMeter(self.proc.pid)  # the whole tree: the workers and their pool processes
 
     @property
     def url(self) -> str:
@@ -207,14 +256,6 @@ class LabServer:
             shutil.rmtree(self.telemetry_dir, ignore_errors=True)
             self.telemetry_dir = None
 
-    def get(self, path: str, timeout: float = 5.0) -> dict:
-        """GET `path` from the server and decode its JSON."""
-        with urllib.request.urlopen(self.url + path, timeout=timeout) as response:
-            return json.loads(response.read())
-
-    def info(self) -> dict:
-        return self.get("/info")
-
     def log_tail(self, lines: int = 30) -> str:
         if self.log_path is None:
             return "(no server log: this server was never started, or stopped cleanly and its log was removed)"
@@ -255,6 +296,21 @@ def _check_host(host: str) -> None:
             f"for them. Leave host at {LOOPBACK!r} unless you mean it.",
             stacklevel=3,
         )
+
+
+def exposure(host: str, port: int) -> str | None:
+    """One line saying who may reach a server listening on `host`:`port`; None when only this machine can."""
+    if _loopback(host):
+        return None
+    try:
+        everywhere = ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        everywhere = False  # a name: it stands for one address of this machine
+    where = f"every interface of this machine, port {port}" if everywhere else f"{host}:{port}"
+    return (
+        f"listening on {where}: any machine that can reach it over the network can make this server compute "
+        "and wait, and nothing authenticates requests (Ctrl-C stops it)"
+    )
 
 
 def _loopback(host: str) -> bool:

@@ -30,7 +30,7 @@ from labserver.demo.settings import Settings
 from labserver.demo.work import check_bounds, fib_calls
 from labserver.harness import feed, notebook, procs, results
 from labserver.harness.collect import save_plan
-from labserver.harness.launcher import LabServer, ServerError, running
+from labserver.harness.launcher import LabServer, Server, ServerError, running
 from labserver.harness.meters import CpuMeter, MachineMeter
 from labserver.harness.plan import Meters, Options, Outcome, Stage
 from labserver.paths import LOCUSTFILES, ROOT
@@ -79,7 +79,7 @@ def check_arrivals(rate: float, user_class: str, processes: int) -> None:
 
 
 def run_load(
-    server: LabServer,
+    server: Server,
     pattern: str,
     users: int,
     tasks: int = 1,
@@ -102,7 +102,7 @@ def run_load(
 
 
 def run_plan(
-    server: LabServer,
+    server: Server,
     runs: list[dict],
     duration_s: int = 5,
     spawn_rate: float | None = None,
@@ -119,7 +119,7 @@ def run_plan(
 
     Each run is a dict with `pattern` and `users`, and optionally `tasks`, `io_ms`, `cpu_n`,
     `duration_s` (else the keyword's), `predicted` (a model.Prediction; else model.predict's),
-    `tags` (more columns for its row) and `server` (another running LabServer to measure, so
+    `tags` (more columns for its row) and `server` (another running server to measure, so
     that runs on servers of different settings can take turns in one plan; else `server`).
     Every run gets its own folder under data/runs/ and its own RunResult, exactly as if
     run_load had measured it; only Locust's start-up, spawn and report are paid once. If a
@@ -151,8 +151,7 @@ def run_plan(
     watcher = watch if watch is not None else (notebook.view() if progress else None)
     text = progress and not notebook.in_notebook()
     for each in servers:
-        if not each.alive:
-            raise ServerError(f"the server is not running; start it first\n{each.log_tail()}")
+        each.check_ready()  # running, and for a server the lab did not start, one it can measure (remote.py)
     users = max(s.users for s in stages)
     run_ids = [results.new_run_id(s.pattern, s.users) for s in stages]
     tmp = results.partial_dir(run_ids[0])  # Locust writes here; the first run's folder
@@ -169,7 +168,7 @@ def run_plan(
     meters, status, failing, ended = None, "ok", True, None
     try:
         procs.spawn(cmd, tmp / "locust.log", cwd=ROOT, on_start=locust.append)
-        meters = Meters(CpuMeter(locust[0].pid), {id(s): CpuMeter(s.proc.pid) for s in servers}, MachineMeter())
+        meters = Meters(CpuMeter(locust[0].pid), {id(s): s.meter() for s in servers}, MachineMeter())
         status, ended = _watch(locust[0], servers, stages, meters, text, live)
         failing = False
     except KeyboardInterrupt:
@@ -219,7 +218,7 @@ def _command(server, tmp, users, spawn_rate, total_s, user_class, processes, tim
 
 def _watch(
     proc,
-    servers: list[LabServer],
+    servers: list[Server],
     stages: list[Stage],
     meters: Meters,
     text: bool,
@@ -329,7 +328,7 @@ def check_sweep(patterns: list[str], users: list[int], workers: int = 1, threads
             )
 
 
-def sweep(server: LabServer, patterns: list[str], users: list[int], lesson: str | None = None, **load) -> pd.DataFrame:
+def sweep(server: Server, patterns: list[str], users: list[int], lesson: str | None = None, **load) -> pd.DataFrame:
     """Every pattern × users, measured in one Locust run (run_plan); one tidy row per run, predictions included."""
     check_sweep(patterns, users, **load)
     work = {k: load.pop(k) for k in ("tasks", "io_ms", "cpu_n") if k in load}

@@ -6,11 +6,16 @@ so it never fires in a run shorter than about 20 s: the lab measures instead.
 `MachineMeter` reads the whole machine's busy time, so that a run can tell what the server
 and Locust used from what everything else on the machine took meanwhile (a shared laptop,
 a second notebook, a build): CPU that was not there for the measurement.
+
+`RemoteCpuMeter` is `CpuMeter` for a server the lab did not start (harness/remote.py): psutil
+cannot see another machine, so the server reports its own processes' CPU seconds in /info.
 """
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable
 
 import psutil
 
@@ -49,6 +54,60 @@ class CpuMeter:
             return {}
         (ta, a), (tb, b) = inside[0], inside[-1]
         return {pid: (b[pid] - a[pid]) / (tb - ta) for pid in b if pid in a}
+
+
+class RemoteCpuMeter:
+    """CpuMeter's figures for a server that reports its own CPU: `fetch` returns its /info.
+
+    /info's `cpu` gives each of the server's processes' CPU seconds, each read at its own moment
+    `t` on the server's clock (another worker's are up to 100 ms old), and `time`, the server's
+    clock as it answered. The server's clock is placed on this one by the answer that came back
+    fastest (its offset is known to within half that round trip, as NTP does it), so a clock set
+    seconds apart on another machine moves no window. A sample that fails or times out is skipped:
+    each process's rate comes from its first and last reading inside a window, whenever they were.
+    """
+
+    def __init__(self, fetch: Callable[[], dict], clock: Callable[[], float] = time.time):
+        self.fetch = fetch
+        self.clock = clock
+        self.readings: list[tuple[int, float, float]] = []  # (pid, server's t, cpu seconds)
+        self.offset = 0.0  # this clock minus the server's
+        self.round_trip = math.inf  # of the answer that gave `offset`
+
+    def sample(self) -> None:
+        sent = self.clock()
+        try:
+            cpu = self.fetch()["cpu"]
+            entries = [(int(e["pid"]), float(e["t"]), float(e["cpu_s"])) for e in cpu["processes"]]
+            server_now = float(cpu["time"])
+        except (OSError, ValueError, KeyError, TypeError):  # busy, gone, or not reporting: no reading this time
+            return
+        received = self.clock()
+        if received - sent < self.round_trip:
+            self.round_trip = received - sent
+            self.offset = (sent + received) / 2 - server_now
+        self.readings += entries
+
+    def usage(self, t0: float, t1: float) -> tuple[float, float]:
+        """(cores used by all the server's processes, busiest single process's share of a core) between t0 and t1."""
+        per_process = list(self.per_process(t0, t1).values())
+        if not per_process:
+            return float("nan"), float("nan")
+        return sum(per_process), max(per_process)
+
+    def per_process(self, t0: float, t1: float) -> dict[int, float]:
+        """Cores used by each of the server's processes between t0 and t1 (this machine's clock)."""
+        spans: dict[int, list[tuple[float, float]]] = {}
+        for pid, t, seconds in self.readings:
+            here = t + self.offset
+            if t0 <= here <= t1:
+                spans.setdefault(pid, []).append((here, seconds))
+        rates = {}
+        for pid, inside in spans.items():
+            (ta, a), (tb, b) = min(inside), max(inside)
+            if tb > ta:
+                rates[pid] = (b - a) / (tb - ta)
+        return rates
 
 
 def tree_seconds(pid: int) -> float:
