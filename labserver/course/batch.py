@@ -144,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("LAB_FIGURES_DIR", str(figures_dir()))
     # Progress stays on: in a lesson's kernel it is the live view, whose last frame the executed
-    # copy keeps (an image, no widget state); `make bench` measures what drawing it costs.
+    # copy keeps (an image, no widget state). But it draws only each plan's first and last frames:
+    # a frame a second costs the busiest runs a few percent (`make bench`, live view).
+    os.environ.setdefault("LAB_LIVE_EVERY_S", "inf")
     rounds, failing = [], False
     for i in range(args.repeat):
         # Every run of this batch carries its id: lesson 99 judges the runs of its own batch only.

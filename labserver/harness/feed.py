@@ -32,6 +32,22 @@ if TYPE_CHECKING:
 
 LIVE_FILE = "live"  # Locust's --live-file prefix in the plan's folder: live.<pid>.csv
 EVERY_S = 1.0
+# LAB_LIVE_EVERY_S sets another beat; "inf" draws a plan's first and last frames only, which is
+# what `make figures` does: a frame costs ~20 ms of CPU, which a run that fills both cores feels
+# (`make bench`: 0.926 -> 0.888 of the model at 400 users), and an executed copy needs only the last.
+LIVE_EVERY_ENV = "LAB_LIVE_EVERY_S"
+
+
+def live_every_s() -> float:
+    """How often the live view draws: LAB_LIVE_EVERY_S seconds, else once a second."""
+    value = os.environ.get(LIVE_EVERY_ENV, "")
+    try:
+        every = float(value) if value else EVERY_S
+    except ValueError:
+        raise ValueError(f"{LIVE_EVERY_ENV} must be a number of seconds above 0 (or inf), got {value!r}") from None
+    if not every > 0:
+        raise ValueError(f"{LIVE_EVERY_ENV} must be a number of seconds above 0 (or inf), got {value!r}")
+    return every
 
 
 @dataclass(frozen=True)
@@ -68,8 +84,9 @@ Watcher = Callable[[Snapshot], Any]
 class Every:
     """Due at most once every `period_s` of `clock`, on a steady beat (a late tick does not shift the next)."""
 
-    def __init__(self, period_s: float = EVERY_S, clock: Callable[[], float] = time.monotonic):
-        self.period_s, self.clock, self.next = period_s, clock, -math.inf
+    def __init__(self, period_s: float | None = None, clock: Callable[[], float] = time.monotonic):
+        self.period_s = live_every_s() if period_s is None else period_s
+        self.clock, self.next = clock, -math.inf
 
     def due(self) -> bool:
         now = self.clock()

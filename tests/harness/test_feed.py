@@ -249,3 +249,20 @@ def test_outside_a_notebook_nothing_is_drawn_or_imported_from_ipython():
 def test_no_text_bar_when_progress_is_off():
     with load._text_bar(5, False) as bar:
         assert bar is None
+
+
+def test_the_beat_comes_from_the_environment_and_inf_draws_the_first_frame_only(monkeypatch):
+    now = [0.0]
+    monkeypatch.setenv("LAB_LIVE_EVERY_S", "inf")
+    every = feed.Every(clock=lambda: now[0])
+    assert every.due()  # the first frame
+    now[0] = 1e6
+    assert not every.due()  # and none after it: Live.finish draws the last
+    monkeypatch.setenv("LAB_LIVE_EVERY_S", "2.5")
+    assert feed.Every().period_s == 2.5
+    monkeypatch.delenv("LAB_LIVE_EVERY_S")
+    assert feed.Every().period_s == feed.EVERY_S
+    for bad in ("0", "-1", "soon"):
+        monkeypatch.setenv("LAB_LIVE_EVERY_S", bad)
+        with pytest.raises(ValueError, match="LAB_LIVE_EVERY_S"):
+            feed.Every()
