@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio.to_thread
 from fastapi import FastAPI
@@ -34,6 +35,17 @@ try:
     VERSION = importlib.metadata.version("concurrency-lab")
 except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
     VERSION = "unknown"
+
+
+def _boot_id() -> str | None:
+    """This running kernel's id (Linux): equal on both ends only when the harness and the server share a machine."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+BOOT_ID = _boot_id()
 NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
 # Python collects its youngest objects every 700 net allocations. Under load that count keeps
 # reaching 700 by chance while nothing is garbage: at 200 users the server ran 60-90 passes a
@@ -153,6 +165,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return {
             "protocol": PROTOCOL,
             "version": VERSION,
+            "boot_id": BOOT_ID,  # whether a harness shares this machine (and so its CPUs) with the server
             "pid": os.getpid(),
             "workers": settings.workers,
             "threads": int(limiter.total_tokens),

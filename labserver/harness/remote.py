@@ -18,7 +18,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from labserver.demo.app import PROTOCOL, VERSION
+from labserver.demo.app import BOOT_ID, PROTOCOL, VERSION
 from labserver.demo.settings import Settings
 from labserver.harness.launcher import Server, ServerError
 from labserver.harness.meters import RemoteCpuMeter
@@ -92,7 +92,8 @@ class RemoteServer(Server):
 
     Reads /info at once (ServerError if nothing answers, or not a lab server of this lab's
     protocol) and again before each plan's load. `settings` are the server's; `usable_cpus`
-    the CPUs its workers may run on (as the server saw them).
+    the CPUs its workers may run on (as the server saw them); `same_machine` whether it runs on
+    this machine's kernel (a network namespace included), so that its CPU is inside this machine's.
     """
 
     def __init__(self, url: str, silent_s: float = SILENT_S):
@@ -114,6 +115,7 @@ class RemoteServer(Server):
                 "ADDRESS --port PORT`, and check that this machine may reach that port"
             ) from None
         self.usable_cpus = list(info.get("cpus") or [])
+        self.same_machine = BOOT_ID is not None and info.get("boot_id") == BOOT_ID
         return check_info(info, self.url)
 
     def check_ready(self) -> None:

@@ -80,6 +80,7 @@ def test_a_sweep_reaches_a_server_in_another_network_namespace(namespace):
             assert time.monotonic() < deadline, f"no answer at {url}"
             time.sleep(0.1)
         server = RemoteServer(url)
+        assert server.same_machine  # another network, the same kernel: its CPU is inside this machine's
         started = time.monotonic()
         rows = sweep(server, ["sequential"], [10], io_ms=50, duration_s=3)
         took_s = time.monotonic() - started

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from labserver.demo.app import PROTOCOL, VERSION
+from labserver.demo.app import BOOT_ID, PROTOCOL, VERSION
 from labserver.harness import procs, remote
 from labserver.harness.launcher import ServerError, exposure
 from labserver.harness.load import sweep
@@ -22,6 +22,7 @@ from labserver.harness.remote import RemoteServer, check_info, check_url
 INFO = {
     "protocol": PROTOCOL,
     "version": VERSION,
+    "boot_id": "another-machine",
     "pid": 1234,
     "workers": 2,
     "threads": 40,
@@ -119,6 +120,7 @@ def test_attaching_reads_the_settings_and_never_starts_or_stops(fake):
     with RemoteServer("http://10.0.0.5:8000") as server:
         assert server.settings.workers == 2 and server.usable_cpus == [0, 1]
         assert server.alive and server.telemetry_dir is None
+        assert not server.same_machine  # its CPU is not inside this machine's
     assert fake.asked == ["/info", "/info", "/health"]  # attach, check before use; nothing else was asked
     assert "not started by the lab" in server.log_tail()
 
@@ -265,5 +267,6 @@ def test_a_sweep_measures_a_server_the_lab_did_not_start(tmp_path):
     for column in ("server_cpu", "worker_ms", "locust_cpu", "machine_cpu"):
         assert math.isfinite(row[column]), column
     assert row["server_cpu"] > 0 and row["workers_seen"] == 1
+    assert server.same_machine == (BOOT_ID is not None)
     assert procs.group(proc.pid) == []  # nothing of the server is left running
     assert not procs.port_in_use(port)
