@@ -34,6 +34,7 @@ _notebook.use(_live_chart)
 __all__ = [
     "Claims",
     "LabServer",
+    "RemoteServer",
     "RunResult",
     "check_sweep",
     "load_runs",
@@ -50,6 +51,7 @@ _WHERE = {
     "Claims": "labserver.course.claims",
     "check_sweep": "labserver.harness.load",
     "LabServer": "labserver.harness.launcher",
+    "RemoteServer": "labserver.harness.remote",
     "RunResult": "labserver.harness.results",
     "load_runs": "labserver.harness.results",
     "predict": "labserver.theory.model",

@@ -120,13 +120,16 @@ def test_the_server_listens_on_loopback_only():
 def test_make_lab_keeps_token_authentication_on(tmp_path):
     port = procs.free_port()
     extra = f"--no-browser --port={port} --ServerApp.port_retries=0"
-    if os.geteuid() == 0:
-        extra += " --allow-root"  # Jupyter refuses root otherwise (CI runs as root)
-    # `make -n` prints the recipe without running it (-o: do not re-run the set-up)
-    recipe = subprocess.run(
+    # `make -n` prints the recipe without running it (-o: do not re-run the set-up); as root it also
+    # echoes why it adds --allow-root (Jupyter refuses root otherwise, and CI runs as root): the
+    # command is the line that starts Jupyter
+    printed = subprocess.run(
         ["make", "-s", "-n", "-o", ".venv/.installed-stamp", "lab", f"LAB_ARGS={extra}"],
         cwd=ROOT, capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+    ).stdout  # fmt: skip
+    recipe = [line for line in printed.splitlines() if "jupyter lab" in line][-1]
+    if os.geteuid() == 0:
+        assert "--allow-root" in recipe
     assert "--ServerApp.ip=127.0.0.1" in recipe
     assert "token=" not in recipe.lower()  # no token on the command line, where `ps` shows it to everyone
     log = tmp_path / "lab.log"
