@@ -241,9 +241,9 @@ def test_a_sweep_against_a_real_server_is_saved_and_leaves_nothing(data_dir):
     assert list(runs[["pattern", "client", "users"]].itertuples(index=False)) == list(
         planned[["pattern", "client", "users"]].itertuples(index=False)
     )  # in the plan's order
-    # the second round (5 in flight) is priced with what the first (the loop, 2 in flight) measured
-    assert runs.loc[runs["users"] < 5, "cost"].isna().all()
-    assert runs.loc[runs["users"] == 5, "cost"].notna().all()
+    # every run is priced with the client and server CPU it measured itself
+    assert (runs["priced_by"] == "measured demand").all()
+    assert (runs["predicted_rps"] <= runs["concurrency_rps"] * (1 + 1e-9)).all()  # the CPUs only lengthen it
     on_disk = load_runs("test_clients")
     assert set(on_disk["run_id"]) == set(runs["run_id"])
     assert list(table(runs).columns)[:4] == ["pattern", "client", "users", "requests"]
