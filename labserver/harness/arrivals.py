@@ -163,3 +163,49 @@ def over_time(per_user: PerUser, since: float) -> pd.DataFrame:
         if r.ok
     ]
     return pd.DataFrame(rows, columns=["t_s", "latency_ms"]).sort_values("t_s", ignore_index=True)
+
+
+def thirds(loops: dict[str, tuple[PerUser, tuple[float, float]]]) -> pd.DataFrame:
+    """Mean and p95 latency in each third of each loop's window: a column per loop and statistic, a row per third.
+
+    `loops` maps a label to the loop's records and its window (start, end); see `by_third`.
+    """
+    columns = {
+        f"{label}, {statistic}": by_third(per_user, *window, statistic)
+        for label, (per_user, window) in loops.items()
+        for statistic in ("mean", "p95")
+    }
+    return pd.DataFrame(columns, index=["first third", "middle third", "last third"])
+
+
+def growth_s_per_s(first_ms: float, last_ms: float, window: tuple[float, float]) -> float:
+    """How fast a latency grew, in s per s, from the first third's mean to the last's.
+
+    The two thirds' centres lie two thirds of the window apart. In an overload the model says
+    ρ − 1: the backlog grows by λ − c/S a second and drains at c/S.
+    """
+    return (last_ms - first_ms) / 1000 / ((window[1] - window[0]) * 2 / 3)
+
+
+def omission(
+    closed: PerUser, since: float, interval_ms: float, opened: PerUser, percentiles: tuple[float, ...] = (50, 95, 99)
+) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The same stalling server seen three ways: a closed loop as recorded, corrected (HdrHistogram), an open loop.
+
+    A row per way, a `p<q>_ms` column per percentile; the closed loop's replies from `since` on,
+    the open loop's latency from each request's intended time. Also the closed loop's counts,
+    recorded and corrected (how many requests the correction adds back).
+    """
+    latencies = [r.ms for user in closed for r in user if r.ok and r.end >= since]
+    fixed = corrected_percentiles(latencies, interval_ms, percentiles)
+    open_ms = [r.from_intended_ms for user in opened for r in user if r.ok]
+    seen = np.percentile(open_ms, percentiles) if open_ms else [math.nan] * len(percentiles)
+    name = "p{:g}_ms".format
+    table = pd.DataFrame(
+        {
+            "closed loop, as recorded": {name(q): v for q, v in fixed["recorded"].items()},
+            "closed loop, corrected (HdrHistogram)": {name(q): v for q, v in fixed["corrected"].items()},
+            "open loop, from the intended time": {name(q): float(v) for q, v in zip(percentiles, seen, strict=True)},
+        }
+    ).T
+    return table, fixed["counts"]

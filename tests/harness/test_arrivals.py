@@ -90,3 +90,25 @@ def test_by_third_reads_both_loops():
     assert arrivals.by_third(closed, 0.0, 9.0) == pytest.approx((50.0, 50.0, 50.0))
     with pytest.raises(ValueError, match="statistic"):
         arrivals.by_third(closed, 0.0, 9.0, "p99")
+
+
+def test_thirds_and_growth_read_an_overload_as_the_model_does():
+    rising = _schedule(100, 9, lambda t: 0.1 + 0.2 * t)  # ρ − 1 = 0.2: 0.2 s more wait every second
+    flat = [[Record(t + 0.12, 120.0, True) for t in (0.5, 3.5, 6.5)]]
+    table = arrivals.thirds({"open loop": ([rising], (0.0, 9.0)), "closed loop": (flat, (0.0, 9.0))})
+    assert list(table.columns) == ["open loop, mean", "open loop, p95", "closed loop, mean", "closed loop, p95"]
+    assert list(table.index) == ["first third", "middle third", "last third"]
+    first, last = table.loc["first third", "open loop, mean"], table.loc["last third", "open loop, mean"]
+    assert arrivals.growth_s_per_s(first, last, (0.0, 9.0)) == pytest.approx(0.2, rel=0.01)
+    assert table["closed loop, mean"].tolist() == pytest.approx([120.0] * 3)
+
+
+def test_omission_sets_the_three_ways_side_by_side():
+    closed = [[Record(1.0 + k * 0.01, 10.0, True) for k in range(990)] + [Record(20.0, 1000.0, True)]]
+    opened = [_schedule(100, 10, lambda t: 0.01 if t % 5 > 0.5 else 0.5)]
+    table, counts = arrivals.omission(closed, 0.0, 10.0, opened)
+    assert list(table.columns) == ["p50_ms", "p95_ms", "p99_ms"]
+    assert table.loc["closed loop, as recorded", "p99_ms"] == pytest.approx(10.0, rel=0.01)
+    assert table.loc["closed loop, corrected (HdrHistogram)", "p99_ms"] > 500
+    assert table.loc["open loop, from the intended time", "p99_ms"] > 400  # a tenth of its requests met a stall
+    assert counts["corrected"] > counts["recorded"]
