@@ -23,6 +23,13 @@ from labserver.demo import cpus
 from labserver.harness import procs
 
 
+def usage(per_process: dict[int, float]) -> tuple[float, float]:
+    """(cores used by all the processes, the busiest one's share of a core); NaN for none: what every meter reports."""
+    if not per_process:
+        return math.nan, math.nan
+    return sum(per_process.values()), max(per_process.values())
+
+
 class CpuMeter:
     """Samples the CPU seconds of every process in the tree under `pid`."""
 
@@ -42,10 +49,7 @@ class CpuMeter:
 
     def usage(self, t0: float, t1: float) -> tuple[float, float]:
         """(cores used by the whole tree, busiest single process's share of a core) between t0 and t1."""
-        per_process = list(self.per_process(t0, t1).values())
-        if not per_process:
-            return float("nan"), float("nan")
-        return sum(per_process), max(per_process)
+        return usage(self.per_process(t0, t1))
 
     def per_process(self, t0: float, t1: float) -> dict[int, float]:
         """Cores used by each process of the tree between t0 and t1 (those alive at both ends of it)."""
@@ -90,10 +94,7 @@ class RemoteCpuMeter:
 
     def usage(self, t0: float, t1: float) -> tuple[float, float]:
         """(cores used by all the server's processes, busiest single process's share of a core) between t0 and t1."""
-        per_process = list(self.per_process(t0, t1).values())
-        if not per_process:
-            return float("nan"), float("nan")
-        return sum(per_process), max(per_process)
+        return usage(self.per_process(t0, t1))
 
     def per_process(self, t0: float, t1: float) -> dict[int, float]:
         """Cores used by each of the server's processes between t0 and t1 (this machine's clock)."""

@@ -255,3 +255,27 @@ def main(options: dict) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(json.loads(sys.argv[1])))
+
+
+@contextlib.contextmanager
+def lab_kernel():
+    """A real Jupyter kernel whose processes carry a tag of their own: yields (tag, manager, client).
+
+    Ready to execute, progress off; shut down at the end, and anything it started that is still
+    running killed, whatever the test did to it.
+    """
+    from jupyter_client.manager import KernelManager
+
+    tag = "kernel-" + os.urandom(6).hex()
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(env={**os.environ, "LAB_TEST_TAG": tag, "LAB_PROGRESS": "0"})
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        yield tag, km, kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        for p in lab_processes(tag):
+            p.kill()

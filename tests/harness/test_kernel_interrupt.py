@@ -10,11 +10,10 @@ machine's speed, so it is not asserted.
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
-from lab_owner import describe, lab_processes, wait_for
+from lab_owner import describe, lab_kernel, lab_processes, wait_for
 
 CLEAN_S = 15.0  # hang guard for a clean-up that takes a second or two
 LESSON = "test_kernel_interrupt"
@@ -67,15 +66,7 @@ def _manifests(data_dir) -> list[dict]:
 
 @pytest.mark.slow
 def test_the_stop_button_ends_a_measurement_keeps_it_marked_and_the_cell_runs_again(data_dir):
-    from jupyter_client.manager import KernelManager
-
-    tag = "kernel-" + os.urandom(6).hex()
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(env={**os.environ, "LAB_TEST_TAG": tag, "LAB_PROGRESS": "0"})
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=60)
+    with lab_kernel() as (tag, km, kc):
         kernel_pid = km.provisioner.pid
         msg_id = kc.execute(CELL.format(duration=60, lesson=LESSON))
 
@@ -104,8 +95,3 @@ def test_the_stop_button_ends_a_measurement_keeps_it_marked_and_the_cell_runs_ag
         assert "statuses ['ok']" in printed
         assert sorted(m["status"] for m in _manifests(data_dir)) == ["interrupted", "ok"]
         assert wait_for(lambda: not _measuring(tag, kernel_pid), CLEAN_S), describe(_measuring(tag, kernel_pid))
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-        for p in lab_processes(tag):
-            p.kill()

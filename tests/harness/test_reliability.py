@@ -23,7 +23,7 @@ import warnings
 
 import psutil
 import pytest
-from lab_owner import Owner, describe, lab_processes, port_free, wait_for
+from lab_owner import Owner, describe, lab_kernel, lab_processes, port_free, wait_for
 
 from labserver.harness import load, procs, results
 from labserver.harness.launcher import LabServer, ServerError
@@ -204,15 +204,7 @@ def test_an_owner_killed_hard_mid_run_leaves_nothing(workers, processes):
 
 @pytest.mark.slow
 def test_a_kernel_killed_hard_mid_run_leaves_nothing():
-    from jupyter_client.manager import KernelManager
-
-    tag = "kernel-" + os.urandom(6).hex()
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(env={**os.environ, "LAB_TEST_TAG": tag, "LAB_PROGRESS": "0"})
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=60)
+    with lab_kernel() as (tag, km, kc):
         kc.execute(
             "from labserver import LabServer, run_load\n"
             "server = LabServer(workers=2, procs=1).start()\n"
@@ -228,11 +220,6 @@ def test_a_kernel_killed_hard_mid_run_leaves_nothing():
         time.sleep(1.0)
         os.kill(kernel_pid, signal.SIGKILL)  # as a crash, the OOM killer or `kill -9` would
         assert wait_for(lambda: not lab_processes(tag), CLEAN_S), describe(lab_processes(tag))
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-        for p in lab_processes(tag):
-            p.kill()
 
 
 @pytest.mark.slow
