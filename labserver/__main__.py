@@ -1,8 +1,14 @@
 """`python -m labserver serve`: the demo server in the foreground, for an instructor who wants it alone.
+`python -m labserver worker --master HOST:PORT`: this machine joins a lab's runs as a Locust worker.
 
-It listens on 127.0.0.1 (this machine only) unless `--host` names another address, and then
+`serve` listens on 127.0.0.1 (this machine only) unless `--host` names another address, and then
 says who may now reach it. A lab on another machine measures it with
 `labserver.harness.remote.RemoteServer("http://HOST:PORT")`.
+
+`worker` is a student's one command in classroom mode: it joins the run a lab's master plans
+(run_plan's `master`), sends the load it is given, reports its records and CPU back, and waits
+for the next run, until Ctrl-C (or `--runs`). It sends load only to the master's own host,
+unless `--allow-target` names another: a master cannot point it anywhere else.
 """
 
 from __future__ import annotations
@@ -41,7 +47,19 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="shed a request that would wait behind this many others for a thread (503); default: none is shed",
     )
+    worker = sub.add_parser("worker", help="join a lab's runs as a Locust worker (Ctrl-C stops)")
+    worker.add_argument("--master", required=True, help="HOST:PORT of the lab's Locust master, as the lab printed it")
+    worker.add_argument(
+        "--allow-target",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a host besides the master's that this worker may send load to (the server's, if it runs elsewhere)",
+    )
+    worker.add_argument("--runs", type=int, default=0, help="stop after this many runs (default: 0, until Ctrl-C)")
     args = parser.parse_args(argv)
+    if args.command == "worker":
+        return join(parser, args.master, args.allow_target, args.runs)
 
     settings = Settings(workers=args.workers, threads=args.threads, procs=args.procs, queue_limit=args.queue_limit)
     try:
@@ -76,6 +94,51 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+def join(parser: argparse.ArgumentParser, master: str, allowed: list[str], runs: int) -> int:
+    """Run Locust workers for the master at `master`, one run after another; the exit code of the last."""
+    host, _, port = master.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        parser.error(f"--master must be HOST:PORT, such as 192.168.1.20:5557, got {master!r}")
+    if runs < 0:
+        parser.error(f"--runs must be 0 (until Ctrl-C) or more, got {runs}")
+    import subprocess
+
+    from labserver.paths import LOCUSTFILES
+
+    cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pattern.py"), "--worker", "--loglevel", "WARNING"]
+    cmd += ["--master-host", host, "--master-port", port]
+    env = {**os.environ, "LAB_WORKER_TARGETS": ",".join([host, *allowed])}
+    targets = ", ".join([host, *allowed])
+    done = 0
+    while not runs or done < runs:
+        print(
+            f"labserver worker: waiting for a run from the master at {master}"
+            f" (sends load to {targets} only; Ctrl-C stops)",
+            file=sys.stderr,
+            flush=True,
+        )
+        proc = subprocess.Popen(cmd, env=env)
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:
+            code = 130
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        if code:
+            # Locust gives up after 5 minutes without a master, or exits as told; either ends the session.
+            why = "stopped" if code == 130 else f"Locust's worker exited with code {code} (no master reached?)"
+            print(f"labserver worker: {why} after {done} run(s)", file=sys.stderr, flush=True)
+            return code
+        done += 1
+        print(f"labserver worker: run {done} done", file=sys.stderr, flush=True)
     return 0
 
 

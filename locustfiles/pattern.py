@@ -34,6 +34,17 @@ instead of once per measurement saves its start-up, spawn and report on every ru
 first, and the users keep their open connections. The plan ends the test itself, on time:
 Locust's own --run-time timer is set on a clock gevent last read before the imports, so it
 ends the test early by the time those imports took.
+
+With several Locust processes (--processes N here, or workers that join a master from other
+machines: `python -m labserver worker --master HOST:PORT`), only the master has the plan and the
+run's folder; its workers may have other disks and other clocks. So everything travels by
+Locust's own messages: when the test starts the master sends each worker the plan (`lab_plan`);
+each worker sends back its new requests once a second for a live view (`lab_live`), and at the
+end its records and its CPU seconds (`lab_records`), which the master writes into its folder as
+records.w<index>.json, exactly as one process writes its own. A worker measures on its own clock,
+from the moment its plan arrived; the master moves its times onto its own clock by the
+difference of the two start times. The plan's one-way trip (well under a millisecond on a LAN)
+is the only error: it shifts every time of that worker alike and changes no latency.
 """
 
 import collections
@@ -42,11 +53,14 @@ import itertools
 import json
 import os
 import random
+import socket
+import sys
 import time
+import urllib.parse
 
 import gevent
 from locust import FastHttpUser, HttpUser, constant, events, task
-from locust.runners import WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
 PLAN: list[dict] = []  # the stages, each with its start ("start_s") after T0
 T0: list[float] = []  # when the test started (time.time()), set once
@@ -54,6 +68,15 @@ RECORDS: list[list[tuple]] = []  # per user, in the order the users started
 NEXT_USER = itertools.count()
 LIVE_EVERY_S = 1.0  # how often --live-file gets the new requests
 IN_FLIGHT = collections.Counter()  # requests sent and not answered yet, per stage
+CPU: list[tuple[float, float]] = []  # a worker's (time, its CPU seconds), sampled while the test runs
+CPU_EVERY_S = 0.25
+SENT: list[bool] = []  # a worker's: its records went to the master (once)
+REPORTED: set[int] = set()  # a master's: the workers whose records it has
+ENDING: list[bool] = []  # a master's: the plan is over and its workers were told to stop
+REPORTS_WAIT_S = 10.0  # how long a master waits for its workers' records after telling them to stop
+# A worker sends load only to the hosts named here (set by `python -m labserver worker`): the
+# master's own host unless its user allowed more. Not a Locust option, which a master could override.
+TARGETS_ENV = "LAB_WORKER_TARGETS"
 
 
 @events.init_command_line_parser.add_listener
@@ -69,8 +92,17 @@ def add_options(parser):
 
 
 @events.init.add_listener
-def set_timeout(environment, **_):
-    timeout = environment.parsed_options.timeout_s
+def set_up(environment, **_):
+    set_timeout(environment.parsed_options.timeout_s)
+    runner = environment.runner
+    if isinstance(runner, MasterRunner):
+        runner.register_message("lab_records", lambda environment, msg: take_records(environment, msg.data))
+        runner.register_message("lab_live", lambda environment, msg: take_live(environment, msg.data))
+    elif isinstance(runner, WorkerRunner):
+        runner.register_message("lab_plan", lambda environment, msg: take_plan(environment, msg.data))
+
+
+def set_timeout(timeout: float) -> None:
     for user_class in (PatternUser, PatternHttpUser, ArrivalUser):
         user_class.network_timeout = user_class.connection_timeout = timeout
 
@@ -78,11 +110,29 @@ def set_timeout(environment, **_):
 @events.test_start.add_listener
 def load_plan(environment, **_):
     o = environment.parsed_options
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        return  # its plan came from the master (take_plan), just before this
     if o.plan_file:
         with open(o.plan_file) as f:
             stages = json.load(f)
     else:  # the command line's one pattern, for every user, until Locust's own --run-time ends the test
         stages = [dict(pattern=o.pattern, tasks=o.tasks, io_ms=o.io_ms, cpu_n=o.cpu_n, users=10**9, duration_s=1e9)]
+    end = start_plan(stages)
+    if isinstance(runner, MasterRunner):
+        # The plan, to every worker that is about to get users: Locust's messages to one worker
+        # keep their order, so it arrives before the spawn message that starts its test.
+        plan = {"stages": PLAN, "timeout_s": o.timeout_s, "live": bool(o.live_file)}
+        for client in runner.clients.all:
+            runner.send_message("lab_plan", plan, client.id)
+    if o.plan_file:
+        gevent.spawn(end_plan, runner, T0[0] + end)
+    if o.live_file and not isinstance(runner, MasterRunner):  # a master's workers send theirs (take_live)
+        gevent.spawn(stream_records, f"{o.live_file}.{os.getpid()}.csv")
+
+
+def start_plan(stages: list[dict]) -> float:
+    """Set the plan's stages (with their start and path) and the test's start; return when the plan ends."""
     start = 0.0
     for stage in stages:
         stage["start_s"] = start
@@ -100,17 +150,72 @@ def load_plan(environment, **_):
     gc.freeze()
     gc.set_threshold(100_000, *gc.get_threshold()[1:])
     T0[:] = [time.time()]
-    if o.plan_file and not isinstance(environment.runner, WorkerRunner):  # the master ends a --processes run
-        gevent.spawn(end_plan, environment.runner, T0[0] + start)
-    if o.live_file:
-        gevent.spawn(stream_records, f"{o.live_file}.{os.getpid()}.csv")
+    return start
+
+
+def take_plan(environment, plan: dict) -> None:
+    """A worker's plan, from its master: it starts the worker's clock (T0) and what it sends back."""
+    allowed = [h for h in os.environ.get(TARGETS_ENV, "").split(",") if h]
+    hosts = {urllib.parse.urlsplit(stage.get("host", "")).hostname for stage in plan["stages"]}
+    refused = sorted(h or "(the master's --host)" for h in hosts if allowed and h not in allowed)
+    if refused:
+        # Checked on the worker, where its user named what it may load: a master cannot widen it.
+        print(
+            f"labserver worker: refused a plan that sends load to {', '.join(refused)}: "
+            f"this worker sends only to {', '.join(allowed)} (add --allow-target HOST to allow more)",
+            file=sys.stderr,
+            flush=True,
+        )
+        environment.runner.quit()
+        return
+    set_timeout(plan["timeout_s"])
+    SENT.clear()
+    start_plan(plan["stages"])
+    CPU.clear()
+    gevent.spawn(sample_cpu)
+    if plan["live"]:
+        gevent.spawn(send_live, environment.runner)
+
+
+def sample_cpu() -> None:
+    """A worker's CPU seconds, every CPU_EVERY_S while the test runs: the master cannot see its machine."""
+    while True:
+        t = os.times()
+        CPU.append((time.time(), t.user + t.system))
+        gevent.sleep(CPU_EVERY_S)
 
 
 def end_plan(runner, at: float) -> None:
-    """Stop the test when the plan is over, by the wall clock (--run-time stays a safety net)."""
+    """Stop the test when the plan is over, by the wall clock (--run-time stays a safety net).
+
+    A master first stops its workers, which then send their records (take_records), and quits
+    once they have: quitting at once would end them before they could.
+    """
     while time.time() < at:
         gevent.sleep(at - time.time())  # may wake early on gevent's stale clock: check again
+    if isinstance(runner, MasterRunner):
+        ENDING.append(True)
+        runner.stop()
     runner.quit()
+
+
+def new_records(written: list[int]) -> list[tuple]:
+    """Every user's requests since the last call, as (end, ms, ok, stage); `written` keeps count per user."""
+    written += [0] * (len(RECORDS) - len(written))
+    new = []
+    for user, records in enumerate(RECORDS):
+        new += [(r[0], r[1], r[2], r[4]) for r in records[written[user] :]]
+        written[user] = len(records)
+    return new
+
+
+def live_lines(t0: float, new: list[tuple], shift: float = 0.0) -> str:
+    """The live file's text for `new` requests: `t0,<start>` first (t0 given), then `end,ms,ok,stage` each.
+
+    labserver/harness/feed.py reads it; `shift` moves a worker's times onto its master's clock.
+    """
+    head = f"t0,{t0!r}\n" if t0 is not None else ""
+    return head + "".join(f"{end + shift:.4f},{ms:.2f},{ok:d},{stage}\n" for end, ms, ok, stage in new)
 
 
 def stream_records(path: str) -> None:
@@ -121,28 +226,80 @@ def stream_records(path: str) -> None:
     """
     written: list[int] = []  # how many of each user's records are in the file already
     with open(path, "a") as f:
-        f.write(f"t0,{T0[0]!r}\n")
+        f.write(live_lines(T0[0], []))
         f.flush()
         while True:
             gevent.sleep(LIVE_EVERY_S)
-            written += [0] * (len(RECORDS) - len(written))
-            lines = []
-            for user, records in enumerate(RECORDS):
-                # (end, ms, ok, pid, stage, ...): the fields labserver/harness/feed.py reads
-                lines += [f"{r[0]:.4f},{r[1]:.2f},{r[2]:d},{r[4]}\n" for r in records[written[user] :]]
-                written[user] = len(records)
+            lines = live_lines(None, new_records(written))
             if lines:
-                f.write("".join(lines))
+                f.write(lines)
                 f.flush()
+
+
+def send_live(runner) -> None:
+    """A worker's stream_records: its new requests, once a second, to its master (take_live)."""
+    written: list[int] = []
+    while True:
+        gevent.sleep(LIVE_EVERY_S)
+        new = new_records(written)
+        if new:
+            runner.send_message("lab_live", {"index": runner.worker_index, "t0": T0[0], "records": new})
+
+
+def shift_of(environment, data: dict) -> float:
+    """What moves a worker's times onto this master's clock: the difference of the two starts."""
+    return T0[0] - data["t0"]
+
+
+def take_live(environment, data: dict) -> None:
+    """A master's: a worker's new requests, appended to that worker's live file."""
+    path = f"{environment.parsed_options.live_file}.w{data['index']}.csv"
+    with open(path, "a") as f:
+        f.write(live_lines(None if os.path.exists(path) else T0[0], data["records"], shift_of(environment, data)))
+
+
+def take_records(environment, data: dict) -> None:
+    """A master's: a worker's records and CPU seconds, on the master's clock, in the run's folder."""
+    shift = shift_of(environment, data)
+    # (end, ms, ok, pid, stage) and an open loop's `intended`: the two times move, the rest stays
+    users = [[[r[0] + shift, *r[1:5], *([r[5] + shift] if len(r) > 5 else [])] for r in user] for user in data["users"]]
+    cpu = [[t + shift, seconds] for t, seconds in data["cpu"]]
+    path = environment.parsed_options.records_file
+    if path:
+        with open(f"{path}.w{data['index']}.json", "w") as f:
+            json.dump({"t0": T0[0], "users": users, "cpu": cpu, "host": data["host"], "pid": data["pid"]}, f)
+    REPORTED.add(data["index"])
 
 
 @events.test_stop.add_listener
 def write_records(environment, **_):
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        if T0 and not SENT:  # once: a worker that quits after stopping stops twice
+            SENT.append(True)
+            data = {"index": runner.worker_index, "t0": T0[0], "users": RECORDS, "cpu": CPU}
+            runner.send_message("lab_records", {**data, "host": socket.gethostname(), "pid": os.getpid()})
+        return
+    if isinstance(runner, MasterRunner):
+        wait_for_reports(runner)
     path = environment.parsed_options.records_file
     if path:
-        # one file per process: with --processes N every fork writes its own
+        # one file per process: a master's has its start (t0) and no users
         with open(f"{path}.{os.getpid()}.json", "w") as f:
             json.dump({"t0": T0[0] if T0 else None, "users": RECORDS}, f)
+
+
+def wait_for_reports(runner) -> None:
+    """A master's: wait for every worker's records; each sends them before it says it stopped.
+
+    At the plan's end the workers were told to stop, and send them at once. Otherwise (Ctrl-C,
+    a server that died) they stop as they quit, and the master waits a second at most: its own
+    files, written after this, must be out before the lab's grace period ends.
+    """
+    expected = {runner.get_worker_index(c.id) for c in runner.clients.all}
+    deadline = time.time() + (REPORTS_WAIT_S if ENDING else 1.0)
+    while not expected <= REPORTED and time.time() < deadline:
+        gevent.sleep(0.05)
 
 
 def current_stage(now: float) -> int | None:

@@ -318,6 +318,7 @@ def _params(stage: Stage, stages: list[Stage], options: Options) -> dict:
         processes=options.processes,
         timeout_s=options.timeout_s,
         **({"rate": stage.rate, "drain_s": stage.drain_s} if stage.rate else {}),
+        **({"master": options.master} if options.master else {}),  # its Locust workers joined from elsewhere
         **stage.tags,
     )
 

@@ -15,10 +15,12 @@ import itertools
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pandas as pd
 
@@ -28,10 +30,10 @@ from labserver.demo.patterns import PATTERNS
 from labserver.demo.routes import SHOP
 from labserver.demo.settings import Settings
 from labserver.demo.work import check_bounds, fib_calls
-from labserver.harness import feed, notebook, procs, results
+from labserver.harness import feed, launcher, notebook, procs, records, results
 from labserver.harness.collect import save_plan
 from labserver.harness.launcher import LabServer, Server, ServerError, running
-from labserver.harness.meters import CpuMeter, MachineMeter
+from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter
 from labserver.harness.plan import Meters, Options, Outcome, Stage
 from labserver.paths import LOCUSTFILES, ROOT
 from labserver.theory import model
@@ -42,6 +44,12 @@ DURATION_MAX_S = 600
 USER_CLASSES = {"fast": "PatternUser", "requests": "PatternHttpUser", "arrivals": "ArrivalUser"}
 RATE_MAX = 5000  # arrivals per second: one Locust process sends about 2,000 req/s on its core
 RUN_TIME_SLACK_S = 5
+# Locust workers that join a master from other machines (`python -m labserver worker`): one
+# process each, so a class's laptops can send far more than this machine's cores could.
+WORKERS_MAX = 64
+MASTER_PORT = 5557  # Locust's own default: what a worker dials when told only the master's host
+JOIN_TIMEOUT_S = 120.0
+GAVE_UP = "Gave up waiting for workers"  # Locust's master, when too few joined in time
 
 
 def check_load(
@@ -54,6 +62,7 @@ def check_load(
     user_class: str = "fast",
     processes: int = 1,
     rate: float = 0.0,
+    master: str | None = None,
 ) -> None:
     """Raise ValueError saying what to change, before any process starts."""
     choice("pattern", pattern, [*PATTERNS, *SHOP])
@@ -61,11 +70,48 @@ def check_load(
     if rate or user_class == "arrivals":
         check_arrivals(rate, user_class, processes)
     whole("duration_s", duration_s, 1, DURATION_MAX_S)
-    whole("processes", processes, 1, cpus.whole_cores())
+    if master is None:
+        whole("processes", processes, 1, cpus.whole_cores())  # forked here: one core each
+    else:
+        whole("processes", processes, 1, WORKERS_MAX)  # workers on other machines
+        master_address(master)
     choice("user_class", user_class, USER_CLASSES)
     problems = check_bounds(tasks, io_ms, cpu_n)
     if problems:
         raise ValueError("; ".join(msg for _, msg in problems))
+
+
+def master_address(master: str) -> tuple[str, int]:
+    """(host, port) where Locust's master waits for workers, from "HOST" or "HOST:PORT"; ValueError otherwise.
+
+    HOST must be an address of this machine (the master listens there): 127.0.0.1 for workers
+    on this machine only, this machine's address on the classroom's network for others.
+    """
+    example = "'192.168.1.20:5557'"
+    if not isinstance(master, str) or not master.strip():
+        raise ValueError(f"master must be the address Locust's master listens on, such as {example}, got {master!r}")
+    host, _, port_text = master.strip().rpartition(":") if ":" in master else (master.strip(), "", "")
+    try:
+        port = int(port_text) if port_text else MASTER_PORT
+    except ValueError:
+        raise ValueError(f"master's port must be a number, such as {example}, got {master!r}") from None
+    if not 0 < port < 65536:
+        raise ValueError(f"master's port must be from 1 to 65535, got {port}")
+    try:
+        procs.free_port(host)
+    except OSError as e:
+        raise ValueError(
+            f"master {host!r} is not an address of this machine ({e.strerror or e}): Locust's master listens there"
+        ) from None
+    if procs.port_in_use(port, host):
+        raise ValueError(f"port {port} on {host} is taken: give the master another, such as {host}:{port + 1}")
+    return host, port
+
+
+def worker_command(master: str) -> str:
+    """What to run on each worker machine to join the master at `master` (master_address's form)."""
+    host, port = master_address(master)
+    return f"python -m labserver worker --master {host}:{port}"
 
 
 def check_arrivals(rate: float, user_class: str, processes: int) -> None:
@@ -114,6 +160,8 @@ def run_plan(
     lesson: str | None = None,
     progress: bool | None = None,
     watch: feed.Watcher | None = None,
+    master: str | None = None,
+    join_timeout_s: float = JOIN_TIMEOUT_S,
 ) -> list[results.RunResult]:
     """Measure several runs on `server` one after the other, with one Locust process for them all.
 
@@ -130,6 +178,13 @@ def run_plan(
     live chart (labserver/charts/live.py, registered by labserver/__init__.py), elsewhere a text
     bar. `watch`, if given, is called about once a second with a feed.Snapshot wherever the plan
     runs (the bench measures what the live chart costs with it).
+
+    `processes` Locust processes send the load, each on a core of its own: forked on this
+    machine, or, with `master` ("HOST:PORT", an address of this machine), workers that join
+    from other machines (`python -m labserver worker --master HOST:PORT`, which it prints). The
+    plan waits up to `join_timeout_s` for all of them, then fails saying how many came. Either
+    way the workers send their records and CPU back over Locust's own messages, so that the
+    run's folder, its checks and its charts are exactly those of a run of one process.
     """
     stages = [Stage.from_run(run, duration_s, server) for run in runs]
     if not stages:
@@ -138,14 +193,20 @@ def run_plan(
     if any(s.rate for s in stages):
         user_class = "arrivals"  # an open loop's runs: every stage has a rate (check_arrivals)
     for s in stages:
-        check_load(s.pattern, s.users, s.duration_s, s.tasks, s.io_ms, s.cpu_n, user_class, processes, s.rate)
+        check_load(s.pattern, s.users, s.duration_s, s.tasks, s.io_ms, s.cpu_n, user_class, processes, s.rate, master)
         if s.rate and not 0 <= s.drain_s < s.duration_s:
             raise ValueError(f"drain_s must be from 0 to less than duration_s ({s.duration_s}), got {s.drain_s!r}")
-    options = Options(spawn_rate, user_class, processes, timeout_s, warmup_s, expect_failures, lesson, progress, watch)
+    options = Options(
+        spawn_rate, user_class, processes, timeout_s, warmup_s, expect_failures, lesson, progress, watch, master
+    )
+    if master is not None and not 0 < join_timeout_s <= DURATION_MAX_S:
+        raise ValueError(f"join_timeout_s must be above 0 and at most {DURATION_MAX_S}, got {join_timeout_s!r}")
     if processes > 1 and len(stages) > 1:
         # Users are numbered per Locust process, so a stage could not say which of them it uses.
         keywords = {k: getattr(options, k) for k in Options.__dataclass_fields__}
-        return [r for run in runs for r in run_plan(server, [run], duration_s, **keywords)]
+        return [
+            r for run in runs for r in run_plan(server, [run], duration_s, join_timeout_s=join_timeout_s, **keywords)
+        ]
     progress = os.environ.get("LAB_PROGRESS", "1") != "0" if progress is None else progress
     # In a notebook the chart replaces the text bar (whose notebook form needs ipywidgets).
     watcher = watch if watch is not None else (notebook.view() if progress else None)
@@ -162,14 +223,26 @@ def run_plan(
         plan = feed.PlanSoFar(stages, [foreseen(s, options) for s in stages], warmup_s)
         live = feed.Live(watcher, tmp, plan)
     # all users at once unless told otherwise: the warm-up is cut from the window anyway
-    cmd = _command(server, tmp, users, spawn_rate or users, total_s, user_class, processes, timeout_s, live is not None)
+    cmd = _command(server, tmp, users, spawn_rate or users, total_s, options, live is not None, join_timeout_s)
+    if master is not None:
+        _say_join(master, processes, join_timeout_s)
     started_at = datetime.now(UTC)
     locust: list[subprocess.Popen] = []  # filled in the spawner thread: a Ctrl-C cannot separate process and handle
     meters, status, failing, ended = None, "ok", True, None
     try:
         procs.spawn(cmd, tmp / "locust.log", cwd=ROOT, on_start=locust.append)
-        meters = Meters(CpuMeter(locust[0].pid), {id(s): s.meter() for s in servers}, MachineMeter())
-        status, ended = _watch(locust[0], servers, stages, meters, text, live)
+        # One Locust process: its CPU, measured here. Several: the master's, measured here, and
+        # each worker's as it reports it (LocustMeter), for workers that may be on other machines.
+        alone = processes == 1 and master is None
+        generator = LocustMeter(CpuMeter(locust[0].pid, tree=alone))
+        meters = Meters(generator, {id(s): s.meter() for s in servers}, MachineMeter())
+        wait_s = join_timeout_s if master is not None else 0.0
+        log = tmp / "locust.log"
+        status, ended = _watch(
+            locust[0], servers, stages, meters, text, live, wait_s=wait_s, log=log, processes=processes
+        )
+        if master is not None and GAVE_UP in procs.tail(tmp / "locust.log", 50):
+            status, ended = f"too few Locust workers joined in {join_timeout_s:g} s", time.time()
         failing = False
     except KeyboardInterrupt:
         status, ended = "interrupted", time.time()
@@ -187,6 +260,8 @@ def run_plan(
         try:
             if live is not None:
                 live.stop()  # before saving: a run's folder keeps Locust's records, not the live copy
+            if meters is not None:
+                meters.locust.reported = records.worker_cpu(tmp)
             outcome = Outcome(status, ended, locust[0] if locust else None, meters, started_at, server_log)
             saved = save_plan(stages, run_ids, tmp, outcome, options)
         except Exception:
@@ -200,20 +275,57 @@ def run_plan(
         where = saved[-1].path if saved else tmp
         log = dead[0].log_tail() if dead else "(it was running again when checked)"
         raise ServerError(f"the server died during the run; partial result saved in {where}\n{log}")
+    if status.startswith("too few Locust workers"):
+        joined = _joined(procs.tail((saved[-1].path if saved else tmp) / "locust.log", 200)) or 0
+        where = f"the run is saved, marked so, in {saved[-1].path}" if saved else "nothing was measured"
+        raise RuntimeError(
+            f"{status}: {joined} of {processes} came ({where}); on each worker machine "
+            f"run `{worker_command(master)}` with the lab installed, then run this again"
+        )
     return saved
 
 
-def _command(server, tmp, users, spawn_rate, total_s, user_class, processes, timeout_s, live=False) -> list[str]:
-    cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pattern.py"), USER_CLASSES[user_class]]
+def _say_join(master: str, processes: int, join_timeout_s: float) -> None:
+    """Tell the user what to run on each worker machine, and who may reach the master meanwhile."""
+    host, port = master_address(master)
+    reach = launcher.exposure(host, port)
+    lines = [f"Locust's master waits up to {join_timeout_s:g} s for {processes} worker(s) at {host}:{port}."]
+    lines.append(f"On each worker machine, with the lab installed, run:\n    {worker_command(master)}")
+    if reach:
+        lines.append(
+            f"The master is {reach.split(':')[0]}: any machine that can reach it may join as a worker and learn"
+            " which server this plan loads (Locust's messages are not authenticated)."
+        )
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def _joined(log: str) -> int | None:
+    """How many workers Locust's master says have joined, from its log; None before it says."""
+    found = re.findall(r"(\d+) of \d+ connected|(\d+) workers connected", log)
+    return int("".join(found[-1])) if found else None
+
+
+def _command(server, tmp, users, spawn_rate, total_s, options: Options, live=False, join_timeout_s=0.0) -> list[str]:
+    cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pattern.py"), USER_CLASSES[options.user_class]]
     cmd += ["--headless", "--only-summary", "--host", server.url, "-u", str(users), "-r", str(spawn_rate)]
     # The locustfile ends the test when its plan is over; --run-time, a little later, is a safety net.
     cmd += ["-t", f"{math.ceil(total_s) + RUN_TIME_SLACK_S}s", "--stop-timeout", "0"]
     cmd += ["--json-file", str(tmp / "locust"), "--csv", str(tmp / "locust"), "--csv-full-history"]
     cmd += ["--html", str(tmp / "report.html"), "--records-file", str(tmp / "records")]
-    cmd += ["--plan-file", str(tmp / "plan.json"), "--timeout-s", str(timeout_s)]
+    cmd += ["--plan-file", str(tmp / "plan.json"), "--timeout-s", str(options.timeout_s)]
     if live:
         cmd += ["--live-file", str(tmp / feed.LIVE_FILE)]
-    return cmd + (["--processes", str(processes)] if processes > 1 else [])
+    if options.master is not None:
+        host, port = master_address(options.master)
+        cmd += ["--master", "--master-bind-host", host, "--master-bind-port", str(port)]
+        cmd += ["--expect-workers", str(options.processes), "--expect-workers-max-wait", f"{join_timeout_s:g}"]
+    elif options.processes > 1:
+        # Locust's master would listen on every interface, on a fixed port (two plans at once would
+        # collide): here it listens on this machine only, on a free port its forks are told.
+        port = str(procs.free_port())
+        cmd += ["--processes", str(options.processes), "--master-bind-host", "127.0.0.1"]
+        cmd += ["--master-bind-port", port, "--master-port", port]
+    return cmd
 
 
 def _watch(
@@ -224,15 +336,19 @@ def _watch(
     text: bool,
     live: feed.Live | None = None,
     clock=time.monotonic,
+    wait_s: float = 0.0,
+    log: Path | None = None,
+    processes: int = 1,
 ) -> tuple[str, float | None]:
     """Wait for Locust to finish, sampling CPU and checking the servers; return the status and when it went wrong.
 
     Meanwhile `text` shows a text bar (a terminal; tqdm's notebook bar needs ipywidgets, and a
     notebook has the live chart instead), and `live` feeds its watcher about once a second.
+    `wait_s` is how long a master may wait for its `processes` workers first; its `log` says how many came.
     """
     meters = [meters.locust, *meters.servers.values(), meters.machine]
     total_s = sum(s.duration_s for s in stages)
-    deadline = clock() + total_s + 30  # start-up and shutdown with room to spare
+    deadline = clock() + wait_s + total_s + 30  # start-up and shutdown with room to spare
     started = clock()
     ends = list(itertools.accumulate(s.duration_s for s in stages))
     with _text_bar(total_s, text) as bar:
@@ -243,7 +359,14 @@ def _watch(
                 return "server died", time.time()
             if clock() > deadline:
                 return "timed out", time.time()
-            if bar is not None:
+            if wait_s and log is not None:
+                waiting = _waiting(procs.tail(log, 20), processes)
+                if waiting is None:  # every worker came: the plan's seconds count from here
+                    started, wait_s = clock(), 0.0
+                elif bar is not None:
+                    bar.set_description_str(f"waiting for Locust workers: {waiting}", refresh=False)
+                    bar.refresh()
+            if bar is not None and not wait_s:
                 elapsed = clock() - started
                 s = stages[min(bisect.bisect_right(ends, elapsed), len(stages) - 1)]
                 run = f"run {stages.index(s) + 1}/{len(stages)}: " if len(stages) > 1 else ""
@@ -257,6 +380,13 @@ def _watch(
     for meter in meters:
         meter.sample()
     return ("ok", None) if all(s.alive for s in servers) else ("server died", time.time())
+
+
+def _waiting(log_tail: str, processes: int) -> str | None:
+    """ "k of n joined" while Locust's master waits for its workers, None once it sends them users."""
+    if "Sending spawn jobs" in log_tail or GAVE_UP in log_tail:
+        return None
+    return f"{_joined(log_tail) or 0} of {processes} joined"
 
 
 @contextlib.contextmanager

@@ -9,6 +9,8 @@ a second notebook, a build): CPU that was not there for the measurement.
 
 `RemoteCpuMeter` is `CpuMeter` for a server the lab did not start (harness/remote.py): psutil
 cannot see another machine, so the server reports its own processes' CPU seconds in /info.
+`LocustMeter` is Locust's: its master's own process, measured here, and each of its workers'
+CPU seconds as the worker reported them (they may run on other machines: locustfiles/pattern.py).
 """
 
 from __future__ import annotations
@@ -30,16 +32,31 @@ def usage(per_process: dict[int, float]) -> tuple[float, float]:
     return sum(per_process.values()), max(per_process.values())
 
 
-class CpuMeter:
-    """Samples the CPU seconds of every process in the tree under `pid`."""
+def rates(readings, t0: float, t1: float) -> dict:
+    """Cores used by each process between t0 and t1, from its first and last (key, time, CPU seconds) inside."""
+    spans: dict = {}
+    for key, t, seconds in readings:
+        if t0 <= t <= t1:
+            spans.setdefault(key, []).append((t, seconds))
+    found = {}
+    for key, inside in spans.items():
+        (ta, a), (tb, b) = min(inside), max(inside)
+        if tb > ta:
+            found[key] = (b - a) / (tb - ta)
+    return found
 
-    def __init__(self, pid: int):
+
+class CpuMeter:
+    """Samples the CPU seconds of every process in the tree under `pid` (or of that one alone: `tree=False`)."""
+
+    def __init__(self, pid: int, tree: bool = True):
         self.pid = pid
+        self.tree = tree
         self.samples: list[tuple[float, dict[int, float]]] = []
 
     def sample(self) -> None:
         seconds = {}
-        for p in procs.tree(self.pid):
+        for p in procs.tree(self.pid)[: None if self.tree else 1]:
             try:
                 t = p.cpu_times()
                 seconds[p.pid] = t.user + t.system + t.children_user + t.children_system
@@ -98,17 +115,30 @@ class RemoteCpuMeter:
 
     def per_process(self, t0: float, t1: float) -> dict[int, float]:
         """Cores used by each of the server's processes between t0 and t1 (this machine's clock)."""
-        spans: dict[int, list[tuple[float, float]]] = {}
-        for pid, t, seconds in self.readings:
-            here = t + self.offset
-            if t0 <= here <= t1:
-                spans.setdefault(pid, []).append((here, seconds))
-        rates = {}
-        for pid, inside in spans.items():
-            (ta, a), (tb, b) = min(inside), max(inside)
-            if tb > ta:
-                rates[pid] = (b - a) / (tb - ta)
-        return rates
+        return rates(((pid, t + self.offset, seconds) for pid, t, seconds in self.readings), t0, t1)
+
+
+class LocustMeter:
+    """Locust's CPU: its master's (or single) process, sampled here, and the CPU its workers report.
+
+    `reported` holds each worker's (its name, time on this clock, CPU seconds), as the master
+    wrote them when the test ended (records.worker_cpu). Each worker is one process on a core
+    of its own, so the busiest says whether any of them saturated.
+    """
+
+    def __init__(self, local: CpuMeter, reported: list[tuple[str, float, float]] | None = None):
+        self.local = local
+        self.reported = reported or []
+
+    def sample(self) -> None:
+        self.local.sample()
+
+    def usage(self, t0: float, t1: float) -> tuple[float, float]:
+        """(cores used by the master and every worker, the busiest one's share of a core) between t0 and t1."""
+        return usage(self.per_process(t0, t1))
+
+    def per_process(self, t0: float, t1: float) -> dict:
+        return {**self.local.per_process(t0, t1), **rates(self.reported, t0, t1)}
 
 
 def tree_seconds(pid: int) -> float:

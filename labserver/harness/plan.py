@@ -67,6 +67,7 @@ class Options:
     lesson: str | None = None
     progress: bool | None = None
     watch: Callable[[Any], Any] | None = None  # called with a feed.Snapshot about once a second
+    master: str | None = None  # "HOST:PORT": `processes` Locust workers join from other machines
 
 
 @dataclass(frozen=True)

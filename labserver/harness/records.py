@@ -2,7 +2,9 @@
 
 Locust writes one `records.<n>.json` per process: `{"t0": ..., "users": [[record, ...], ...]}`,
 one list per user, each record `[end, ms, ok, pid, stage]`, and `[..., intended]` for an open
-loop's requests (when the schedule meant to send it). A measured run's folder keeps its own
+loop's requests (when the schedule meant to send it). A master writes its workers' as
+`records.w<index>.json`, on its own clock, each with the worker's CPU seconds (`cpu`: [time,
+seconds] pairs), its machine's name (`host`) and its pid. A measured run's folder keeps its own
 share of them as plain per-user lists. Both are read here and nowhere else.
 """
 
@@ -67,6 +69,17 @@ def read_plan(folder: Path) -> tuple[float | None, dict[str, PerUser]]:
             t0 = data["t0"] if t0 is None else min(t0, data["t0"])
         files[os.path.basename(path)] = parse(data.get("users", []))
     return t0, files
+
+
+def worker_cpu(folder: Path | str) -> list[tuple[str, float, float]]:
+    """Each Locust worker's (name, time, CPU seconds) readings, as its master wrote them; none for one process."""
+    readings = []
+    for path in _in_order(folder):
+        data = read_json(path, None)
+        if isinstance(data, dict) and "cpu" in data:
+            name = f"{data.get('host')}:{data.get('pid')}"  # two workers' pids may be equal on two machines
+            readings += [(name, float(t), float(seconds)) for t, seconds in data["cpu"]]
+    return readings
 
 
 def _in_order(folder: Path | str) -> list[str]:
