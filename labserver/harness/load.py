@@ -455,6 +455,7 @@ def check_sweep(patterns: list[str], users: list[int], workers: int = 1, threads
                 load.get("cpu_n", 0),
                 load.get("user_class", "fast"),
                 load.get("processes", 1),
+                master=load.get("master"),
             )
 
 
