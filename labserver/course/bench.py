@@ -20,6 +20,9 @@ One run measures everything and writes data/bench/latest.json plus a dated copy:
 - live: what a notebook's live view costs: one short plan measured with the view off, then
   on (drawn as in a notebook, not shown), its measured / predicted beside each other, and the
   CPU each frame took to draw. `--skip harness overhead batch repeatability` measures it alone.
+- scaleout: Locust's workers joining a master (`python -m labserver worker`) against a server
+  started with `python -m labserver serve`, beside two Locust processes forked here, on the same
+  server, taking turns in mirrored order: measured / predicted of each, from 200 to 2,000 req/s.
 
 The bench's own runs land in data/bench/runs/, away from the lessons' (lesson 99 reads those).
 On a shared machine run it alone (`flock /tmp/lab-measure.lock make bench`): before each run it
@@ -51,7 +54,7 @@ from labserver.harness.plan import mirrored
 from labserver.paths import ROOT, data_dir
 from labserver.theory import model
 
-PARTS = ("harness", "overhead", "batch", "repeatability", "live", "telemetry")
+PARTS = ("harness", "overhead", "batch", "repeatability", "live", "telemetry", "scaleout")
 USERS = (50, 100, 200, 400)
 IO_MS = 100
 TARGETS = {
@@ -62,6 +65,7 @@ TARGETS = {
     "measuring": 0.70,
     "spread": 0.05,
     "frame_ms": 50,  # median CPU to draw a live frame: one a second, at most 5% of a core
+    "scaleout_shift": 0.01,  # measured / predicted with joined workers, against forked ones: within 1%
 }
 HARNESS_COLUMNS = [
     "users",
@@ -98,6 +102,7 @@ REPEAT_USERS = 80  # lesson 01's claim: at 2× the 40-thread pool, async serves 
 # the telemetry part's plan: the event loop at its busiest in the lab, and a full thread pool with a queue
 TELEMETRY_PLAN = (("sequential", 200), ("threadpool", 80))
 LIVE_USERS = (50, 400)  # the live view's plan: a light run and a busy one (about 4,000 req/s offered)
+SCALEOUT_USERS = (20, 50, 100, 200)  # at 100 ms of I/O: 200 to 2,000 req/s
 
 
 def spread(values: list[float]) -> float:
@@ -198,6 +203,16 @@ def targets(report: dict) -> list[tuple[str, float, str, bool]]:
     if report.get("repeatability"):
         s = report["repeatability"]["spread"]
         out.append(("repeatability: spread of the headline ratio", s, f"≤ {TARGETS['spread']}", s <= TARGETS["spread"]))
+    if report.get("scaleout"):
+        shift = report["scaleout"]["largest_shift"]
+        out.append(
+            (
+                "scale-out: largest joined − forked measured/predicted",
+                shift,
+                f"within ±{TARGETS['scaleout_shift']}",
+                abs(shift) <= TARGETS["scaleout_shift"],
+            )
+        )
     if report.get("live"):
         ms = report["live"]["frame_ms"]
         out.append(("live view: median CPU per frame (ms)", ms, f"≤ {TARGETS['frame_ms']}", ms <= TARGETS["frame_ms"]))
@@ -256,6 +271,14 @@ def table(report: dict) -> str:
             ratios = " ".join(f"{r:.3f}" for r in t[f"{mode}_ratios"])
             lines.append(f"telemetry {mode:<3}  measured/predicted {ratios}  (runs: {', '.join(t['runs'])})")
         lines.append(f"telemetry: largest difference on − off, same run: {t['largest_shift']:+.3f}")
+        lines.append("")
+    if report.get("scaleout"):
+        lines.append("scale-out  users predicted  forked: measured ratio  joined: measured ratio  joined − forked")
+        for r in report["scaleout"]["runs"]:
+            lines.append(
+                f"           {r['users']:5d} {r['predicted_rps']:9.0f} {r['forked_rps']:16.0f} {r['forked_ratio']:5.3f}"
+                f" {r['joined_rps']:16.0f} {r['joined_ratio']:5.3f} {r['shift']:+15.4f}"
+            )
         lines.append("")
     for what, value, target, met in targets(report):
         lines.append(f"{'MET ' if met else 'MISS'}  {what:<52} {value:8.3f}  (target {target})")
@@ -417,6 +440,77 @@ def telemetry_cost(duration_s: int, ready: list[float]) -> dict:
     return out
 
 
+def scaleout(duration_s: int, rounds: int = 2) -> dict:
+    """Two Locust workers that join a master against two forked here, on one `python -m labserver serve`.
+
+    The same server, the same users, taking turns in mirrored order (forked, joined, joined,
+    forked, …) so that the machine's drift falls on both alike; each figure is the mean of its
+    rounds. The workers are `python -m labserver worker` processes on this machine, joining over
+    127.0.0.1 as a classroom's laptops would over their network, and rejoining for every run.
+    """
+    from labserver.harness import procs
+    from labserver.harness.remote import RemoteServer
+
+    port, master_port = procs.free_port(), procs.free_port()
+    master = f"127.0.0.1:{master_port}"
+    log = data_dir() / "scaleout-serve.log"  # data/bench/ while the bench runs
+    serve = [sys.executable, "-m", "labserver", "serve", "--port", str(port), "--procs", "0"]
+    worker = [sys.executable, "-m", "labserver", "worker", "--master", master]
+    started = []
+    try:
+        procs.spawn(serve, log, cwd=ROOT, on_start=started.append)
+        for i in range(2):
+            procs.spawn(worker, log.with_name(f"scaleout-worker{i}.log"), cwd=ROOT, on_start=started.append)
+        server = _attach(RemoteServer, f"http://127.0.0.1:{port}", started[0], log)
+        rows = []
+        for _, (mode, users) in mirrored([(m, u) for u in SCALEOUT_USERS for m in ("forked", "joined")], rounds):
+            wait_until_quiet(OTHER_CPU_MAX, timeout_s=QUIET_WAIT_S)
+            joined = {"master": master, "join_timeout_s": 60} if mode == "joined" else {}
+            run = {"pattern": "sequential", "users": users, "io_ms": IO_MS}
+            (done,) = run_plan(server, [run], duration_s, processes=2, lesson="bench", progress=False, **joined)
+            rows.append({**done.row, "mode": mode})
+            print(f"  {mode} {users} users: {done.row['rps']:.0f} req/s, measured/predicted {done.row['ratio']:.3f}")
+    finally:
+        for proc in reversed(started):
+            procs.stop_tree(proc, grace_s=3)
+    frame = pd.DataFrame(rows).groupby(["users", "mode"])[["rps", "ratio", "predicted_rps"]].mean()
+    out_rows = []
+    for users in SCALEOUT_USERS:
+        f, j = frame.loc[(users, "forked")], frame.loc[(users, "joined")]
+        out_rows.append(
+            {
+                "users": users,
+                "predicted_rps": float(j["predicted_rps"]),
+                "forked_rps": float(f["rps"]),
+                "forked_ratio": float(f["ratio"]),
+                "joined_rps": float(j["rps"]),
+                "joined_ratio": float(j["ratio"]),
+                "shift": float(j["ratio"] - f["ratio"]),
+            }
+        )
+    return {
+        "what": f"/sequential, {IO_MS} ms I/O, users {list(SCALEOUT_USERS)}, {duration_s} s each, {rounds} rounds",
+        "runs": out_rows,
+        "largest_shift": max((r["shift"] for r in out_rows), key=abs),
+        "valid": all(bool(r["valid"]) for r in rows),
+    }
+
+
+def _attach(remote, url: str, serve: subprocess.Popen, log: Path, timeout_s: float = 60.0):
+    """The server `serve` starts, attached once it answers; RuntimeError with its log if it never does."""
+    from labserver.harness import procs
+    from labserver.harness.launcher import ServerError
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return remote(url)
+        except ServerError:
+            if serve.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"`python -m labserver serve` did not answer at {url}:\n{procs.tail(log)}") from None
+            time.sleep(0.2)
+
+
 def overhead(ready: list[float], runs: list[dict]) -> dict:
     """Medians of: server start to /health, Locust start to its first request, a run outside its window."""
     for _ in range(3):  # a few bare starts, so that the median is not one server's luck
@@ -500,6 +594,9 @@ def main(argv: list[str] | None = None) -> int:
     if "telemetry" not in args.skip:
         print("Telemetry: the same plan on a server that samples and one that does not", flush=True)
         report["telemetry"] = telemetry_cost(args.duration_s, ready)
+    if "scaleout" not in args.skip:
+        print("Scale-out: two Locust workers that join a master, beside two forked here", flush=True)
+        report["scaleout"] = scaleout(args.duration_s)
     if "overhead" not in args.skip:
         report["overhead_s"] = overhead(ready, runs)
     if "batch" not in args.skip:
