@@ -157,6 +157,10 @@ def caption(snapshot: Snapshot, before: int = 0) -> str:
     k, n = before + snapshot.stage + 1, before + snapshot.stages
     if snapshot.done:
         return f"{k} run{'s' if k > 1 else ''} measured: bars as measured, ticks as predicted"
+    if not snapshot.started and snapshot.waiting:
+        return (
+            f"run {k} of {n}: {current.pattern}, {current.users} users: waiting for Locust workers, {snapshot.waiting}"
+        )
     if not snapshot.started:
         return f"run {k} of {n}: {current.pattern}, {current.users} users: Locust is starting"
     return (

@@ -46,11 +46,13 @@ def collect(
     options: Options,
     predicted: model.Prediction | Callable[[demand.Demand], model.Prediction] | None = None,
     settle: int | list[int] = 2,
+    server_cores: int | None = None,
 ) -> results.RunResult:
     """One stage's RunResult: its figures, the prediction beside them, and whether it is a valid measurement.
 
     `meters` are Locust's, the server's and the machine's. `settle` is measure.warmup_end's
-    `settle_requests`: the replies each user needs before it is in its loop.
+    `settle_requests`: the replies each user needs before it is in its loop. `server_cores` are
+    the usable CPUs of a server on another machine (RemoteServer), None for one on this machine's.
     """
     warmup_s, lesson = options.warmup_s, options.lesson
     cut = measure.warmup_end(per_user, start, warmup_s, settle)  # once every user is in its loop
@@ -58,9 +60,12 @@ def collect(
     window = (m.window_start, m.window_start + m.window_s)
     locust_meter, server_meter, machine_meter = meters
     locust_cores, locust_busiest = locust_meter.usage(*window)
-    server_cores, _ = server_meter.usage(*window)
+    server_cpu, _ = server_meter.usage(*window)
     machine_cores = machine_meter.usage(*window)
-    cores = cpus.cores()  # what the lab may use, not the machine's count
+    # What the lab may use, not the machine's count; for a server on another machine, its own,
+    # which nothing of this machine's (Locust, the notebook, others) competes for.
+    apart = server_cores is not None
+    cores = server_cores if apart else cpus.cores()
     log = (tmp / "locust.log").read_text(errors="replace") if (tmp / "locust.log").exists() else ""
     generator_saturated = locust_busiest >= SATURATED or "CPU usage above" in log
     status, problems = _problems(status, exit_code, tmp, m, options, generator_saturated, locust_busiest)
@@ -73,14 +78,14 @@ def collect(
     worker_cores = sum(c for pid, c in per_process.items() if pid in served) if served and per_process else math.nan
     cost = demand.measured(
         worker_cores,
-        server_cores - worker_cores,
-        machine_cores - server_cores,
+        server_cpu - worker_cores,
+        0.0 if apart else machine_cores - server_cpu,
         m.rps,
         generator_cores=locust_cores,
         generators=options.processes,
     )
     p = _prediction(predicted, params, cost, cores, options)
-    limit = machine_limit(machine_cores, locust_cores, cores)
+    limit = None if apart else machine_limit(machine_cores, locust_cores, cores)
     if limit:
         # A run the model itself puts at the machine's shared cores measured what it predicts;
         # one it puts anywhere else had the generator wait for CPU it did not count on.
@@ -104,11 +109,12 @@ def collect(
         "priced_by": _priced_by(predicted, p),
         "usable_cores": cores,
         "locust_cpu": locust_cores,
-        "server_cpu": server_cores,
+        "server_cpu": server_cpu,
         "machine_cpu": machine_cores,  # every process on the machine, these two included
-        "other_cpu": machine_cores - locust_cores - server_cores,  # the rest: the notebook, a database, others' work
+        # the rest: the notebook, a database, others' work (a server on another machine is not in machine_cpu)
+        "other_cpu": machine_cores - locust_cores - (0.0 if apart else server_cpu),
         # CPU per request, in ms: what each part paid for one request in this run
-        "server_ms": demand.per_request_ms(server_cores, m.rps),
+        "server_ms": demand.per_request_ms(server_cpu, m.rps),
         "locust_ms": demand.per_request_ms(locust_cores, m.rps),
         "worker_ms": cost.worker_ms,
         "pool_ms": cost.pool_ms,
@@ -262,6 +268,7 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
             options=options,
             predicted=stage.predicted,
             settle=settle,
+            server_cores=None if getattr(stage.server, "same_machine", True) else stage.server.cores(),
         )
         run_started = datetime.fromtimestamp(begins, UTC).isoformat(timespec="seconds")
         result.manifest.update(

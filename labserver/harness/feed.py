@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import glob
 import itertools
 import math
 import os
+import re
 import time
 import warnings
 from array import array
@@ -76,6 +78,23 @@ class Snapshot:
     planned_s: float  # the current run's duration_s
     started: bool = True  # False while Locust is still starting (no request sent yet)
     done: bool = False  # the plan is over: `runs` hold their final figures
+    waiting: str | None = None  # while a master waits for its workers: "k of n joined"
+
+
+GAVE_UP = "Gave up waiting for workers"  # Locust's master, when too few joined in time
+
+
+def joined(log: str) -> int | None:
+    """How many workers Locust's master says have joined, from its log; None before it says."""
+    found = re.findall(r"(\d+) of \d+ connected|(\d+) workers connected", log)
+    return int("".join(found[-1])) if found else None
+
+
+def waiting(log: str, processes: int) -> str | None:
+    """ "k of n joined" while Locust's master waits for its workers, None once it sends them users."""
+    if "Sending spawn jobs" in log or GAVE_UP in log:
+        return None
+    return f"{joined(log) or 0} of {processes} joined"
 
 
 Watcher = Callable[[Snapshot], Any]
@@ -223,9 +242,11 @@ class Live:
         plan: PlanSoFar,
         every: Every | None = None,
         wall: Callable[[], float] = time.time,
+        joining: int = 0,
     ):
         self.watcher: Watcher | None = watcher
         self.tail, self.plan, self.every, self.wall = Tail(folder), plan, every or Every(), wall
+        self.joining = joining  # workers a master waits for (its log says how many came): 0, none
 
     def tick(self) -> None:
         if self.watcher is not None and self.every.due():
@@ -233,7 +254,12 @@ class Live:
 
     def _now(self) -> Snapshot:
         self.plan.feed(self.tail.lines())
-        return self.plan.snapshot(self.wall())
+        now = self.plan.snapshot(self.wall())
+        if self.joining and not now.started:
+            log = Path(self.tail.folder) / "locust.log"
+            text = log.read_text(errors="replace") if log.exists() else ""
+            now = dataclasses.replace(now, waiting=waiting(text, self.joining))
+        return now
 
     def stop(self) -> None:
         """Once Locust is gone: read what it streamed last, then remove the live files (collect reads its records)."""

@@ -28,6 +28,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from labserver.demo import cpus
 from labserver.demo.cpus import check_cpus
 from labserver.demo.settings import Settings
 from labserver.harness import procs
@@ -54,6 +55,11 @@ class Server:
 
     settings: Settings
     telemetry_dir: Path | None = None
+    same_machine = True  # runs on this machine's kernel: its CPU is inside this machine's
+
+    def cores(self) -> int:
+        """The CPUs its workers may use: the lab's own, for a server on this machine."""
+        return cpus.cores()
 
     @property
     def url(self) -> str:

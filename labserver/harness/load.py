@@ -15,7 +15,6 @@ import itertools
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 import time
@@ -49,7 +48,6 @@ RUN_TIME_SLACK_S = 5
 WORKERS_MAX = 64
 MASTER_PORT = 5557  # Locust's own default: what a worker dials when told only the master's host
 JOIN_TIMEOUT_S = 120.0
-GAVE_UP = "Gave up waiting for workers"  # Locust's master, when too few joined in time
 
 
 def check_load(
@@ -221,7 +219,7 @@ def run_plan(
     live = None
     if watcher is not None:
         plan = feed.PlanSoFar(stages, [foreseen(s, options) for s in stages], warmup_s)
-        live = feed.Live(watcher, tmp, plan)
+        live = feed.Live(watcher, tmp, plan, joining=processes if master is not None else 0)
     # all users at once unless told otherwise: the warm-up is cut from the window anyway
     cmd = _command(server, tmp, users, spawn_rate or users, total_s, options, live is not None, join_timeout_s)
     if master is not None:
@@ -241,7 +239,7 @@ def run_plan(
         status, ended = _watch(
             locust[0], servers, stages, meters, text, live, wait_s=wait_s, log=log, processes=processes
         )
-        if master is not None and GAVE_UP in procs.tail(tmp / "locust.log", 50):
+        if master is not None and feed.GAVE_UP in procs.tail(tmp / "locust.log", 50):
             status, ended = f"too few Locust workers joined in {join_timeout_s:g} s", time.time()
         failing = False
     except KeyboardInterrupt:
@@ -276,7 +274,7 @@ def run_plan(
         log = dead[0].log_tail() if dead else "(it was running again when checked)"
         raise ServerError(f"the server died during the run; partial result saved in {where}\n{log}")
     if status.startswith("too few Locust workers"):
-        joined = _joined(procs.tail((saved[-1].path if saved else tmp) / "locust.log", 200)) or 0
+        joined = feed.joined(procs.tail((saved[-1].path if saved else tmp) / "locust.log", 200)) or 0
         where = f"the run is saved, marked so, in {saved[-1].path}" if saved else "nothing was measured"
         raise RuntimeError(
             f"{status}: {joined} of {processes} came ({where}); on each worker machine "
@@ -297,12 +295,6 @@ def _say_join(master: str, processes: int, join_timeout_s: float) -> None:
             " which server this plan loads (Locust's messages are not authenticated)."
         )
     print("\n".join(lines), file=sys.stderr, flush=True)
-
-
-def _joined(log: str) -> int | None:
-    """How many workers Locust's master says have joined, from its log; None before it says."""
-    found = re.findall(r"(\d+) of \d+ connected|(\d+) workers connected", log)
-    return int("".join(found[-1])) if found else None
 
 
 def _command(server, tmp, users, spawn_rate, total_s, options: Options, live=False, join_timeout_s=0.0) -> list[str]:
@@ -360,7 +352,7 @@ def _watch(
             if clock() > deadline:
                 return "timed out", time.time()
             if wait_s and log is not None:
-                waiting = _waiting(procs.tail(log, 20), processes)
+                waiting = feed.waiting(procs.tail(log, 20), processes)
                 if waiting is None:  # every worker came: the plan's seconds count from here
                     started, wait_s = clock(), 0.0
                 elif bar is not None:
@@ -380,13 +372,6 @@ def _watch(
     for meter in meters:
         meter.sample()
     return ("ok", None) if all(s.alive for s in servers) else ("server died", time.time())
-
-
-def _waiting(log_tail: str, processes: int) -> str | None:
-    """ "k of n joined" while Locust's master waits for its workers, None once it sends them users."""
-    if "Sending spawn jobs" in log_tail or GAVE_UP in log_tail:
-        return None
-    return f"{_joined(log_tail) or 0} of {processes} joined"
 
 
 @contextlib.contextmanager

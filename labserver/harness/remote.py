@@ -18,6 +18,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from labserver.demo import cpus
 from labserver.demo.app import BOOT_ID, PROTOCOL, VERSION
 from labserver.demo.settings import Settings
 from labserver.harness.launcher import Server, ServerError
@@ -117,6 +118,10 @@ class RemoteServer(Server):
         self.usable_cpus = list(info.get("cpus") or [])
         self.same_machine = BOOT_ID is not None and info.get("boot_id") == BOOT_ID
         return check_info(info, self.url)
+
+    def cores(self) -> int:
+        """The CPUs its workers may use, as it reported them (this machine's, when it shares its kernel)."""
+        return cpus.cores() if self.same_machine or not self.usable_cpus else len(self.usable_cpus)
 
     def check_ready(self) -> None:
         """Before any load: the same lab server, still with the settings it had when attached."""

@@ -379,3 +379,14 @@ def test_a_full_machine_is_a_note_where_the_model_puts_the_run_at_the_machine_s_
     at_machine = Prediction(40.0, 50.0, "cores (the machine's, shared)")
     row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=meters, predicted=at_machine).row
     assert row["valid"] and "the machine was the limit" in row["notes"]
+
+
+def test_a_server_on_another_machine_is_priced_with_its_own_cores_and_no_one_elses_cpu(tmp_path):
+    per_user = steady(2, T0, T0 + 10)
+    # Locust and the notebook keep 1.5 of this machine's cores busy; the server, elsewhere, 0.2 of its 8
+    meters = (cpu_meter({1: 0.5}), cpu_meter({7: 0.2}), machine_meter(1.5))
+    here = run(per_user, tmp_path, meters=meters).row
+    apart = run(per_user, tmp_path, meters=meters, server_cores=8).row
+    assert (here["usable_cores"], apart["usable_cores"]) == (collect.cpus.cores(), 8)
+    assert apart["others_ms"] == 0.0 and here["others_ms"] > 0  # this machine's CPU is not the server's
+    assert apart["other_cpu"] == pytest.approx(1.0)  # machine 1.5 − Locust 0.5: the server is not in it

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from labserver import __main__ as cli
-from labserver.harness import load, procs, records
+from labserver.harness import feed, load, procs, records
 from labserver.harness.launcher import LabServer
 from labserver.harness.load import check_load, master_address, run_plan, worker_command
 from labserver.harness.meters import CpuMeter, LocustMeter
@@ -76,11 +76,11 @@ def test_forked_processes_listen_on_this_machine_only_and_a_master_where_it_is_t
 
 
 def test_the_wait_for_workers_reads_as_locusts_master_logs_it():
-    assert load._waiting("", 2) == "0 of 2 joined"
+    assert feed.waiting("", 2) == "0 of 2 joined"
     log = "x (index 0) reported as ready. 1 workers connected.\n"
-    assert load._waiting(log, 2) == "1 of 2 joined"
-    assert load._waiting(log + "Waiting for workers to be ready, 1 of 2 connected\n", 2) == "1 of 2 joined"
-    assert load._waiting(log + "Sending spawn jobs of 20 users at 20.00 spawn rate to 2 ready workers\n", 2) is None
+    assert feed.waiting(log, 2) == "1 of 2 joined"
+    assert feed.waiting(log + "Waiting for workers to be ready, 1 of 2 connected\n", 2) == "1 of 2 joined"
+    assert feed.waiting(log + "Sending spawn jobs of 20 users at 20.00 spawn rate to 2 ready workers\n", 2) is None
 
 
 def test_workers_cpu_is_read_from_the_masters_files_and_added_to_its_own(tmp_path):

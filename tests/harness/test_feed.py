@@ -266,3 +266,19 @@ def test_the_beat_comes_from_the_environment_and_inf_draws_the_first_frame_only(
         monkeypatch.setenv("LAB_LIVE_EVERY_S", bad)
         with pytest.raises(ValueError, match="LAB_LIVE_EVERY_S"):
             feed.Every()
+
+
+def test_while_a_master_waits_for_its_workers_the_view_says_how_many_joined(tmp_path):
+    from labserver.charts.live import caption
+
+    seen = []
+    live = feed.Live(seen.append, tmp_path, feed.PlanSoFar(stages(5), guesses(1)), joining=2)
+    live.tick()  # no log yet: none joined
+    write(tmp_path / "locust.log", "... Waiting for workers to be ready, 1 of 2 connected\n")
+    live.every = feed.Every(0.0)
+    live.tick()
+    assert [s.waiting for s in seen] == ["0 of 2 joined", "1 of 2 joined"]
+    assert caption(seen[-1]).endswith("users: waiting for Locust workers, 1 of 2 joined")
+    write(tmp_path / "live.w0.csv", f"t0,{T0}\n")  # the first worker's requests are in: the run is on
+    live.tick()
+    assert seen[-1].started and seen[-1].waiting is None
