@@ -57,6 +57,7 @@ PROFILES: dict[str, dict[str, dict]] = {
             "sweep_users": 4,
             "sweep_cpu_n": [10, 15],
             "duration_s": 2,
+            "pinned_rounds": 1,
         },
     },
     # 08's quick runs take about 90 s; `full` sweeps ρ finer and overloads for longer.

@@ -67,7 +67,8 @@ def collect(
     apart = server_cores is not None
     cores = server_cores if apart else cpus.cores()
     log = (tmp / "locust.log").read_text(errors="replace") if (tmp / "locust.log").exists() else ""
-    generator_saturated = locust_busiest >= SATURATED or "CPU usage above" in log
+    # Locust's own warnings: a single process's, or a master's about one of its workers
+    generator_saturated = locust_busiest >= SATURATED or "CPU usage above" in log or "exceeded cpu threshold" in log
     status, problems = _problems(status, exit_code, tmp, m, options, generator_saturated, locust_busiest)
     throttled = machine_meter.throttled_s(*window)
     notes = _notes(throttled, cores)
