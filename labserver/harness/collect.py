@@ -6,6 +6,7 @@ last second; a request belongs to the stage in which it was sent (locustfiles/pa
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import shutil
@@ -231,6 +232,9 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
     ended = outcome.ended
     t0, files = records.read_plan(tmp)
     t0 = t0 if t0 is not None else outcome.started_at.timestamp()
+    if options.master is not None:  # the workers that came and sent load, however many were asked for
+        sent = sum(1 for name in files if name.startswith("records.w"))
+        options = dataclasses.replace(options, processes=sent or options.processes)
     saved, drained = [], t0  # drained: when the last request of the stages so far was answered
     for i, (stage, run_id) in enumerate(zip(stages, run_ids, strict=True)):
         begins = t0 + sum(s.duration_s for s in stages[:i])

@@ -390,3 +390,12 @@ def test_a_server_on_another_machine_is_priced_with_its_own_cores_and_no_one_els
     assert (here["usable_cores"], apart["usable_cores"]) == (collect.cpus.cores(), 8)
     assert apart["others_ms"] == 0.0 and here["others_ms"] > 0  # this machine's CPU is not the server's
     assert apart["other_cpu"] == pytest.approx(1.0)  # machine 1.5 − Locust 0.5: the server is not in it
+
+
+def test_a_run_whose_workers_joined_counts_the_workers_that_sent_load(runs):
+    per_user = plan_records()[:2]
+    for w in range(3):  # three came where two were asked for: each drove its share of the users
+        records_file(runs, [per_user[w % 2]], name=f"records.w{w}.json")
+    stages = [Stage(server(), "sequential", users=1, duration_s=10)]
+    (result,) = collect.save_plan(stages, ["run-0"], runs, outcome(), Options(processes=2, master="127.0.0.1:5557"))
+    assert result.row["processes"] == 3 and result.row["master"] == "127.0.0.1:5557"
