@@ -11,7 +11,7 @@ from labserver.checks import choice
 PROFILES: dict[str, dict[str, dict]] = {
     "00_start_here": {
         "quick": {},
-        "full": {"users": [50, 100, 200, 400, 800, 1600], "duration_s": 15},
+        "full": {"users": [50, 100, 200, 400, 800], "duration_s": 15},
         "smoke": {"users": [5, 10], "requests_users": [10], "duration_s": 2},
     },
     "01_async_vs_sync": {

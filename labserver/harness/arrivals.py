@@ -35,6 +35,7 @@ class Arrivals:
     p99_ms: float
     p95_thirds_ms: tuple[float, float, float]  # p95 of the first, middle and last third (by intended time)
     requests: int
+    mean_thirds_ms: tuple[float, float, float] = (math.nan, math.nan, math.nan)  # their means: the trend
 
 
 def measure(per_user: PerUser, start: float, end: float) -> Arrivals:
@@ -53,10 +54,11 @@ def measure(per_user: PerUser, start: float, end: float) -> Arrivals:
             kept_up = min(kept_up, sent / scheduled)
     ok = [r for r in mine if r.ok]
     latencies = np.array([r.from_intended_ms for r in ok]) if ok else np.array([nan])
-    p95_thirds = []
+    p95_thirds, mean_thirds = [], []
     for lo, hi in itertools.pairwise(thirds):
         part = [r.from_intended_ms for r in ok if lo <= r.intended < hi]
         p95_thirds.append(float(np.percentile(part, 95)) if part else nan)
+        mean_thirds.append(float(np.mean(part)) if part else nan)
     return Arrivals(
         scheduled_rate=len(mine) / window,
         sent_rate=sum(1 for r in mine if start <= r.sent < end) / window,
@@ -68,6 +70,7 @@ def measure(per_user: PerUser, start: float, end: float) -> Arrivals:
         p99_ms=float(np.percentile(latencies, 99)),
         p95_thirds_ms=(p95_thirds[0], p95_thirds[1], p95_thirds[2]),
         requests=len(mine),
+        mean_thirds_ms=(mean_thirds[0], mean_thirds[1], mean_thirds[2]),
     )
 
 
@@ -97,6 +100,8 @@ def row(a: Arrivals) -> dict:
         "p95_first_third_ms": a.p95_thirds_ms[0],
         "p95_middle_third_ms": a.p95_thirds_ms[1],
         "p95_last_third_ms": a.p95_thirds_ms[2],
+        "mean_first_third_ms": a.mean_thirds_ms[0],
+        "mean_last_third_ms": a.mean_thirds_ms[2],
     }
 
 

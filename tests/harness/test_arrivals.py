@@ -112,3 +112,13 @@ def test_omission_sets_the_three_ways_side_by_side():
     assert table.loc["closed loop, corrected (HdrHistogram)", "p99_ms"] > 500
     assert table.loc["open loop, from the intended time", "p99_ms"] > 400  # a tenth of its requests met a stall
     assert counts["corrected"] > counts["recorded"]
+
+
+def test_one_stall_moves_a_thirds_p95_but_not_its_mean_much():
+    # every request waits 50 ms, but those meant to leave in a quarter second 1 s in wait 150 ms more
+    stall = lambda t: 0.05 + (0.15 if 1.0 <= t < 1.25 else 0.0)  # noqa: E731
+    a = arrivals.measure([_schedule(100, 9, stall)], 0.0, 9.0)
+    (p95_first, _, p95_last), (mean_first, _, mean_last) = a.p95_thirds_ms, a.mean_thirds_ms
+    assert p95_first == pytest.approx(200.0) and p95_last == pytest.approx(50.0)
+    assert mean_first == pytest.approx(50.0 + 150.0 * 25 / 300, rel=0.02) and mean_last == pytest.approx(50.0)
+    assert arrivals.row(a)["mean_first_third_ms"] == a.mean_thirds_ms[0]
