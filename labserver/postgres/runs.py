@@ -20,6 +20,7 @@ from labserver.demo.settings import Settings
 from labserver.harness.launcher import LabServer
 from labserver.harness.load import DURATION_MAX_S, check_load, run_plan
 from labserver.harness.meters import tree_seconds
+from labserver.harness.plan import mirrored
 from labserver.postgres import data
 from labserver.theory import pools
 from labserver.theory.demand import Demand
@@ -242,3 +243,30 @@ def by_server(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
             "async CPU ms per request": wide[("server_ms", "async")],
         }
     )
+
+
+def rounds(anywhere: LabServer, pinned: LabServer, base: pd.DataFrame, count: int, users: int, **load) -> dict:
+    """`count` more rounds of the sync SELECT on a server on any core and on one pinned, side by side.
+
+    In mirrored order (any, pinned, pinned, any, ...): a drift in the machine's speed falls on
+    both. Parts named "round r, any" and "round r, pinned" (r from 1), for run_parts; `load` is plan's.
+    """
+    servers = [("any", anywhere), ("pinned", pinned)]
+    return {f"round {r + 1}, {where}": plan(each, ["sync_select"], [users], base, **load)
+            for r, (where, each) in mirrored(servers, count)}  # fmt: skip
+
+
+def pinned_ratios(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
+    """The sync version's CPU per request pinned / on any core, round by round.
+
+    Round 0 is part 2's own runs ("fast" and "pinned", one row per driver); rounds 1 to
+    `count` − 1 are `rounds`'. How much the OS spreads the threads over the cores moves from run
+    to run, so a claim takes their median.
+    """
+
+    def sync_ms(part: str) -> float:
+        rows = frames[part]
+        return float(rows.loc[rows["pattern"] == "sync_select", "server_ms"].iloc[0])
+
+    pairs = [("fast", "pinned"), *((f"round {r}, any", f"round {r}, pinned") for r in range(1, count))]
+    return [sync_ms(one) / sync_ms(anywhere) for anywhere, one in pairs]

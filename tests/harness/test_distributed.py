@@ -127,6 +127,13 @@ def _ended(workers: list[subprocess.Popen], timeout_s: float = 20) -> list[tuple
     return out
 
 
+def _short_plan(server, port: int, processes: int, join_timeout_s: float) -> list:
+    """A 2 s plan of 4 users whose Locust master waits on 127.0.0.1:`port` for `processes` workers."""
+    run = dict(pattern="sequential", users=4, io_ms=10)
+    master = f"127.0.0.1:{port}"
+    return run_plan(server, [run], 2, processes=processes, master=master, join_timeout_s=join_timeout_s, lesson="tests")
+
+
 @pytest.mark.slow
 def test_two_workers_that_join_measure_the_run_a_local_process_would():
     port = procs.free_port()
@@ -158,15 +165,7 @@ def test_too_few_workers_fail_the_plan_saying_what_to_run():
     with LabServer(procs=0) as server:
         started = time.monotonic()
         with pytest.raises(RuntimeError, match=r"0 of 2 came.*python -m labserver worker --master 127\.0\.0\.1:"):
-            run_plan(
-                server,
-                [dict(pattern="sequential", users=4, io_ms=10)],
-                duration_s=2,
-                processes=2,
-                master=f"127.0.0.1:{port}",
-                join_timeout_s=2,
-                lesson="tests-no-workers",
-            )
+            _short_plan(server, port, processes=2, join_timeout_s=2)
     assert time.monotonic() - started < 60  # it gave up: no run is left waiting
 
 
@@ -176,15 +175,7 @@ def test_a_worker_refuses_a_plan_that_sends_load_where_its_user_did_not_allow():
     (worker,) = _workers(port, 1, "--runs", "1")
     with LabServer(procs=0, host="127.0.0.2") as server:  # not the master's host, and not allowed
         try:
-            done = run_plan(
-                server,
-                [dict(pattern="sequential", users=4, io_ms=10)],
-                duration_s=2,
-                processes=1,
-                master=f"127.0.0.1:{port}",
-                join_timeout_s=20,
-                lesson="tests-refused",
-            )
+            done = _short_plan(server, port, processes=1, join_timeout_s=20)
         except RuntimeError:
             done = []
     assert not any(r.row["valid"] for r in done)  # no load was sent

@@ -139,30 +139,25 @@ MASTER = textwrap.dedent(
 )
 
 
+def _lab(hosts, url: str, master: str, duration_s: int, plan: dict) -> subprocess.Popen:
+    """MASTER run on the master's host: `plan`'s sweep of `duration_s` s runs, its output piped."""
+    args = [url, master, str(duration_s), json.dumps(plan)]
+    return _in(hosts["master"][0], sys.executable, "-c", MASTER, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
 def _workers(hosts, master: str, server_ip: str, runs: int) -> list[subprocess.Popen]:
     cmd = [sys.executable, "-m", "labserver", "worker", "--master", master, "--allow-target", server_ip]
     return [_in(hosts[w][0], *cmd, "--runs", str(runs), stderr=subprocess.PIPE) for w in ("w0", "w1")]
 
 
 def test_a_sweep_from_two_worker_hosts_measures_what_one_host_on_loopback_does(hosts):
-    master_ns, master_ip = hosts["master"]
+    master_ip = hosts["master"][1]
     server_ip = hosts["server"][1]
     master = f"{master_ip}:{5557 + random.randrange(1000)}"
     started = time.monotonic()
     with _server(hosts) as (url, _):
         workers = _workers(hosts, master, server_ip, runs=len(SWEEP["users"]))  # one Locust run per users value
-        lab = _in(
-            master_ns,
-            sys.executable,
-            "-c",
-            MASTER,
-            url,
-            master,
-            str(SWEEP["duration_s"]),
-            json.dumps(SWEEP),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        lab = _lab(hosts, url, master, SWEEP["duration_s"], SWEEP)
         try:
             out, err = lab.communicate(timeout=180)
         finally:
@@ -187,24 +182,13 @@ def test_a_sweep_from_two_worker_hosts_measures_what_one_host_on_loopback_does(h
 
 
 def test_stopping_the_master_ends_its_workers_and_leaves_nothing_behind(hosts):
-    master_ns, master_ip = hosts["master"]
+    master_ip = hosts["master"][1]
     server_ip = hosts["server"][1]
     master = f"{master_ip}:{5557 + random.randrange(1000)}"
     one = {**SWEEP, "users": [10]}
     with _server(hosts) as (url, _):
         workers = _workers(hosts, master, server_ip, runs=1)
-        lab = _in(
-            master_ns,
-            sys.executable,
-            "-c",
-            MASTER,
-            url,
-            master,
-            "60",
-            json.dumps(one),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        lab = _lab(hosts, url, master, 60, one)
         try:
             deadline = time.monotonic() + 60
             while "Sending spawn jobs" not in _master_log() and time.monotonic() < deadline:

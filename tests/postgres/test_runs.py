@@ -258,3 +258,28 @@ def test_a_run_is_priced_with_the_cpu_it_measured(fib_ms):
     # and the machine's two cores 2 / 10 ms = 200 req/s too
     assert p.rps == pytest.approx(min(8 / 0.006, 200.0))
     assert p.bottleneck.startswith(("CPU", "cores"))
+
+
+def test_pinned_ratios_pair_each_rounds_sync_runs_pinned_over_any_core():
+    def part(sync_ms, async_ms=None):
+        rows = [{"pattern": "sync_select", "server_ms": sync_ms}]
+        return pd.DataFrame(rows + ([{"pattern": "async_select", "server_ms": async_ms}] if async_ms else []))
+
+    frames = {
+        "fast": part(1.0, 0.5),  # part 2: sync then async
+        "pinned": pd.concat([part(0.2), part(0.6)]).assign(pattern=["async_select", "sync_select"]),
+        "round 1, any": part(0.8),
+        "round 1, pinned": part(0.4),
+        "round 2, pinned": part(0.45),
+        "round 2, any": part(0.9),
+    }
+    assert runs.pinned_ratios(frames, 3) == pytest.approx([0.6, 0.5, 0.5])
+    assert runs.pinned_ratios(frames, 1) == pytest.approx([0.6])
+
+
+def test_rounds_take_turns_between_the_two_servers_in_mirrored_order(fib_ms):
+    anywhere, pinned = server(), server()
+    parts = runs.rounds(anywhere, pinned, base(), 2, 8, duration_s=3)
+    assert list(parts) == ["round 1, any", "round 1, pinned", "round 2, pinned", "round 2, any"]
+    assert all(p[0]["pattern"] == "sync_select" and p[0]["users"] == 8 for p in parts.values())
+    assert parts["round 2, pinned"][0]["server"] is pinned and parts["round 2, any"][0]["server"] is anywhere
