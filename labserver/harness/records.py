@@ -124,3 +124,20 @@ def answers_per_user(folder: Path | str) -> pd.DataFrame:
         answered = sum(1 for r in records if r.ok)
         rows.append({"user": user, "answered": answered, "failed": len(records) - answered})
     return pd.DataFrame(rows, columns=["user", "answered", "failed"])
+
+
+def bursts(per_user: PerUser, gap_ms: float = 5.0) -> pd.DataFrame:
+    """Replies grouped in bursts: each burst's first reply (epoch s) and size, a new burst after `gap_ms` of silence.
+
+    Users that move in step get their replies together, in bursts as large as the users; users
+    spread over time get theirs one or two at a time.
+    """
+    ends = sorted(r.end for records in per_user for r in records if r.ok)
+    rows: list[dict] = []
+    for end in ends:
+        if rows and (end - rows[-1]["last"]) * 1000 <= gap_ms:
+            rows[-1]["last"] = end
+            rows[-1]["size"] += 1
+        else:
+            rows.append({"first": end, "last": end, "size": 1})
+    return pd.DataFrame(rows, columns=["first", "last", "size"])

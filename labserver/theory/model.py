@@ -10,6 +10,7 @@ the curve between the bounds, for a server whose own CPU per request has been me
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from labserver.theory.demand import Demand
 
 ASYNC = ("sequential", "gather", "processpool")
 GENERATOR = "CPU of the load generator (one core per Locust process)"
+IN_STEP = "GIL (threads in step)"
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,12 @@ def predict(
     if in_worker > 0:
         gil = "GIL (one core per worker)" if workers < cores else "cores"
         limits[gil] = min(limits.get(gil, math.inf), min(workers, cores) / in_worker)
+    if in_step(pattern, users, io, in_worker / tasks, workers * threads):
+        # The GIL shares one core among the computing threads in turns of the switch interval
+        # (processor sharing), so requests that compute together finish together; the worker's
+        # loop, itself waiting its turn, then answers them in one burst, and their users come back
+        # together. The users move in step, and the core sits idle through every io wait they share.
+        limits[IN_STEP] = users / (tasks * io + users * in_worker / min(workers, cores))
     generator = demand.generator_ms / 1000 if measured and demand.generator_ms > 0 else 0.0
     if generator:
         # The load generator is a station too: Locust runs all its users on one core per process,
@@ -125,6 +133,18 @@ def predict(
         # The generator's CPU is not part of the server's service time: it adds to each user's round trip.
         rps = min(rps, closed_loop(users, service - in_worker, stations))
     return Prediction(rps=rps, latency_ms=users / rps * 1000, bottleneck=bottleneck)
+
+
+def in_step(pattern: str, users: int, io_s: float, compute_s: float, threads: int) -> bool:
+    """Whether the thread pool's users move in step: each computes for a turn of the GIL or more between waits.
+
+    A computation shorter than the switch interval (5 ms) finishes within its turn, so the threads
+    compute one after the other and their waits stay spread; a longer one is cut into turns
+    shared with every other computing thread, and they all end together (lesson 03: on fib(25)
+    with a 50 ms sleep, 20 users' replies came back in bursts of up to 20 within 2 ms, every
+    ~260 ms). Users beyond the threads queue instead, which this does not price.
+    """
+    return pattern == "threadpool" and io_s > 0 and compute_s >= sys.getswitchinterval() and users <= threads
 
 
 Station = tuple[float, int]  # a CPU every request visits: (seconds of CPU per visit, cores that serve it)

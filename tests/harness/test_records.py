@@ -146,3 +146,20 @@ def test_an_open_loops_record_keeps_when_it_should_have_left():
     assert late.sent == pytest.approx(10.5) and late.from_intended_ms == pytest.approx(300.0)
     assert Record(10.6, 100.0, True).from_intended_ms == 100.0  # a closed loop's: no schedule
     assert records.parse([[[1.0, 5.0, True, 7, 0, 0.99]]]) == [[Record(1.0, 5.0, True, 7, 0, 0.99)]]
+
+
+def test_bursts_group_replies_closer_than_the_gap():
+    # two users in step (replies 1 ms apart), then a lone reply 100 ms later; a failure is not a reply
+    per_user = [
+        [Record(10.000, 5, True), Record(10.101, 5, True)],
+        [Record(10.001, 5, True), Record(10.050, 5, False)],
+    ]
+    out = records.bursts(per_user, gap_ms=5)
+    assert out["size"].tolist() == [2, 1]
+    assert out["first"].tolist() == [10.000, 10.101]
+
+
+def test_bursts_chain_through_close_replies_and_are_empty_without_any():
+    chain = [[Record(1.000 + i * 0.004, 5, True) for i in range(4)]]  # each 4 ms after the last: one burst
+    assert records.bursts(chain, gap_ms=5)["size"].tolist() == [4]
+    assert records.bursts([], gap_ms=5).empty

@@ -164,6 +164,34 @@ def test_process_pool_workers_still_pay_for_the_framework():
     assert p.bottleneck == "GIL (one core per worker)"
 
 
+def test_threads_computing_longer_than_a_turn_move_in_step():
+    # fib of 10 ms (two 5 ms turns of the GIL) after 50 ms of sleep, 20 users: they compute together,
+    # then sleep together while the core idles: 20 / (0.05 + 20 x 0.01) = 80 req/s, not 1 / 0.01 = 100
+    p = predict("threadpool", users=20, io_ms=50, cpu_n=25, cpu_ms_per_task=10)
+    assert p.rps == pytest.approx(20 / 0.25)
+    assert p.bottleneck == "GIL (threads in step)"
+    # without the wait there is nothing to idle through: the GIL's one core
+    assert predict("threadpool", users=20, io_ms=0, cpu_n=25, cpu_ms_per_task=10).rps == pytest.approx(100)
+
+
+def test_threads_computing_within_a_turn_do_not_move_in_step():
+    # 1 ms of CPU ends within its turn: the threads compute one after another, their waits spread
+    p = predict("threadpool", users=200, io_ms=50, cpu_n=20, cpu_ms_per_task=1, threads=400)
+    assert p.bottleneck == "GIL (one core per worker)"
+    # the event loop never shares its core in turns: async stays at one core's worth
+    assert predict("sequential", users=20, io_ms=50, cpu_n=25, cpu_ms_per_task=10).rps == pytest.approx(100)
+    # users beyond the threads queue for them: not priced as in step
+    assert predict("threadpool", users=60, io_ms=50, cpu_n=25, cpu_ms_per_task=10).bottleneck != "GIL (threads in step)"
+
+
+def test_in_step_is_priced_with_the_measured_demand():
+    from labserver.theory.demand import Demand
+
+    p = predict("threadpool", users=20, io_ms=50, cpu_n=25, demand=Demand(worker_ms=11.0))
+    assert p.rps == pytest.approx(20 / (0.05 + 20 * 0.011))
+    assert p.bottleneck == "GIL (threads in step)"
+
+
 def test_closed_loop_runs_from_littles_law_to_the_bottleneck_law():
     think, demand = 0.1, 0.0005
     assert closed_loop(1, think, [(demand, 1)]) == pytest.approx(1 / (think + demand))
