@@ -8,8 +8,9 @@ priced with `io_ms` alone, which the lesson shows before it runs.
 After a run, the model is priced with the CPU that run measured, as every other lesson's is:
 c, the client's CPU per request (one Python process gets one core at most, the GIL), and s,
 the server's. A request alone then takes S = io + c + s, and a batch lasts at least the
-longest of three times: its waves of S; the client's CPU for all n requests on its one core,
-plus the last one's wait (a burst sends faster than it can be answered, not faster than its
+longest of three times: its waves of S, plus (k − 1) × s for the server to read the k
+requests that arrive at once (the spread every later wave inherits); the client's CPU for all n
+requests on its one core, plus the last one's wait (a burst sends faster than it can be answered, not faster than its
 core allows); and n over the steady rate of `in flight` users queueing for the two CPUs
 (mean-value analysis, `model.closed_loop`).
 """
@@ -85,7 +86,10 @@ def predict_client(
     one = io + c + s  # one request alone, in s
     if one <= 0:
         return Prediction(math.nan, math.nan, "no work to model")
-    walls = {name: math.ceil(requests / in_flight) * one}  # in waves
+    # In waves, after the server has read the first burst: its loop reads the `wanted` requests that
+    # arrive at once one by one (s each), those beyond its slots included, and every wave inherits
+    # that spread. The client's own pace is its CPU's bound, below.
+    walls = {name: math.ceil(requests / in_flight) * one + (wanted - 1) * s}
     if c > 0:
         walls[CLIENT_CPU] = requests * c + io  # every request's client CPU on its one core, then the last reply
         steady = closed_loop(int(in_flight), io, [(c, 1), (s, 1)])  # queueing for both CPUs

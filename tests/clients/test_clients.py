@@ -112,10 +112,18 @@ def test_the_client_cpu_caps_the_rate_and_the_cpus_lengthen_a_wave():
 
 def test_a_burst_is_no_faster_than_its_client_cpu_plus_one_wait():
     # 100 at once: one wave of 50 ms by the concurrency model, but 100 × 0.3 ms of CPU come first
-    p = predict_client("aiohttp", 100, 100, 50, cost=Cost(client_ms=0.3, server_ms=0.3))
+    p = predict_client("aiohttp", 100, 100, 50, cost=Cost(client_ms=0.3, server_ms=0.1))
     assert p.rps == pytest.approx(100 / (100 * 0.0003 + 0.05)) and p.bottleneck == CLIENT_CPU
     pure = predict_client("aiohttp", 100, 100, 50)
     assert pure.rps == pytest.approx(100 / 0.05)
+
+
+def test_the_server_reads_a_burst_one_request_at_a_time_and_every_wave_inherits_the_spread():
+    # 100 at once to 40 threads: 3 waves of 50 + 0.5 + 0.6 ms, after the loop read 99 more requests at 0.6 ms
+    p = predict_client("aiohttp", 100, 100, 50, server_slots=40, cost=Cost(client_ms=0.5, server_ms=0.6))
+    assert p.rps == pytest.approx(100 / (3 * 0.0511 + 99 * 0.0006)) and p.bottleneck == "server threads (40)"
+    # one request in flight: nothing arrives at once, nothing to spread
+    assert predict_client("loop", 10, 1, 50, cost=Cost(0.5, 0.6)).rps == pytest.approx(1 / 0.0511)
 
 
 def test_an_unmeasured_cost_falls_back_to_the_concurrency_model():
