@@ -138,7 +138,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.queue_limit is not None:  # added first: it runs inside InFlight, so a 503 is counted and named
         app.add_middleware(Shed, max_waiting=settings.queue_limit)
     app.add_middleware(InFlight)  # Starlette builds the instance; /info finds it in the middleware stack
-    app.state.gauges = telemetry.Gauges(in_flight=lambda: _in_flight(app), pool=lambda: app.state.pool)
+    # how long the database routes hold a pooled connection (shop.py), for the telemetry to sample
+    app.state.db_held = telemetry.HoldMeter() if settings.database_url else None
+    app.state.gauges = telemetry.Gauges(
+        in_flight=lambda: _in_flight(app), pool=lambda: app.state.pool, held=lambda: app.state.db_held
+    )
 
     for name, endpoint in PATTERNS.items():
         summary = sys.modules[endpoint.__module__].__doc__.splitlines()[0]
@@ -172,7 +176,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "procs": settings.procs,
             "queue_limit": settings.queue_limit,
             "cpus": usable_cpus(),
-            # in_flight, threads_busy and _waiting, pool_running and _queued: what the telemetry samples
+            # in_flight, threads_busy and _waiting, pool_running and _queued, db_held_s and db_uses:
+            # what the telemetry samples
             **app.state.gauges.read(),
             "served": middleware.served if middleware else None,
             "patterns": list(PATTERNS),

@@ -10,21 +10,29 @@ They take the patterns' query parameters (`io_ms` becomes a wait *inside* the da
 `pg_sleep`, which holds the connection but no CPU, like a slow query or a distant server)
 plus `user_id`. The router is included only when the server has a database URL (settings.py);
 its lifespan opens both pools at their full size before the first request and closes them.
+
+Every use of a pooled connection is timed, from the moment the pool lends it to the moment it has it
+back (`lent`), into the app's HoldMeter (`app.state.db_held`): under load a request holds its
+connection longer than alone, and the model prices the connection pool with what this measures.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from psycopg import AsyncConnection, Connection
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from labserver.demo.params import Digits, work_query
+from labserver.demo.telemetry import HoldMeter
 from labserver.demo.work import Work, fib
 
 # The single SELECT: a user's orders (index on orders.user_id).
@@ -104,16 +112,43 @@ async def db_work(
     return work, user_id
 
 
-def _fetch(pool: ConnectionPool, sql: str, user_id: int, io_ms: int) -> list[dict]:
-    with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+# From when the pool lends the connection to when it has it back: the queries, the COMMIT on the way
+# out, the return, and every wait for the worker's GIL or event loop in between. Not the wait for
+# a free connection: that is the queue in front of the pool, not a use of it.
+@contextmanager
+def lent(pool: ConnectionPool, held: HoldMeter) -> Iterator[Connection]:
+    start = None
+    try:
+        with pool.connection() as conn:
+            start = time.perf_counter()
+            yield conn
+    finally:
+        if start is not None:  # a connection that was never lent was not held
+            held.add(time.perf_counter() - start)
+
+
+@asynccontextmanager
+async def alent(pool: AsyncConnectionPool, held: HoldMeter) -> AsyncIterator[AsyncConnection]:
+    start = None
+    try:
+        async with pool.connection() as conn:
+            start = time.perf_counter()
+            yield conn
+    finally:
+        if start is not None:
+            held.add(time.perf_counter() - start)
+
+
+def _fetch(pool: ConnectionPool, held: HoldMeter, sql: str, user_id: int, io_ms: int) -> list[dict]:
+    with lent(pool, held) as conn, conn.cursor(row_factory=dict_row) as cur:
         if io_ms:
             cur.execute(WAIT, {"wait_s": io_ms / 1000})  # holds the connection, not the CPU
         cur.execute(sql, {"user_id": user_id})
         return cur.fetchall()
 
 
-async def _afetch(pool: AsyncConnectionPool, sql: str, user_id: int, io_ms: int) -> list[dict]:
-    async with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+async def _afetch(pool: AsyncConnectionPool, held: HoldMeter, sql: str, user_id: int, io_ms: int) -> list[dict]:
+    async with alent(pool, held) as conn, conn.cursor(row_factory=dict_row) as cur:
         if io_ms:
             await cur.execute(WAIT, {"wait_s": io_ms / 1000})
         await cur.execute(sql, {"user_id": user_id})
@@ -122,14 +157,15 @@ async def _afetch(pool: AsyncConnectionPool, sql: str, user_id: int, io_ms: int)
 
 @router.get("/sync_select", response_model=None, summary="def + ConnectionPool: one SELECT")
 def sync_select(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
-    (work, user_id), pool = q, request.app.state.sync_pool
-    return {"rows": _fetch(pool, USER_ORDERS, user_id, work.io_ms), "pid": os.getpid()}
+    (work, user_id), state = q, request.app.state
+    return {"rows": _fetch(state.sync_pool, state.db_held, USER_ORDERS, user_id, work.io_ms), "pid": os.getpid()}
 
 
 @router.get("/async_select", response_model=None, summary="async def + AsyncConnectionPool: one SELECT")
 async def async_select(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
-    (work, user_id), pool = q, request.app.state.async_pool
-    return {"rows": await _afetch(pool, USER_ORDERS, user_id, work.io_ms), "pid": os.getpid()}
+    (work, user_id), state = q, request.app.state
+    rows = await _afetch(state.async_pool, state.db_held, USER_ORDERS, user_id, work.io_ms)
+    return {"rows": rows, "pid": os.getpid()}
 
 
 def _simulation_reply(products: list[dict], items: list[dict], cpu_n: int) -> dict:
@@ -146,28 +182,32 @@ def _simulation_reply(products: list[dict], items: list[dict], cpu_n: int) -> di
 
 @router.get("/sync_simulation", response_model=None, summary="def: two queries on two threads, then fib(cpu_n)")
 def sync_simulation(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
-    (work, user_id), pool = q, request.app.state.sync_pool
+    (work, user_id), state = q, request.app.state
+    pool, held = state.sync_pool, state.db_held
     # As in the seed: a fresh two-thread executor per request, one connection per query.
     with ThreadPoolExecutor(max_workers=2) as executor:
-        products = executor.submit(_fetch, pool, USER_PRODUCTS, user_id, work.io_ms)
-        items = executor.submit(_fetch, pool, USER_ITEMS, user_id, work.io_ms)
+        products = executor.submit(_fetch, pool, held, USER_PRODUCTS, user_id, work.io_ms)
+        items = executor.submit(_fetch, pool, held, USER_ITEMS, user_id, work.io_ms)
         return _simulation_reply(products.result(), items.result(), work.cpu_n)
 
 
 @router.get("/async_simulation", response_model=None, summary="async def: two queries gathered, then fib(cpu_n)")
 async def async_simulation(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
-    (work, user_id), pool = q, request.app.state.async_pool
+    (work, user_id), state = q, request.app.state
+    pool, held = state.async_pool, state.db_held
     products, items = await asyncio.gather(
-        _afetch(pool, USER_PRODUCTS, user_id, work.io_ms), _afetch(pool, USER_ITEMS, user_id, work.io_ms)
+        _afetch(pool, held, USER_PRODUCTS, user_id, work.io_ms), _afetch(pool, held, USER_ITEMS, user_id, work.io_ms)
     )
     return _simulation_reply(products, items, work.cpu_n)  # fib runs on the event loop, as in the seed
 
 
-@router.get("/db_info", summary="the database pools' state")
+@router.get("/db_info", summary="the database pools' state, and how long their connections were held")
 async def db_info(request: Request) -> dict:
     state = request.app.state
+    held_s, uses = state.db_held.totals()
     return {
         "db_pool": state.settings.db_pool,
         "sync": state.sync_pool.get_stats(),
         "async": state.async_pool.get_stats(),
+        "held": {"held_s": held_s, "uses": uses},  # both pools', since this worker started
     }

@@ -36,8 +36,19 @@ EVERY_S = 0.1
 # ends. By the clock, not by count: a blocked loop samples rarely, and each of its samples matters.
 FLUSH_S = 1.0
 # One sample's fields, in the order the harness writes them; `t` is epoch seconds, the clock of
-# Locust's records, so that a run's window cuts both alike.
-FIELDS = ("t", "in_flight", "threads_busy", "threads_waiting", "pool_running", "pool_queued", "loop_lag_ms")
+# Locust's records, so that a run's window cuts both alike. `db_held_s` and `db_uses` are running totals
+# (a worker with the database routes; null in the others): a run's share is their change over its window.
+FIELDS = (
+    "t",
+    "in_flight",
+    "threads_busy",
+    "threads_waiting",
+    "pool_running",
+    "pool_queued",
+    "db_held_s",
+    "db_uses",
+    "loop_lag_ms",
+)
 
 
 CPU_SUFFIX = ".cpu"
@@ -93,6 +104,29 @@ class CountingPool(ProcessPoolExecutor):
             return []
 
 
+class HoldMeter:
+    """How long a worker's requests held a pooled database connection: seconds in all, and uses.
+
+    psycopg_pool's own `usage_ms` adds each use truncated to whole milliseconds, about 0.5 ms short
+    per use; this keeps the seconds as measured. `def` endpoints add from their threads, hence the lock.
+    """
+
+    def __init__(self):
+        self.held_s = 0.0
+        self.uses = 0
+        self._lock = threading.Lock()
+
+    def add(self, seconds: float) -> None:
+        with self._lock:
+            self.held_s += seconds
+            self.uses += 1
+
+    def totals(self) -> tuple[float, int]:
+        """(seconds held, uses) so far, read together: a use is never half counted."""
+        with self._lock:
+            return self.held_s, self.uses
+
+
 def process_seconds(pid: int) -> float | None:
     """CPU seconds (user + system) of another process so far, from /proc (Linux); None where that cannot be read.
 
@@ -140,7 +174,8 @@ class Gauges:
     """What a worker is doing at one moment, from counters it keeps anyway.
 
     `in_flight` and `pool` are read when asked: the middleware that counts requests and the
-    process pool are both built after the app (by Starlette, by the lifespan).
+    process pool are both built after the app (by Starlette, by the lifespan). `held` is the
+    database routes' HoldMeter, None in a server without them (its db_ fields are then None).
     """
 
     def __init__(
@@ -148,10 +183,12 @@ class Gauges:
         in_flight: Callable[[], int | None],
         pool: Callable[[], CountingPool | None],
         limiter: Callable = anyio.to_thread.current_default_thread_limiter,  # one per event loop: ask in the loop
+        held: Callable[[], HoldMeter | None] = lambda: None,
     ):
         self.in_flight = in_flight
         self.pool = pool
         self.limiter = limiter
+        self.held = held
 
     def read(self) -> dict:
         threads = self.limiter().statistics()
@@ -163,7 +200,15 @@ class Gauges:
             "threads_waiting": threads.tasks_waiting,  # requests queued for a thread
             "pool_running": running,
             "pool_queued": queued,
+            **self._db(),
         }
+
+    def _db(self) -> dict:
+        meter = self.held()
+        if meter is None:
+            return {"db_held_s": None, "db_uses": None}
+        held_s, uses = meter.totals()
+        return {"db_held_s": round(held_s, 6), "db_uses": uses}  # µs: a run's mean hold is a difference of two
 
 
 class Sampler:

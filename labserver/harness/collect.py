@@ -7,6 +7,7 @@ last second; a request belongs to the stage in which it was sent (locustfiles/pa
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import shutil
@@ -48,12 +49,15 @@ def collect(
     predicted: model.Prediction | Callable[[demand.Demand], model.Prediction] | None = None,
     settle: int | list[int] = 2,
     server_cores: int | None = None,
+    held: Callable[[tuple[float, float]], float] | None = None,
 ) -> results.RunResult:
     """One stage's RunResult: its figures, the prediction beside them, and whether it is a valid measurement.
 
     `meters` are Locust's, the server's and the machine's. `settle` is measure.warmup_end's
     `settle_requests`: the replies each user needs before it is in its loop. `server_cores` are
     the usable CPUs of a server on another machine (RemoteServer), None for one on this machine's.
+    `held` gives the mean hold of a pooled database connection in a window (ms; telemetry.db_hold_ms),
+    None for a server without the database routes.
     """
     warmup_s, lesson = options.warmup_s, options.lesson
     cut = measure.warmup_end(per_user, start, warmup_s, settle)  # once every user is in its loop
@@ -85,6 +89,7 @@ def collect(
         m.rps,
         generator_cores=locust_cores,
         generators=options.processes,
+        db_hold_ms=held(window) if held is not None else math.nan,
     )
     p = _prediction(predicted, params, cost, cores, options)
     limit = None if apart else machine_limit(machine_cores, locust_cores, cores)
@@ -121,6 +126,8 @@ def collect(
         "worker_ms": cost.worker_ms,
         "pool_ms": cost.pool_ms,
         "others_ms": cost.others_ms,
+        # a pooled database connection's time per use in the window, which prices the connection pool
+        "db_hold_ms": cost.db_hold_ms,
         "generator_saturated": generator_saturated,
         "window_s": m.window_s,
         "window_start": m.window_start,
@@ -274,6 +281,7 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
             predicted=stage.predicted,
             settle=settle,
             server_cores=None if getattr(stage.server, "same_machine", True) else stage.server.cores(),
+            held=_held(stage.server),
         )
         run_started = datetime.fromtimestamp(begins, UTC).isoformat(timespec="seconds")
         result.manifest.update(
@@ -293,6 +301,13 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
         if cut_short:
             break
     return saved
+
+
+def _held(server) -> Callable[[tuple[float, float]], float] | None:
+    """How to read a window's connection hold from `server`'s telemetry; None for a server without a database."""
+    if not getattr(getattr(server, "settings", None), "database_url", ""):
+        return None
+    return functools.partial(telemetry.db_hold_ms, server)
 
 
 def _open_loop(result: results.RunResult, per_user, window: tuple[float, float], rate: float) -> None:

@@ -5,6 +5,9 @@ While a LabServer runs, each of its workers appends a sample every 100 ms to
 calls `save` for each run: the samples of the run's window go to `telemetry.csv` in its folder,
 one row per worker and sample, with `second` on the clock of the run's history.csv (seconds
 since the run started). `load` reads them back as a DataFrame.
+
+`db_hold_ms` reads, before the run is priced, how long its requests held a pooled database
+connection in its window: the change of the workers' running totals over it (lesson 07).
 """
 
 from __future__ import annotations
@@ -57,8 +60,43 @@ def _save(run_folder: Path, server, start: float, window: tuple[float, float], w
     frame = pd.DataFrame(samples).sort_values(["t", "pid"], ignore_index=True)
     frame["second"] = frame["t"] - start
     path = run_folder / FILE
-    frame[COLUMNS].to_csv(path, index=False)
+    frame.reindex(columns=COLUMNS).to_csv(path, index=False)  # a gauge a worker lacks is left empty
     return path
+
+
+def db_hold_ms(server, window: tuple[float, float], wait_s: float = FLUSH_WAIT_S) -> float:
+    """The mean time a request held a pooled database connection per use within `window` (ms); NaN if unknown.
+
+    From the samples of `server`'s workers in the window (see `hold_ms`); NaN for a server without
+    the database routes or telemetry, and for a folder it cannot read (a warning, as in `save`).
+    """
+    folder = getattr(server, "telemetry_dir", None)
+    first, last = window
+    if folder is None or not Path(folder).is_dir() or math.isnan(first) or math.isnan(last):
+        return math.nan
+    try:
+        if getattr(server, "alive", False):
+            _wait_for(Path(folder), last, wait_s)
+        return hold_ms([s for s in read(Path(folder)) if first <= s["t"] <= last])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        warnings.warn(f"no connection hold measured: {e}", stacklevel=2)
+        return math.nan
+
+
+def hold_ms(samples: list[dict]) -> float:
+    """Seconds held over uses, summed over the workers, between each one's first and last sample (ms).
+
+    Each worker's `db_held_s` and `db_uses` are running totals: its share is their last value less
+    its first. A use counts when its connection is back, whole, in the sample after it ended.
+    NaN when no connection was used (or no worker has the database routes).
+    """
+    held_s, uses = 0.0, 0
+    for pid in {s["pid"] for s in samples}:
+        mine = sorted((s for s in samples if s["pid"] == pid and s.get("db_uses") is not None), key=lambda s: s["t"])
+        if len(mine) >= 2:
+            held_s += mine[-1]["db_held_s"] - mine[0]["db_held_s"]
+            uses += mine[-1]["db_uses"] - mine[0]["db_uses"]
+    return held_s / uses * 1000 if uses > 0 else math.nan
 
 
 def read(folder: Path) -> list[dict]:

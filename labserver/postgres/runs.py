@@ -9,6 +9,7 @@ connection pool and the fib timing.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import statistics
 import time
@@ -49,12 +50,38 @@ def lone_requests(url: str, path: str, n: int = 100, server_pid: int | None = No
     return {"path": path, "service_ms": statistics.median(times), "cpu_ms": cpu, "wall_s": wall}
 
 
+def held(url: str) -> tuple[float, int] | None:
+    """The server's connection hold so far, from /db_info: (seconds held, uses); None where it does not say."""
+    try:
+        with urllib.request.urlopen(url + "/db_info", timeout=10) as reply:
+            totals = json.loads(reply.read())["held"]
+        return float(totals["held_s"]), int(totals["uses"])
+    except (OSError, ValueError, KeyError, TypeError):  # no database routes, or a server from before them
+        return None
+
+
+def hold_ms(before: tuple[float, int] | None, after: tuple[float, int] | None) -> float:
+    """The mean hold per use between two readings of `held` (ms); NaN without both, or without a use."""
+    if before is None or after is None or after[1] <= before[1]:
+        return math.nan
+    return (after[0] - before[0]) / (after[1] - before[1]) * 1000
+
+
 def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataFrame:
-    """Per endpoint: median time of one request alone (`service_ms`) and the worker's CPU for it (`cpu_ms`)."""
+    """Per endpoint: median time of one request alone (`service_ms`), the worker's CPU for it (`cpu_ms`),
+    and how long it held a pooled connection per query (`hold_ms`, its warm-up included; NaN if unknown)."""
     rows = []
     for endpoint in endpoints:
+        before = held(server.url)
         alone = lone_requests(server.url, f"/{endpoint}", n=n, server_pid=server.proc.pid)
-        rows.append({"pattern": endpoint, "service_ms": alone["service_ms"], "cpu_ms": alone["cpu_ms"]})
+        rows.append(
+            {
+                "pattern": endpoint,
+                "service_ms": alone["service_ms"],
+                "cpu_ms": alone["cpu_ms"],
+                "hold_ms": hold_ms(before, held(server.url)),
+            }
+        )
     return pd.DataFrame(rows).set_index("pattern")
 
 
@@ -78,14 +105,17 @@ def predict(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int
 
 
 def priced(args: dict, cost: Demand) -> Prediction:
-    """The run's prediction with the CPU it measured where it ran (see theory.demand).
+    """The run's prediction with the CPU and the connection hold it measured (see theory.demand).
 
     The lone request's wait for the database stays (its time alone less its CPU alone); its CPU,
     fib's and the rest, is the workers' CPU per request in this run; and the whole machine's,
-    PostgreSQL's and Locust's included, bounds what the usable cores serve.
+    PostgreSQL's and Locust's included, bounds what the usable cores serve. Where the connection
+    pool bounds the run, it is priced with the hold per use of a connection in this run
+    (`cost.db_hold_ms`); a run that did not measure it (NaN) keeps the lone request's.
     """
+    hold = {"hold_ms": cost.db_hold_ms}
     if not cost.known:
-        return pools.predict(**args)
+        return pools.predict(**args, **hold)
     wait_ms = args["service_ms"] - args["cpu_ms_per_request"]  # the database's time and the I/O
     measured = {
         **args,
@@ -93,7 +123,7 @@ def priced(args: dict, cost: Demand) -> Prediction:
         "cpu_ms_per_request": cost.worker_ms,
         "machine_ms": cost.machine_ms if math.isfinite(cost.machine_ms) else 0.0,
     }
-    return pools.predict(**measured)
+    return pools.predict(**measured, **hold)
 
 
 def limits(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame) -> dict:

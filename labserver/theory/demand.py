@@ -17,13 +17,19 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Demand:
-    """CPU milliseconds per request, by where they were spent."""
+    """CPU milliseconds per request, by where they were spent; and how long a request held a database connection.
+
+    `db_hold_ms` is no CPU: it is the time one use of a pooled connection took under the run's
+    load, measured in the same window (lesson 07's endpoints; NaN elsewhere). It prices the
+    connection pool's bound as the CPU figures price the cores'.
+    """
 
     worker_ms: float  # in the uvicorn workers: the event loop, its thread pool, FastAPI; under each worker's GIL
     pool_ms: float = 0.0  # in the workers' process pools
     others_ms: float = 0.0  # everything else on the machine meanwhile: Locust, a database, the notebook
     generator_ms: float = 0.0  # of `others_ms`, the load generator's (Locust's): a station every request visits too
     generators: int = 1  # Locust processes: each runs its users on one core (gevent, one thread)
+    db_hold_ms: float = math.nan  # a pooled database connection's time per use, lent to returned
 
     @property
     def machine_ms(self) -> float:
@@ -47,8 +53,10 @@ def measured(
     rps: float,
     generator_cores: float = math.nan,
     generators: int = 1,
+    db_hold_ms: float = math.nan,
 ) -> Demand:
-    """A run's demand from the cores its parts kept busy while it served `rps` requests per second."""
+    """A run's demand from the cores its parts kept busy while it served `rps` requests per second,
+    and the connection hold it measured (`db_hold_ms`, NaN: none)."""
     generator_ms = per_request_ms(generator_cores, rps)
     return Demand(
         worker_ms=per_request_ms(worker_cores, rps),
@@ -56,4 +64,5 @@ def measured(
         others_ms=max(0.0, per_request_ms(others_cores, rps)) if math.isfinite(others_cores) else math.nan,
         generator_ms=generator_ms if math.isfinite(generator_ms) else 0.0,
         generators=max(1, generators),
+        db_hold_ms=db_hold_ms,
     )

@@ -6,10 +6,14 @@ thread, only connections. With service time S (one request alone), Little's law 
 bottleneck law give X = min(users, slots) / S, and the worker's one core caps it at
 1 / (CPU seconds per request): CPU that lone requests measure (`cpu_per_request`).
 
+Under load a request holds its connection longer than alone: between the database's replies it
+waits its turn on the worker's event loop or GIL. A run that measured that hold (`hold_ms`, per
+use of a connection) has the connection pool priced with it: X = connections / hold.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import pandas as pd
@@ -20,6 +24,7 @@ from labserver.demo.routes import SHOP as ENDPOINTS
 from labserver.theory.model import Prediction, cpu_ms
 
 QUERIES = {"select": 1, "simulation": 2}  # connections one request holds at once
+POOL = "connection pool"
 CONVERGED = 0.15  # async / sync within this of 1: the two versions serve alike
 
 
@@ -43,12 +48,15 @@ def limits(
     cpu_ms_per_request: float = 0.0,
     cores: float | None = None,
     machine_ms: float = 0.0,
+    hold_ms: float = math.nan,
 ) -> dict[str, float]:
     """Each bound on a database endpoint's throughput (req/s), by name: what `predict` takes the least of.
 
     `service_ms` is one request's time alone (database wait and CPU included); `cpu_ms_per_request`
     is the worker's CPU for one request (0: not CPU-bound); `machine_ms` the whole machine's CPU
     per request, PostgreSQL's and Locust's included (0: not measured), which the usable cores bound.
+    `hold_ms` is a connection's time per use measured under load; NaN prices the connection pool
+    with the lone request's hold, its time alone less its CPU.
     """
     choice("database endpoint", endpoint, ENDPOINTS)
     cores = cores or cpus.cores()
@@ -56,8 +64,8 @@ def limits(
     cpu = cpu_ms_per_request / 1000
     bounds = {"users": users / s}
     # A connection is held for the request's queries, not its CPU post-processing.
-    hold = max(s - cpu, 1e-6)
-    bounds["connection pool"] = workers * db_pool / QUERIES[kind(endpoint)] / hold
+    hold = hold_ms / 1000 if math.isfinite(hold_ms) else max(s - cpu, 1e-6)
+    bounds[POOL] = workers * db_pool / QUERIES[kind(endpoint)] / hold
     if driver(endpoint) == "sync":
         bounds["thread pool"] = workers * threads / s
     if cpu > 0:
@@ -67,9 +75,17 @@ def limits(
     return bounds
 
 
-def predict(endpoint: str, users: int, service_ms: float, **settings) -> Prediction:
-    """Predicted throughput and mean latency of a database endpoint under `users` closed-loop users (see limits)."""
+def predict(endpoint: str, users: int, service_ms: float, hold_ms: float = math.nan, **settings) -> Prediction:
+    """Predicted throughput and mean latency of a database endpoint under `users` closed-loop users (see limits).
+
+    The lone request's figures say which bound holds. If it is the connection pool and the run
+    measured its connections' hold (`hold_ms`), the pool is priced with that. Not otherwise: on a
+    saturated core the hold grows by the wait for that core, and all of the connections then look
+    busy because the core is; the core is still what bounds the run.
+    """
     bounds = limits(endpoint, users, service_ms, **settings)
+    if min(bounds, key=bounds.get) == POOL and math.isfinite(hold_ms):
+        bounds[POOL] = limits(endpoint, users, service_ms, hold_ms=hold_ms, **settings)[POOL]
     bottleneck = min(bounds, key=bounds.get)
     rps = bounds[bottleneck]
     return Prediction(rps=rps, latency_ms=users / rps * 1000, bottleneck=bottleneck)
@@ -108,7 +124,7 @@ def pool_headroom(bounds: Mapping[str, float], rps: float) -> float:
 
     Far above 1, neither the thread pool nor the connection pool is what holds it back.
     """
-    return min(bounds["thread pool"], bounds["connection pool"]) / rps
+    return min(bounds["thread pool"], bounds[POOL]) / rps
 
 
 def async_over_sync(pairs: Mapping[int, tuple[float, float]]) -> pd.Series:

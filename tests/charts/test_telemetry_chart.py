@@ -25,8 +25,20 @@ def frame(workers=(101, 202), seconds=20):
     for k, pid in enumerate(workers):
         for i in range(seconds):
             second = i / 10 + 0.003 * k
-            rows.append([second, 1000 + second, pid, 10 + k, k + 1, 4, 0, 0, 2.0 + 30 * k])
-    return pd.DataFrame(rows, columns=COLUMNS)
+            rows.append(
+                {
+                    "second": second,
+                    "t": 1000 + second,
+                    "pid": pid,
+                    "in_flight": 10 + k,
+                    "threads_busy": k + 1,
+                    "threads_waiting": 4,
+                    "pool_running": 0,
+                    "pool_queued": 0,
+                    "loop_lag_ms": 2.0 + 30 * k,
+                }
+            )
+    return pd.DataFrame(rows, columns=COLUMNS)  # the database's gauges empty, as in a server without one
 
 
 def test_per_tick_adds_the_workers_up_and_keeps_the_worst_lag():

@@ -3,6 +3,7 @@
 import asyncio
 import json
 import os
+import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from types import SimpleNamespace
@@ -13,7 +14,7 @@ from fastapi.testclient import TestClient
 from labserver.demo import telemetry
 from labserver.demo.app import create_app
 from labserver.demo.settings import Settings
-from labserver.demo.telemetry import FIELDS, CountingPool, Gauges, Sampler
+from labserver.demo.telemetry import FIELDS, CountingPool, Gauges, HoldMeter, Sampler
 
 
 class FakeLimiter:
@@ -94,8 +95,34 @@ def test_gauges_read_the_limiter_the_pool_and_the_requests_in_flight():
         "threads_waiting": 9,
         "pool_running": 2,
         "pool_queued": 5,
+        "db_held_s": None,  # no database routes: nothing to report
+        "db_uses": None,
     }
     assert Gauges(lambda: 0, lambda: None, lambda: FakeLimiter(0, 0)).read()["pool_queued"] == 0  # procs=0
+
+
+def test_the_hold_meter_adds_every_use_from_every_thread():
+    meter = HoldMeter()
+
+    def use(n):
+        for _ in range(n):
+            meter.add(0.25)
+
+    threads = [threading.Thread(target=use, args=(1000,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert meter.totals() == (pytest.approx(1000.0), 4000)
+
+
+def test_gauges_read_the_database_s_hold_where_there_is_one():
+    meter = HoldMeter()
+    meter.add(0.1004)
+    meter.add(0.1052)
+    gauges = Gauges(lambda: 0, lambda: None, lambda: FakeLimiter(0, 0), held=lambda: meter)
+    read = gauges.read()
+    assert (read["db_held_s"], read["db_uses"]) == (pytest.approx(0.2056), 2)
 
 
 def test_a_sample_holds_every_gauge_and_how_late_the_timer_fired(tmp_path):
@@ -107,6 +134,8 @@ def test_a_sample_holds_every_gauge_and_how_late_the_timer_fired(tmp_path):
         "threads_waiting": 12,
         "pool_running": 2,
         "pool_queued": 5,
+        "db_held_s": None,
+        "db_uses": None,
         "loop_lag_ms": pytest.approx(35.0),
     }
     assert tuple(sample) == FIELDS  # the order the harness writes
@@ -157,6 +186,7 @@ def test_info_reports_the_gauges_the_telemetry_samples():
     assert (info["threads_busy"], info["threads_waiting"]) == (0, 0)
     assert (info["pool_running"], info["pool_queued"]) == (0, 0)
     assert info["in_flight"] == 1  # the /info request itself
+    assert (info["db_held_s"], info["db_uses"]) == (None, None)  # a server without the database routes
 
 
 def test_a_worker_given_a_folder_samples_into_it(tmp_path):

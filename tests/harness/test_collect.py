@@ -399,3 +399,56 @@ def test_a_run_whose_workers_joined_counts_the_workers_that_sent_load(runs):
     stages = [Stage(server(), "sequential", users=1, duration_s=10)]
     (result,) = collect.save_plan(stages, ["run-0"], runs, outcome(), Options(processes=2, master="127.0.0.1:5557"))
     assert result.row["processes"] == 3 and result.row["master"] == "127.0.0.1:5557"
+
+
+# lesson 07: how long a run's requests held a pooled database connection, read in its window
+
+
+def test_a_run_reads_its_connection_hold_in_its_window_and_prices_with_it(tmp_path):
+    windows, seen = [], []
+
+    def held(window):
+        windows.append(window)
+        return 104.0
+
+    def priced(cost):
+        seen.append(cost)
+        return Prediction(190.0, 400.0, "connection pool")
+
+    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, held=held, predicted=priced).row
+    assert windows == [(row["window_start"], row["window_start"] + row["window_s"])]  # the CPU's window
+    assert seen[0].db_hold_ms == 104.0 and row["db_hold_ms"] == 104.0
+
+
+def test_a_run_on_a_server_without_a_database_measures_no_hold(tmp_path):
+    assert math.isnan(run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path).row["db_hold_ms"])
+    assert collect._held(server()) is None
+    assert collect._held(SimpleNamespace(settings=None)) is None  # a stand-in
+    assert callable(collect._held(server(database_url="host=nowhere")))
+
+
+def test_each_run_of_a_plan_is_priced_with_the_hold_of_its_own_window(runs, tmp_path):
+    # one worker, 20 connection uses a second: 100 ms each in the first stage, 110 ms in the second
+    folder = tmp_path / "telemetry"
+    folder.mkdir()
+    samples = []
+    for k in range(101):
+        s = k / 10
+        samples.append({"t": T0 + s, "db_held_s": 2.0 * min(s, 5) + 2.2 * max(s - 5, 0), "db_uses": round(20 * s)})
+    (folder / "101.jsonl").write_text("".join(json.dumps(sample) + "\n" for sample in samples))
+    shared = SimpleNamespace(settings=Settings(database_url="host=nowhere"), telemetry_dir=folder, alive=False)
+    seen = []
+
+    def priced(cost):
+        seen.append(cost.db_hold_ms)
+        return Prediction(20.0, 100.0, "connection pool")
+
+    stages = [
+        Stage(shared, "sync_select", users=2, predicted=priced),
+        Stage(shared, "sync_select", 3, predicted=priced),
+    ]
+    records_file(runs, plan_records())
+    first, second = collect.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options(lesson="tests"))
+    assert seen == [pytest.approx(100.0), pytest.approx(110.0)]
+    assert (first.row["db_hold_ms"], second.row["db_hold_ms"]) == (pytest.approx(100.0), pytest.approx(110.0))
+    assert first.manifest["result"]["db_hold_ms"] == first.row["db_hold_ms"]

@@ -125,3 +125,52 @@ def test_an_unreadable_folder_is_a_warning_not_a_lost_run(server, run_folder, mo
     monkeypatch.setattr(telemetry, "read", broken)
     with pytest.warns(UserWarning, match="no telemetry saved in run: disk gone"):
         assert telemetry.save(run_folder, server, start=T0, window=(T0, T0 + 1)) is None
+
+
+# --- the connection hold of lesson 07's database routes: a window's change of running totals
+
+
+def held(t, pid, held_s, uses):
+    return {**sample(t), "pid": pid, "db_held_s": held_s, "db_uses": uses}
+
+
+def test_a_window_s_hold_is_its_seconds_held_over_its_uses_summed_over_the_workers():
+    samples = [
+        held(T0, 101, 10.0, 100),
+        held(T0 + 0.1, 101, 12.0, 120),
+        held(T0 + 0.2, 101, 14.2, 140),  # 101: 4.2 s over 40 uses
+        held(T0, 202, 0.0, 0),
+        held(T0 + 0.2, 202, 1.8, 20),  # 202: 1.8 s over 20
+    ]
+    assert telemetry.hold_ms(samples) == pytest.approx(6.0 / 60 * 1000)  # not the mean of 105 and 90 ms
+
+
+def test_a_window_without_a_use_or_without_the_database_has_no_hold():
+    assert math.isnan(telemetry.hold_ms([held(T0, 101, 1.0, 10), held(T0 + 1, 101, 1.0, 10)]))
+    assert math.isnan(telemetry.hold_ms([sample(T0) | {"pid": 101}, sample(T0 + 1) | {"pid": 101}]))
+    assert math.isnan(telemetry.hold_ms([held(T0, 101, 1.0, 10)]))  # one sample: no change to read
+    nulls = [{**s, "db_held_s": None, "db_uses": None} for s in (held(T0, 1, 0, 0), held(T0 + 1, 1, 0, 0))]
+    assert math.isnan(telemetry.hold_ms(nulls))  # a worker without the database routes samples nulls
+
+
+def test_the_hold_is_cut_to_the_run_s_window(tmp_path):
+    # one worker, 20 uses a second: 100 ms each for 5 s, then 110 ms each
+    folder = tmp_path / "telemetry"
+    ticks = [T0 + k / 10 for k in range(101)]
+    write(
+        folder,
+        101,
+        [held(t, 101, 2.0 * min(t - T0, 5) + 2.2 * max(t - T0 - 5, 0), round(20 * (t - T0))) for t in ticks],
+    )
+    server = SimpleNamespace(telemetry_dir=folder, alive=False)
+    assert telemetry.db_hold_ms(server, (T0 + 1, T0 + 4)) == pytest.approx(100.0)
+    assert telemetry.db_hold_ms(server, (T0 + 6, T0 + 9.5)) == pytest.approx(110.0)
+    assert math.isnan(telemetry.db_hold_ms(server, (math.nan, math.nan)))
+    assert math.isnan(telemetry.db_hold_ms(SimpleNamespace(settings=None), (T0, T0 + 1)))  # no telemetry
+
+
+def test_the_file_of_a_run_keeps_the_hold_s_totals_and_leaves_them_empty_without_a_database(server, run_folder):
+    write(server.telemetry_dir, 303, [held(T0 + k / 10, 303, k * 0.1, k) for k in range(31)])
+    frame = pd.read_csv(telemetry.save(run_folder, server, start=T0, window=(T0 + 1.0, T0 + 2.0)))
+    assert frame.loc[frame["pid"] == 303, "db_uses"].tolist() == list(range(10, 21))
+    assert frame.loc[frame["pid"] != 303, ["db_held_s", "db_uses"]].isna().all().all()

@@ -279,6 +279,16 @@ def test_bounds_and_pools(tiny_app):
     assert info["db_pool"] == 2 and info["sync"]["pool_size"] == 2 and info["async"]["pool_size"] == 2
 
 
+@pytest.mark.slow
+def test_each_use_of_a_connection_is_timed_from_lent_to_returned(tiny_app):
+    before = tiny_app.get("/db_info").json()["held"]
+    tiny_app.get("/sync_select", params={"io_ms": 20})
+    tiny_app.get("/async_simulation", params={"io_ms": 20})
+    after = tiny_app.get("/db_info").json()["held"]
+    assert after["uses"] - before["uses"] == 3  # one SELECT, then two queries at once
+    assert after["held_s"] - before["held_s"] >= 3 * 0.020  # each held its connection through its pg_sleep
+
+
 def test_routes_only_with_a_database():
     paths = set(create_app(Settings(procs=0)).openapi()["paths"])
     assert not paths & {f"/{e}" for e in pools.ENDPOINTS}

@@ -1,11 +1,13 @@
 """Lesson 07's runs without a database: lone requests against a tiny local server, and the plan and
 predictions built from hand-made lone-request figures (`base`) on a stand-in server."""
 
+import json
 import math
 import os
 import threading
 import urllib.error
 from collections import Counter
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
@@ -21,13 +23,19 @@ from labserver.theory.demand import Demand
 
 @pytest.fixture
 def local():
-    """A local HTTP server answering "ok" on every path but /broken; `hits` counts the requests per path."""
+    """A local HTTP server answering "ok" on every path but /broken and /db_info; `hits` counts the requests per path.
+
+    /db_info answers as the database routes do: every request served so far held a connection 2 ms.
+    """
     hits = Counter()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             hits[self.path] += 1
+            served = sum(n for path, n in hits.items() if path != "/db_info")
             status, body = (500, b"no") if self.path == "/broken" else (200, b"ok")
+            if self.path == "/db_info":
+                body = json.dumps({"held": {"held_s": 0.002 * served, "uses": served}}).encode()
             self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -89,9 +97,17 @@ def test_calibrate_gives_one_row_per_endpoint(local):
     stand_in = SimpleNamespace(url=local.url, proc=SimpleNamespace(pid=os.getpid()))
     figures = runs.calibrate(stand_in, ["sync_select", "async_select"], n=5)
     assert list(figures.index) == ["sync_select", "async_select"]
-    assert list(figures.columns) == ["service_ms", "cpu_ms"]
+    assert list(figures.columns) == ["service_ms", "cpu_ms", "hold_ms"]
     assert (figures["service_ms"] > 0).all()
-    assert local.hits == {"/sync_select": 8, "/async_select": 8}
+    assert figures["hold_ms"].tolist() == pytest.approx([2.0, 2.0])  # /db_info before and after each endpoint's
+    assert local.hits == {"/sync_select": 8, "/async_select": 8, "/db_info": 4}
+
+
+def test_a_server_that_does_not_say_how_long_it_held_its_connections_has_no_hold():
+    assert runs.held("http://127.0.0.1:9") is None  # nothing listens on the discard port
+    assert math.isnan(runs.hold_ms(None, (1.0, 10)))
+    assert math.isnan(runs.hold_ms((1.0, 10), (1.0, 10)))  # no use in between
+    assert runs.hold_ms((1.0, 10), (1.5, 15)) == pytest.approx(100.0)
 
 
 def test_limits_add_the_run_s_io_and_fib_to_the_lone_request(fib_ms):
@@ -258,6 +274,32 @@ def test_a_run_is_priced_with_the_cpu_it_measured(fib_ms):
     # and the machine's two cores 2 / 10 ms = 200 req/s too
     assert p.rps == pytest.approx(min(8 / 0.006, 200.0))
     assert p.bottleneck.startswith(("CPU", "cores"))
+
+
+def slow_select():
+    """Part 1's run: 80 users, 100 ms of pg_sleep per query, 20 connections, 40 threads; its `predicted`."""
+    wide = SimpleNamespace(settings=Settings(workers=1, threads=40, db_pool=20, procs=0))
+    (slow,) = runs.plan(wide, ["async_select"], [80], base().assign(service_ms=1.5, cpu_ms=1.0), io_ms=100)
+    return slow["predicted"]
+
+
+def test_the_connection_pool_is_priced_with_the_hold_the_run_measured(fib_ms):
+    priced = slow_select()
+    alone = priced(Demand(worker_ms=1.5, others_ms=1.0))  # held as alone: 1.5 − 1.0 + 100 ms
+    assert alone.bottleneck == "connection pool" and alone.rps == pytest.approx(20 / 0.1005)
+    held = priced(Demand(worker_ms=1.5, others_ms=1.0, db_hold_ms=105.0))
+    assert held.bottleneck == "connection pool" and held.rps == pytest.approx(20 / 0.105)
+    assert held.latency_ms == pytest.approx(80 / held.rps * 1000)
+    # no CPU measured either: the lone figures, and still the hold measured
+    assert priced(Demand(worker_ms=math.nan, db_hold_ms=105.0)).rps == pytest.approx(20 / 0.105)
+
+
+def test_a_hold_measured_where_the_core_is_the_bound_does_not_move_the_prediction(fib_ms):
+    # 8 users of a fast SELECT at 5 ms of CPU each: the core bounds it, at 200 req/s. A connection
+    # held 95 ms (waiting for that core) would price the pool at 21 req/s, but it is not the bound.
+    (fast,) = runs.plan(server(), ["sync_select"], [8], base())
+    cost = Demand(worker_ms=5.0, others_ms=5.0)
+    assert fast["predicted"](replace(cost, db_hold_ms=95.0)) == fast["predicted"](cost)
 
 
 def test_pinned_ratios_pair_each_rounds_sync_runs_pinned_over_any_core():

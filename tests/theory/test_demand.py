@@ -75,3 +75,9 @@ def test_measured_demand_keeps_the_generators_share():
     d = measured(0.5, 0.0, 0.6, 1000, generator_cores=0.55, generators=2)
     assert d.generator_ms == pytest.approx(0.55) and d.generators == 2
     assert measured(0.5, 0.0, 0.6, 1000).generator_ms == 0.0  # not metered: no station
+
+
+def test_a_run_s_demand_carries_the_connection_hold_it_measured():
+    assert measured(0.3, 0.0, 0.1, 200, db_hold_ms=104.0).db_hold_ms == 104.0
+    assert math.isnan(measured(0.3, 0.0, 0.1, 200).db_hold_ms)  # none: a server without a database
+    assert Demand(worker_ms=1.0, db_hold_ms=104.0).machine_ms == 1.0  # a hold is no CPU
