@@ -9,7 +9,8 @@ After a run, the model is priced with the CPU that run measured, as every other 
 c, the client's CPU per request (one Python process gets one core at most, the GIL), and s,
 the server's. A request alone then takes S = io + c + s, and a batch lasts at least the
 longest of three times: its waves of S, plus (k − 1) × s for the server to read the k
-requests that arrive at once (the spread every later wave inherits); the client's CPU for all n
+requests that arrive at once where it reads slower than the client sends (s ≥ c; the spread
+every later wave inherits); the client's CPU for all n
 requests on its one core, plus the last one's wait (a burst sends faster than it can be answered, not faster than its
 core allows); and n over the steady rate of `in flight` users queueing for the two CPUs
 (mean-value analysis, `model.closed_loop`).
@@ -86,10 +87,12 @@ def predict_client(
     one = io + c + s  # one request alone, in s
     if one <= 0:
         return Prediction(math.nan, math.nan, "no work to model")
-    # In waves, after the server has read the first burst: its loop reads the `wanted` requests that
-    # arrive at once one by one (s each), those beyond its slots included, and every wave inherits
-    # that spread. The client's own pace is its CPU's bound, below.
-    walls = {name: math.ceil(requests / in_flight) * one + (wanted - 1) * s}
+    # In waves, after the server has read the first burst: where it reads slower than the client
+    # sends (s ≥ c), the `wanted` requests pile up and its loop reads them one by one, those beyond
+    # its slots included, and every wave inherits that spread. Where the client is the slower side,
+    # the requests arrive at its pace instead: that is its CPU's bound, below.
+    spread = (wanted - 1) * s if s >= c else 0.0
+    walls = {name: math.ceil(requests / in_flight) * one + spread}
     if c > 0:
         walls[CLIENT_CPU] = requests * c + io  # every request's client CPU on its one core, then the last reply
         steady = closed_loop(int(in_flight), io, [(c, 1), (s, 1)])  # queueing for both CPUs

@@ -122,6 +122,9 @@ def test_the_server_reads_a_burst_one_request_at_a_time_and_every_wave_inherits_
     # 100 at once to 40 threads: 3 waves of 50 + 0.5 + 0.6 ms, after the loop read 99 more requests at 0.6 ms
     p = predict_client("aiohttp", 100, 100, 50, server_slots=40, cost=Cost(client_ms=0.5, server_ms=0.6))
     assert p.rps == pytest.approx(100 / (3 * 0.0511 + 99 * 0.0006)) and p.bottleneck == "server threads (40)"
+    # a client slower than the server (c > s) sends at its own pace: no pile-up at the server, its CPU bounds it
+    slow = predict_client("threadpool", 100, 100, 50, server_slots=40, cost=Cost(client_ms=1.5, server_ms=0.9))
+    assert slow.rps == pytest.approx(100 / (100 * 0.0015 + 0.05)) and slow.bottleneck == CLIENT_CPU
     # one request in flight: nothing arrives at once, nothing to spread
     assert predict_client("loop", 10, 1, 50, cost=Cost(0.5, 0.6)).rps == pytest.approx(1 / 0.0511)
 
