@@ -185,10 +185,16 @@ class Findings:
     pool_rps: float  # the requests thread pool, `high` threads, `big` requests, both endpoints: req/s
     pool_cpu: float  # ... and its client CPU, in cores
     pool_async: float  # ... on the async endpoint alone: req/s
+    pool_async_model: float  # ... and the model's, priced with that run's CPU
     aio: dict[str, float]  # aiohttp, `high` in flight, `big` requests: req/s per endpoint (pattern)
     aio_model: dict[str, float]  # ... and the model's
     requests_ms: float  # client CPU per request with requests, in ms
     aiohttp_ms: float  # ... and with aiohttp
+
+    @property
+    def library_gap(self) -> float:
+        """How many times the requests the model expects aiohttp to get from the async endpoint over the thread pool."""
+        return self.aio_model["sequential"] / self.pool_async_model
 
     @property
     def model_gap(self) -> float:
@@ -210,6 +216,7 @@ def findings(frame: pd.DataFrame, patterns: list[str], concurrency: list[int], c
         pool_rps=pick(frame, "rps", client="threadpool", **top),
         pool_cpu=pick(frame, "client_cpu", client="threadpool", **top),
         pool_async=pick(frame, "rps", client="threadpool", pattern="sequential", **top),
+        pool_async_model=pick(frame, "predicted_rps", client="threadpool", pattern="sequential", **top),
         aio={p: pick(frame, "rps", client="aiohttp", pattern=p, **top) for p in patterns},
         aio_model={p: pick(frame, "predicted_rps", client="aiohttp", pattern=p, **top) for p in patterns},
         requests_ms=pick(frame, "client_ms", library="requests"),
