@@ -59,6 +59,18 @@ def share_busy(frame: pd.DataFrame, by: str = "pattern", how: str = "mean", core
     return usage(frame, cores).groupby(by)["busy"].agg(how)
 
 
+def cost_ratio(frame: pd.DataFrame, by: str, base, other) -> float:
+    """Mean CPU per request of the runs whose `by` is in `base` over that of those whose `by` is in `other`.
+
+    Below 1 where `other`'s requests cost more: on a machine whose cores compute slower when all
+    of them are busy (a laptop's turbo, a VM's shared host), the runs that use every core pay
+    that. `base` and `other` are a value of `by` or a list of them.
+    """
+    cost = usage(frame).groupby(by)["cpu_ms_per_request"].mean()
+    base, other = (key if isinstance(key, list) else [key] for key in (base, other))
+    return float(cost.loc[base].mean() / cost.loc[other].mean())
+
+
 def cpu_bound(frame: pd.DataFrame, at: float = SATURATED, cores: int | None = None) -> pd.Series:
     """Whether each run kept the cores its pattern can use busy (measured, from `server_cpu`)."""
     return usage(frame, cores)["busy"] >= at

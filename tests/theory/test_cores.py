@@ -185,3 +185,18 @@ def test_headroom_in_words():
     assert second == (
         "Locust used 0.50 cores to send those 1000 req/s; at 4,000 it would need about 2.0, on a machine with 2."
     )
+
+
+def test_cost_ratio_sets_one_group_s_cpu_per_request_over_another_s():
+    runs = pd.DataFrame(
+        {
+            "pattern": ["sequential", "threadpool", "processpool", "processpool"],
+            "workers": [1, 1, 1, 1],
+            "procs": [2, 2, 2, 2],
+            "rps": [100.0, 100.0, 200.0, 200.0],
+            "server_cpu": [1.0, 1.2, 2.0, 2.4],  # 10, 12, 10 and 12 ms per request
+        }
+    )
+    # the one-core patterns' mean (11 ms) over the pool's mean (11 ms), and a group over another
+    assert cores.cost_ratio(runs, "pattern", ["sequential", "threadpool"], "processpool") == pytest.approx(1.0)
+    assert cores.cost_ratio(runs, "pattern", "sequential", "threadpool") == pytest.approx(10 / 12)
