@@ -12,14 +12,22 @@ import pandas as pd
 
 from labserver.charts import plots
 
-LOOPS = {"open loop": "#0173b2", "closed loop": "#de8f05", "model": "black"}
+LOOPS = {"open loop": "#0173b2", "closed loop": "#de8f05", "model": "black", "replay": "#d55e00"}
 
 
-def over_time(series: dict[str, pd.DataFrame], title: str, model: pd.DataFrame | None = None, ax=None) -> plt.Figure:
+def over_time(
+    series: dict[str, pd.DataFrame],
+    title: str,
+    model: pd.DataFrame | None = None,
+    replay: pd.DataFrame | None = None,
+    ax=None,
+) -> plt.Figure:
     """Each request's latency (dots) against when it was meant to leave (open) or left (closed), with a rolling p95.
 
     `series` maps a label to a frame of `t_s` and `latency_ms`; `model`, if given, a frame of
-    `t_s` and `latency_ms` drawn as a dashed line.
+    `t_s` and `latency_ms` drawn as a dashed line (the fluid model); `replay`, the same frame of
+    each request as the queue replayed on the open loop's arrivals answers it, drawn as its
+    rolling mean.
     """
     fig, ax = plots.axes(ax)
     for label, frame in series.items():
@@ -31,10 +39,20 @@ def over_time(series: dict[str, pd.DataFrame], title: str, model: pd.DataFrame |
         ax.plot(frame["t_s"], rolling, "-", color=color, label=f"{label}: p95 of the last {window} requests")
     if model is not None:
         ax.plot(model["t_s"], model["latency_ms"], "--", color=LOOPS["model"], label="model: S + (ρ − 1) t")
+    if replay is not None:
+        # its mean, not a p95: the claim reads the means, and the replay's only spread is its schedule's
+        replay = replay.sort_values("t_s")
+        ax.plot(replay["t_s"], _rolling_mean(replay), "-", lw=1.5, color=LOOPS["replay"], zorder=5,
+                label="the same queue replayed on the open loop's arrivals: mean")  # fmt: skip
     ax.set(title=title, xlabel="time in the run (s)", ylabel="latency (ms)")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize="small")
     return fig
+
+
+def _rolling_mean(frame: pd.DataFrame) -> pd.Series:
+    """Latency's mean over 1/40 of the requests (at least 5) around each, in the frame's order (sorted by `t_s`)."""
+    return frame["latency_ms"].rolling(max(5, len(frame) // 40), center=True, min_periods=1).mean()
 
 
 def against_rho(measured: pd.DataFrame, model: pd.DataFrame, title: str, ax=None) -> plt.Figure:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from labserver.harness.records import PerUser
+from labserver.harness.records import PerUser, Record
+from labserver.theory import queueing
 
 ON_TIME = 0.02  # the sends may fall short of the schedule by this share, in every third of the window
 
@@ -181,6 +182,26 @@ def thirds(loops: dict[str, tuple[PerUser, tuple[float, float]]]) -> pd.DataFram
         for statistic in ("mean", "p95")
     }
     return pd.DataFrame(columns, index=["first third", "middle third", "last third"])
+
+
+def replayed(per_user: PerUser, service_s: float, hold_s: float, slots: int) -> PerUser:
+    """An open loop's records as the queue model answers the same arrivals: latency S + its wait (`queueing.replay`).
+
+    Every request, answered or not, takes its slot in turn; each keeps its measured `ok`, so that
+    the model and the measurement are averaged over the same requests.
+    """
+    sent = [r for user in per_user for r in user]
+    if any(r.intended is None for r in sent):
+        raise ValueError("replayed needs an open loop's records: each with the time it was meant to leave")
+    waits = iter(queueing.replay([r.intended for r in sent], hold_s, slots))
+    out: PerUser = []
+    for user in per_user:
+        answered = []
+        for r in user:
+            latency_s = service_s + next(waits)
+            answered.append(Record(r.intended + latency_s, latency_s * 1000, r.ok, intended=r.intended))
+        out.append(answered)
+    return out
 
 
 def growth_s_per_s(first_ms: float, last_ms: float, window: tuple[float, float]) -> float:

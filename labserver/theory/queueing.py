@@ -19,7 +19,9 @@ Every function takes seconds and requests per second, and returns seconds.
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from labserver.checks import positive, whole
@@ -91,6 +93,25 @@ def overload_latency_s(rate: float, service_s: float, slots: int, t_s: float) ->
     The backlog drains at c / S per second, so it waits backlog × S / c = (ρ − 1) t.
     """
     return service_s + backlog(rate, service_s, slots, t_s) * service_s / slots
+
+
+def replay(arrivals_s: Sequence[float], hold_s: float, slots: int) -> list[float]:
+    """Each arrival's wait for a slot (s), in the order given: `slots` slots, first come first served, held `hold_s`.
+
+    (ρ − 1) t is this queue's average over every Poisson schedule. One run's schedule has chance
+    runs of early and late arrivals that move a request's wait by a tenth of a second and more
+    (√(λ t) arrivals, each 1/capacity s of wait); replayed on the run's own arrival times, the
+    queue carries them too, and what is left between it and the measurement is the server.
+    """
+    positive("hold_s", hold_s)
+    whole("slots", slots, 1)
+    free = [0.0] * slots  # when each slot is next free: a heap, its root the soonest
+    waits = [0.0] * len(arrivals_s)
+    for i in sorted(range(len(arrivals_s)), key=arrivals_s.__getitem__):
+        start = max(arrivals_s[i], heapq.heappop(free))
+        heapq.heappush(free, start + hold_s)
+        waits[i] = start - arrivals_s[i]
+    return waits
 
 
 def shed_share(rate: float, service_s: float, slots: int, limit: int) -> float:

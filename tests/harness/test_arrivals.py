@@ -122,3 +122,19 @@ def test_one_stall_moves_a_thirds_p95_but_not_its_mean_much():
     assert p95_first == pytest.approx(200.0) and p95_last == pytest.approx(50.0)
     assert mean_first == pytest.approx(50.0 + 150.0 * 25 / 300, rel=0.02) and mean_last == pytest.approx(50.0)
     assert arrivals.row(a)["mean_first_third_ms"] == a.mean_thirds_ms[0]
+
+
+def test_replayed_answers_the_same_arrivals_as_the_queue_would():
+    measured = [_schedule(100, 9, lambda t: 0.05, ok=lambda t: t < 8)]  # 100 arrivals a second, every 10 ms
+    calm = arrivals.replayed(measured, service_s=0.012, hold_s=0.008, slots=1)  # ρ = 0.8 on one slot
+    assert [len(u) for u in calm] == [len(u) for u in measured]
+    assert [r.intended for r in calm[0]] == [r.intended for r in measured[0]]
+    assert [r.ok for r in calm[0]] == [r.ok for r in measured[0]]  # averaged over the same requests
+    # below capacity no arrival waits: latency is the service S alone, counted from the intended time
+    assert [r.from_intended_ms for r in calm[0]] == pytest.approx([12.0] * len(calm[0]))
+    over = arrivals.replayed(measured, service_s=0.012, hold_s=0.015, slots=1)  # ρ = 1.5
+    first, _, last = arrivals.by_third(over, 0.0, 9.0, "mean")
+    # the wait grows 0.5 s a second; the last third counts only the answered (t < 8): centres 1.5 s and 7 s
+    assert arrivals.growth_s_per_s(first, last, (0.0, 9.0)) == pytest.approx(0.5 * (7 - 1.5) / 6, rel=0.01)
+    with pytest.raises(ValueError, match="open loop"):
+        arrivals.replayed([[Record(1.0, 10.0, True)]], 0.01, 0.01, 1)

@@ -78,3 +78,32 @@ def test_predict_open_serves_every_arrival_below_capacity_and_capacity_above():
     shedding = queueing.predict_open(300, 0.1, 20, limit=20)  # ρ 1.5, K = 20
     assert shedding.rps == pytest.approx(300 * (1 - queueing.shed_share(300, 0.1, 20, 20)))
     assert shedding.latency_ms == pytest.approx(200)  # its own service after one round of the 20 ahead
+
+
+def test_replay_serves_first_come_first_served_on_fixed_slots():
+    # two slots held 1 s: the third arrival waits for the first slot, the fourth for the second
+    assert queueing.replay([0.0, 0.0, 0.5, 0.6], 1.0, 2) == pytest.approx([0.0, 0.0, 0.5, 0.4])
+    # order given is kept: the waits come back in the caller's order, not the sorted one
+    assert queueing.replay([0.6, 0.0, 0.5, 0.0], 1.0, 2) == pytest.approx([0.4, 0.0, 0.5, 0.0])
+    # below capacity, spaced arrivals never wait
+    assert queueing.replay([k * 0.6 for k in range(10)], 1.0, 2) == [0.0] * 10
+    with pytest.raises(ValueError, match="hold_s"):
+        queueing.replay([0.0], 0.0, 2)
+
+
+def test_replay_of_an_even_overload_is_the_fluid_model():
+    s, c, rate = 0.1, 20, 240.0  # ρ = 1.2
+    times = [k / rate for k in range(int(rate * 10))]
+    waits = queueing.replay(times, s, c)
+    # 9 s in, the wait is (ρ − 1) t, within one slot's turn
+    i = int(rate * 9)
+    assert waits[i] == pytest.approx(queueing.overload_latency_s(rate, s, c, times[i]) - s, abs=s / c * 2)
+
+
+def test_replay_carries_a_schedules_chance_run():
+    s, c = 0.1, 20
+    even = [k / 240 for k in range(2400)]
+    bunched = sorted(even + [5.0] * 40)  # 40 extra arrivals at once, 5 s in
+    after = queueing.replay(bunched, s, c)[bunched.index(5.0) + 40 + 10]
+    before = queueing.replay(even, s, c)[even.index(5.0) + 10]
+    assert after - before == pytest.approx(40 * s / c, rel=0.05)  # 40 more ahead, each 1/capacity s
