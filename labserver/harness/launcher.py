@@ -25,7 +25,7 @@ import time
 import urllib.error
 import urllib.request
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from labserver.demo import cpus
@@ -60,6 +60,10 @@ class Server:
     def cores(self) -> int:
         """The CPUs its workers may use: the lab's own, for a server on this machine."""
         return cpus.cores()
+
+    def neighbours(self) -> list[int]:
+        """Processes on this machine that serve it (a database): kept off its cores when it is pinned (isolate.py)."""
+        return []
 
     @property
     def url(self) -> str:
@@ -108,6 +112,8 @@ class LabServer(Server):
         this start's (removed at stop); each run keeps its share (harness/telemetry.py). False: none.
     queue_limit : load shedding (lesson 08): a request that would wait behind this many others for a
         thread gets 503 with Retry-After at once; None: every request waits its turn.
+    neighbours : the pids of processes that serve it (a database's), asked at each run; pinned
+        (`cpus`), its runs keep them, and Locust, on the other usable CPUs (harness/isolate.py).
     """
 
     def __init__(
@@ -121,6 +127,7 @@ class LabServer(Server):
         cpus: list[int] | None = None,
         telemetry: bool = True,
         queue_limit: int | None = None,
+        neighbours: Callable[[], list[int]] | None = None,
     ):
         if cpus is not None:
             check_cpus(cpus)  # here too: an empty list would otherwise read as "not pinned"
@@ -146,6 +153,10 @@ class LabServer(Server):
         self.ready_s: float | None = None
         self.telemetry = telemetry
         self.telemetry_dir: Path | None = None
+        self._neighbours = neighbours
+
+    def neighbours(self) -> list[int]:
+        return self._neighbours() if self._neighbours is not None else []
 
     def meter(self) -> CpuMeter:
         return CpuMeter(self.proc.pid)  # the whole tree: the workers and their pool processes

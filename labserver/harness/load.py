@@ -31,6 +31,7 @@ from labserver.demo.settings import Settings
 from labserver.demo.work import check_bounds, fib_calls
 from labserver.harness import feed, launcher, notebook, procs, records, results
 from labserver.harness.collect import save_plan
+from labserver.harness.isolate import Isolation
 from labserver.harness.launcher import LabServer, Server, ServerError, running
 from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter
 from labserver.harness.plan import Meters, Options, Outcome, Stage
@@ -226,9 +227,10 @@ def run_plan(
         _say_join(master, processes, join_timeout_s)
     started_at = datetime.now(UTC)
     locust: list[subprocess.Popen] = []  # filled in the spawner thread: a Ctrl-C cannot separate process and handle
-    meters, status, failing, ended = None, "ok", True, None
+    meters, status, failing, ended, isolation = None, "ok", True, None, None
     try:
         procs.spawn(cmd, tmp / "locust.log", cwd=ROOT, on_start=locust.append)
+        isolation = Isolation(locust[0].pid, stages)  # a pinned server's core is its own (isolate.py)
         # One Locust process: its CPU, measured here. Several: the master's, measured here, and
         # each worker's as it reports it (LocustMeter), for workers that may be on other machines.
         alone = processes == 1 and master is None
@@ -237,8 +239,9 @@ def run_plan(
         wait_s = join_timeout_s if master is not None else 0.0
         log = tmp / "locust.log"
         status, ended = _watch(
-            locust[0], servers, stages, meters, text, live, wait_s=wait_s, log=log, processes=processes
-        )
+            locust[0], servers, stages, meters, text, live, wait_s=wait_s, log=log, processes=processes,
+            isolation=isolation,
+        )  # fmt: skip
         if master is not None and feed.GAVE_UP in procs.tail(tmp / "locust.log", 50):
             status, ended = f"too few Locust workers joined in {join_timeout_s:g} s", time.time()
         failing = False
@@ -249,6 +252,8 @@ def run_plan(
         status, ended = f"failed ({type(e).__name__})", time.time()
         raise
     finally:
+        if isolation is not None:
+            isolation.release()
         if locust:
             procs.stop_tree(locust[0], grace_s=3)  # SIGTERM first: Locust writes what it measured so far
         dead = [s for s in servers if not s.alive] if status == "server died" else []
@@ -331,12 +336,14 @@ def _watch(
     wait_s: float = 0.0,
     log: Path | None = None,
     processes: int = 1,
+    isolation: Isolation | None = None,
 ) -> tuple[str, float | None]:
     """Wait for Locust to finish, sampling CPU and checking the servers; return the status and when it went wrong.
 
     Meanwhile `text` shows a text bar (a terminal; tqdm's notebook bar needs ipywidgets, and a
     notebook has the live chart instead), and `live` feeds its watcher about once a second.
     `wait_s` is how long a master may wait for its `processes` workers first; its `log` says how many came.
+    `isolation` places the other processes for each stage as it comes (a pinned server's core is its own).
     """
     meters = [meters.locust, *meters.servers.values(), meters.machine]
     total_s = sum(s.duration_s for s in stages)
@@ -358,6 +365,8 @@ def _watch(
                 elif bar is not None:
                     bar.set_description_str(f"waiting for Locust workers: {waiting}", refresh=False)
                     bar.refresh()
+            if isolation is not None and log is not None:
+                isolation.tick(clock(), log)
             if bar is not None and not wait_s:
                 elapsed = clock() - started
                 s = stages[min(bisect.bisect_right(ends, elapsed), len(stages) - 1)]

@@ -44,9 +44,15 @@ SERVER_OPTIONS = {
 }
 
 
-def lab_server(database_url: str, db_pool: int = DB_POOL_DEFAULT, **settings) -> LabServer:
-    """A LabServer (not yet started) that also serves the database routes against `database_url`."""
-    server = LabServer(**settings)
+def lab_server(
+    database_url: str, db_pool: int = DB_POOL_DEFAULT, database: Database | None = None, **settings
+) -> LabServer:
+    """A LabServer (not yet started) that also serves the database routes against `database_url`.
+
+    `database`, the lab's cluster behind that URL: a server pinned to a core (`cpus`) keeps its
+    processes off that core during its runs, as it does Locust (harness/isolate.py).
+    """
+    server = LabServer(**settings, neighbours=database.pids if database is not None else None)
     server.settings = replace(server.settings, database_url=database_url, db_pool=db_pool)
     server.settings.check()
     return server
@@ -178,6 +184,10 @@ class Database:
                     pass
             procs.stop_tree(self.proc)
         _running.discard(self)
+
+    def pids(self) -> list[int]:
+        """The root of the private cluster's process tree (its backends below it); none for an external server."""
+        return [self.proc.pid] if self.alive and not self.external else []
 
     def log_tail(self, lines: int = 30) -> str:
         return f"--- last lines of {self.log_path} ---\n{procs.tail(self.log_path, lines)}"

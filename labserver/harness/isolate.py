@@ -1,0 +1,94 @@
+"""A pinned server's core is its own while its run is measured.
+
+A server pinned to one core (lesson 07's `cpus=[n]`) is meant to be measured on that core. The
+processes that share the machine with it are not pinned: Locust and PostgreSQL float over every
+core, and the kernel puts them on the pinned one too. On the 2-core VM lesson 07 was written on,
+they took 7–12% of it: the pinned server kept 0.87–0.93 of its core busy with 1,000 users
+waiting, and measured that share of what its CPU per request predicts. With Locust and the
+database kept on the other cores during its runs, it kept 0.96–0.98 busy.
+
+So while a stage of a plan loads a pinned server on this machine, the load generator's processes
+and the server's `neighbours` (LabServer.neighbours: a database's, say) run on the usable CPUs
+it is not pinned to; when a stage loads a server that is not pinned, they get every usable CPU
+back. Where no CPU is left over (one usable CPU, or a server pinned to all of them), nothing moves.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import itertools
+import os
+from pathlib import Path
+
+import psutil
+
+from labserver.demo import cpus
+from labserver.harness import procs
+
+STARTED = "Ramping to"  # Locust's log line as its users start: the plan's stages count from here
+
+
+def others(server) -> tuple[int, ...]:
+    """The usable CPUs that `server` is not pinned to; () when it is not pinned, or none are left."""
+    pinned = getattr(getattr(server, "settings", None), "cpus", None)
+    if not pinned or not getattr(server, "same_machine", True):
+        return ()
+    return tuple(c for c in cpus.usable_cpus() if c not in pinned)
+
+
+def place(pids: list[int], where: tuple[int, ...]) -> None:
+    """Every thread of each process in `pids`, and of its children, may run on `where` only."""
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            tree = psutil.Process(pid)
+            for proc in [tree, *tree.children(recursive=True)]:
+                # sched_setaffinity(pid) moves one thread: each thread of the process is moved
+                for thread in proc.threads():
+                    with contextlib.suppress(OSError):  # a thread that ended in between
+                        os.sched_setaffinity(thread.id, where)
+
+
+class Isolation:
+    """Keeps the generator and a pinned server's neighbours off its cores, stage by stage (`tick`)."""
+
+    def __init__(self, generator_pid: int, stages: list):
+        self.generator_pid = generator_pid
+        self.stages = stages
+        self.ends = list(itertools.accumulate(stage.duration_s for stage in stages))
+        self.pinned = any(others(stage.server) for stage in stages)
+        self.servers = {id(stage.server): stage.server for stage in stages}
+        self.started: float | None = None  # when Locust's users started, by the caller's clock
+        self.current: tuple[int, ...] | None = None  # where the others run now; None: untouched
+
+    def tick(self, now: float, log: Path) -> None:
+        """Place the others for the stage Locust is in: its log says when the first began (`STARTED`).
+
+        Called every quarter second: a new stage's placement lags its start by that much at most,
+        inside the stage's warm-up, which its window leaves out.
+        """
+        if not self.pinned:
+            return
+        if self.started is None:
+            if STARTED not in procs.tail(log, 20):
+                return
+            self.started = now
+        self.follow(self.stages[min(bisect.bisect_right(self.ends, now - self.started), len(self.stages) - 1)])
+
+    def follow(self, stage) -> None:
+        """Place the others for `stage`: off its server's cores if it is pinned, else on every usable CPU."""
+        if not self.pinned:
+            return
+        where = others(stage.server) or tuple(cpus.usable_cpus())
+        if where != self.current:
+            place([self.generator_pid, *self._neighbours()], where)
+            self.current = where
+
+    def release(self) -> None:
+        """Every usable CPU back to whatever was moved (the database outlives the run)."""
+        if self.current is not None:
+            place([self.generator_pid, *self._neighbours()], tuple(cpus.usable_cpus()))
+            self.current = None
+
+    def _neighbours(self) -> list[int]:
+        return [pid for server in self.servers.values() for pid in getattr(server, "neighbours", lambda: [])()]

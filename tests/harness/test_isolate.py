@@ -1,0 +1,134 @@
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from labserver.demo import cpus
+from labserver.harness import isolate
+
+USABLE = tuple(cpus.usable_cpus())
+needs_two = pytest.mark.skipif(len(USABLE) < 2, reason="placing a process off a pinned core needs two usable CPUs")
+
+# a parent with a thread and a child: `place` must reach every thread of the whole tree
+TREE = """
+import subprocess, sys, threading, time
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print(child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def _server(pinned=None, same_machine=True, neighbours=()):
+    return SimpleNamespace(
+        settings=SimpleNamespace(cpus=pinned), same_machine=same_machine, neighbours=lambda: list(neighbours)
+    )
+
+
+def _stage(server, duration_s=1.0):
+    return SimpleNamespace(server=server, duration_s=duration_s)
+
+
+def _affinities(pid: int) -> set[tuple[int, ...]]:
+    return {tuple(sorted(os.sched_getaffinity(int(tid)))) for tid in os.listdir(f"/proc/{pid}/task")}
+
+
+@pytest.fixture
+def tree():
+    parent = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    yield parent.pid, child
+    for pid in (child, parent.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+    parent.wait()
+
+
+def test_others_are_the_usable_cpus_a_pinned_server_leaves():
+    assert isolate.others(_server()) == ()  # not pinned: nothing to keep off
+    assert isolate.others(_server(pinned=USABLE)) == ()  # pinned to all of them: nowhere else to go
+    assert isolate.others(_server(pinned=(USABLE[-1],), same_machine=False)) == ()  # another machine's cores
+    assert isolate.others(SimpleNamespace()) == ()  # a server with no settings (remote)
+    if len(USABLE) > 1:
+        assert isolate.others(_server(pinned=(USABLE[-1],))) == USABLE[:-1]
+
+
+@needs_two
+def test_place_moves_every_thread_of_a_process_tree(tree):
+    parent, child = tree
+    isolate.place([parent], USABLE[:1])
+    assert _affinities(parent) == {USABLE[:1]} and _affinities(child) == {USABLE[:1]}
+    isolate.place([parent], USABLE)
+    assert _affinities(parent) == {USABLE} and _affinities(child) == {USABLE}
+    isolate.place([2**22 + 7], USABLE)  # a process that is gone is no error
+
+
+@needs_two
+def test_isolation_follows_the_stage_locust_is_in_and_gives_every_cpu_back(tree, tmp_path):
+    generator, neighbour = tree
+    pinned, free = _server(pinned=(USABLE[-1],), neighbours=[neighbour]), _server()
+    isolation = isolate.Isolation(generator, [_stage(free, 1.0), _stage(pinned, 1.0), _stage(free, 1.0)])
+    log = tmp_path / "locust.log"
+    log.write_text("Starting Locust\n")
+    isolation.tick(100.0, log)  # Locust not started yet: nothing moves
+    assert isolation.current is None and _affinities(generator) == {USABLE}
+    log.write_text("Starting Locust\nRamping to 10 users at a rate of 10.00 per second\n")
+    isolation.tick(100.5, log)  # stage 1 from here: a free server, every CPU
+    assert isolation.current == USABLE
+    isolation.tick(101.6, log)  # stage 2: the pinned server's core is its own
+    assert _affinities(generator) == {USABLE[:-1]} and _affinities(neighbour) == {USABLE[:-1]}
+    isolation.tick(102.7, log)  # stage 3: back on every CPU
+    assert _affinities(generator) == {USABLE} and _affinities(neighbour) == {USABLE}
+    isolation.tick(101.6, log)
+    isolation.release()  # the run is over: the database outlives it on every CPU
+    assert _affinities(neighbour) == {USABLE} and isolation.current is None
+
+
+def test_a_plan_without_a_pinned_server_moves_nothing(tmp_path):
+    log = tmp_path / "locust.log"
+    log.write_text("Ramping to 10 users\n")
+    isolation = isolate.Isolation(os.getpid(), [_stage(_server())])
+    started = time.monotonic()
+    isolation.tick(started, log)
+    isolation.release()
+    assert isolation.current is None and isolation.started is None  # not even the log was read
+
+
+@pytest.mark.slow
+@needs_two
+def test_a_pinned_servers_run_keeps_locust_off_its_core_and_an_unpinned_ones_does_not():
+    import psutil
+
+    from labserver.harness import load
+    from labserver.harness.launcher import LabServer
+
+    seen: dict[int, set[tuple[int, ...]]] = {}  # Locust's pid: the affinities its threads had during the run
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            for p in psutil.process_iter(["cmdline"]):
+                if "locust" in " ".join(p.info["cmdline"] or []) and p.pid != os.getpid():
+                    with contextlib.suppress(OSError, psutil.Error):
+                        seen.setdefault(p.pid, set()).update(_affinities(p.pid))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        with LabServer(procs=0, cpus=[USABLE[-1]]) as pinned, LabServer(procs=0) as free:
+            run = {"pattern": "sequential", "users": 2, "io_ms": 10}
+            plan = [run, {**run, "server": free}]  # the first on the pinned server, the second on the other
+            rows = load.run_plan(pinned, plan, duration_s=3, warmup_s=1, lesson="tests-isolate")
+    finally:
+        done.set()
+        watcher.join()
+    assert all(r.row["valid"] for r in rows), [r.row["problems"] for r in rows]
+    everything = set().union(*seen.values())
+    assert USABLE[:-1] in everything  # while the pinned server was loaded
+    assert USABLE in everything  # while the other was
