@@ -311,6 +311,19 @@ def current_stage(now: float) -> int | None:
     return None
 
 
+def stage_now() -> tuple[float, int, dict] | None:
+    """(now, the running stage's index, the stage); None once the plan is over, after a short sleep.
+
+    Locust's --run-time stops the test a moment after the plan's end: until then a user idles.
+    """
+    now = time.time()
+    i = current_stage(now)
+    if i is None:
+        gevent.sleep(0.1)
+        return None
+    return now, i, PLAN[i]
+
+
 class PatternMixin:
     wait_time = constant(0)  # closed loop: the next request leaves as soon as the reply arrives
 
@@ -321,12 +334,10 @@ class PatternMixin:
         RECORDS.append(self.records)
 
     def call(self):
-        now = time.time()
-        i = current_stage(now)
-        if i is None:  # the plan is over: Locust's --run-time stops the test in a moment
-            gevent.sleep(0.1)
+        running = stage_now()
+        if running is None:
             return
-        stage = PLAN[i]
+        now, i, stage = running
         if self.index >= stage["users"]:  # not needed in this stage: wait for the next one
             gevent.sleep(max(0.001, T0[0] + stage["start_s"] + stage["duration_s"] - now))
             return
@@ -399,12 +410,10 @@ class ArrivalUser(PatternMixin, FastHttpUser):
 
     @task
     def schedule(self):
-        now = time.time()
-        i = current_stage(now)
-        if i is None:  # the plan is over: Locust's --run-time stops the test in a moment
-            gevent.sleep(0.1)
+        running = stage_now()
+        if running is None:
             return
-        stage = PLAN[i]
+        now, i, stage = running
         ends = T0[0] + stage["start_s"] + stage["duration_s"]
         if self.index > 0 or not stage.get("rate") or self.stage == i:  # one schedule per process and stage
             gevent.sleep(max(0.001, ends - now))
