@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from labserver.demo import cpus
-from labserver.harness import arrivals, measure, records, results, telemetry
+from labserver.harness import arrivals, isolate, measure, records, results, telemetry
 from labserver.harness.meters import CpuMeter, MachineMeter
 from labserver.harness.plan import Meters, Options, Outcome, Stage
 from labserver.theory import demand, model
@@ -283,6 +283,10 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
             server_cores=None if getattr(stage.server, "same_machine", True) else stage.server.cores(),
             held=_held(stage.server),
         )
+        kept_off = isolate.others(stage.server)  # where isolate.py put Locust and the neighbours meanwhile
+        if kept_off:
+            note = f"Locust and the server's neighbours ran on CPU {','.join(map(str, kept_off))}, off its cores"
+            result.row["notes"] = "; ".join(n for n in (result.row["notes"], note) if n)  # the manifest's too
         run_started = datetime.fromtimestamp(begins, UTC).isoformat(timespec="seconds")
         result.manifest.update(
             started_at=run_started,

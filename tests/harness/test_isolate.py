@@ -129,6 +129,9 @@ def test_a_pinned_servers_run_keeps_locust_off_its_core_and_an_unpinned_ones_doe
         done.set()
         watcher.join()
     assert all(r.row["valid"] for r in rows), [r.row["problems"] for r in rows]
+    # each run says where the others ran: the pinned server's, and only its
+    assert f"ran on CPU {','.join(map(str, USABLE[:-1]))}, off its cores" in rows[0].row["notes"]
+    assert "off its cores" not in rows[1].row["notes"]
     everything = set().union(*seen.values())
     assert USABLE[:-1] in everything  # while the pinned server was loaded
     assert USABLE in everything  # while the other was
