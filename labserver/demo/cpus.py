@@ -8,6 +8,7 @@ takes the smaller of the two; the model, the settings' defaults and the claims u
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from pathlib import Path
@@ -126,8 +127,9 @@ def check_cpus(cpus) -> None:
         raise ValueError(f"cpus must be a list of CPUs from {usable}, got {cpus!r}")
 
 
-def pin(cpus) -> None:
-    """Pin every thread of this process to `cpus`; the threads and processes it starts later inherit that."""
-    # sched_setaffinity(0) pins only the calling thread: set it for each thread already running too.
-    for tid in os.listdir("/proc/self/task"):
-        os.sched_setaffinity(int(tid), cpus)
+def pin(cpus, pid: int | str = "self") -> None:
+    """Pin every thread of a process (this one by default) to `cpus`; what it starts later inherits that."""
+    # sched_setaffinity(pid) pins only that one thread: set it for each thread already running too.
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended in between
+            os.sched_setaffinity(int(tid), cpus)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import itertools
-import os
 from pathlib import Path
 
 import psutil
@@ -40,13 +39,10 @@ def others(server) -> tuple[int, ...]:
 def place(pids: list[int], where: tuple[int, ...]) -> None:
     """Every thread of each process in `pids`, and of its children, may run on `where` only."""
     for pid in pids:
-        with contextlib.suppress(psutil.Error):
+        with contextlib.suppress(psutil.Error, OSError):  # a process that ended in between
             tree = psutil.Process(pid)
             for proc in [tree, *tree.children(recursive=True)]:
-                # sched_setaffinity(pid) moves one thread: each thread of the process is moved
-                for thread in proc.threads():
-                    with contextlib.suppress(OSError):  # a thread that ended in between
-                        os.sched_setaffinity(thread.id, where)
+                cpus.pin(where, proc.pid)
 
 
 class Isolation:
@@ -91,4 +87,4 @@ class Isolation:
             self.current = None
 
     def _neighbours(self) -> list[int]:
-        return [pid for server in self.servers.values() for pid in getattr(server, "neighbours", lambda: [])()]
+        return [pid for server in self.servers.values() for pid in server.neighbours()]
