@@ -74,6 +74,14 @@ SENT: list[bool] = []  # a worker's: its records went to the master (once)
 REPORTED: set[int] = set()  # a master's: the workers whose records it has
 ENDING: list[bool] = []  # a master's: the plan is over and its workers were told to stop
 REPORTS_WAIT_S = 10.0  # how long a master waits for its workers' records after telling them to stop
+# The youngest objects are collected every 5,000 net allocations, not Python's 700 nor the server's
+# 100,000 (labserver/demo/app.py). At 700, hundreds of users holding a request's objects reach the
+# count by chance many times a second, and each pass walks their live objects to free nothing. But
+# `requests` (HttpUser) leaves ~45 objects of cyclic garbage per request: at 100,000 they piled up
+# for a second and one pass freed ~88,000 of them in 54-110 ms, a stall in which no reply was read
+# and every user waited (HttpUser at 200 users: 0.86-0.91 of the model, 8-12 ms of extra latency).
+# At 5,000 the same GC time (~370 ms over two runs) came in passes of 6 ms at most: 0.96-0.97.
+GC_THRESHOLD0 = 5_000
 # A worker sends load only to the hosts named here (set by `python -m labserver worker`): the
 # master's own host unless its user allowed more. Not a Locust option, which a master could override.
 TARGETS_ENV = "LAB_WORKER_TARGETS"
@@ -144,11 +152,8 @@ def start_plan(stages: list[dict]) -> float:
     # A full garbage collection walks every object Locust's imports made: 20-80 ms here, during
     # which no reply is read. Every request in flight waits it out, and a closed loop of equal
     # waits repeats the gap forever after. Frozen objects are left out of every collection.
-    # And the youngest objects are collected every 100,000 net allocations, not 700: with hundreds
-    # of users each holding a request's objects, the count reaches 700 by chance many times a
-    # second, and each pass walks every user's live objects to free nothing (as in labserver/demo/app.py).
     gc.freeze()
-    gc.set_threshold(100_000, *gc.get_threshold()[1:])
+    gc.set_threshold(GC_THRESHOLD0, *gc.get_threshold()[1:])
     T0[:] = [time.time()]
     return start
 
