@@ -10,7 +10,6 @@ draws nothing: in a notebook the watcher is the chart labserver/__init__.py regi
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import dataclasses
 import glob
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from labserver.harness.plan import stage_at
 
 if TYPE_CHECKING:
     from labserver.harness.plan import Stage
@@ -203,8 +204,7 @@ class PlanSoFar:
         if self.t0 is None:  # Locust is starting: no request yet
             return Snapshot((self.run(0),), 0, len(self.stages), 0.0, self.stages[0].duration_s, started=False)
         elapsed = now - self.t0
-        i = min(bisect.bisect_right(self.begins, elapsed) - 1, len(self.stages) - 1)
-        i = max(i, 0)
+        i = stage_at(self.stages, elapsed)
         into = min(max(elapsed - self.begins[i], 0.0), self.stages[i].duration_s)
         runs = tuple(self.run(k) for k in range(i + 1))
         return Snapshot(runs, i, len(self.stages), into, self.stages[i].duration_s)

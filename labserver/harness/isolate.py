@@ -15,15 +15,14 @@ back. Where no CPU is left over (one usable CPU, or a server pinned to all of th
 
 from __future__ import annotations
 
-import bisect
 import contextlib
-import itertools
 from pathlib import Path
 
 import psutil
 
 from labserver.demo import cpus
 from labserver.harness import procs
+from labserver.harness.plan import stage_at
 
 STARTED = "Ramping to"  # Locust's log line as its users start: the plan's stages count from here
 
@@ -51,7 +50,6 @@ class Isolation:
     def __init__(self, generator_pid: int, stages: list):
         self.generator_pid = generator_pid
         self.stages = stages
-        self.ends = list(itertools.accumulate(stage.duration_s for stage in stages))
         self.pinned = any(others(stage.server) for stage in stages)
         self.servers = {id(stage.server): stage.server for stage in stages}
         self.started: float | None = None  # when Locust's users started, by the caller's clock
@@ -69,7 +67,7 @@ class Isolation:
             if STARTED not in procs.tail(log, 20):
                 return
             self.started = now
-        self.follow(self.stages[min(bisect.bisect_right(self.ends, now - self.started), len(self.stages) - 1)])
+        self.follow(self.stages[stage_at(self.stages, now - self.started)])
 
     def follow(self, stage) -> None:
         """Place the others for `stage`: off its server's cores if it is pinned, else on every usable CPU."""

@@ -9,9 +9,7 @@ are paid once per plan, not once per run. collect.py turns what it wrote into fi
 
 from __future__ import annotations
 
-import bisect
 import contextlib
-import itertools
 import json
 import math
 import os
@@ -34,7 +32,7 @@ from labserver.harness.collect import save_plan
 from labserver.harness.isolate import Isolation
 from labserver.harness.launcher import LabServer, Server, ServerError, running
 from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter
-from labserver.harness.plan import Meters, Options, Outcome, Stage
+from labserver.harness.plan import Meters, Options, Outcome, Stage, stage_at
 from labserver.paths import LOCUSTFILES, ROOT
 from labserver.theory import model
 from labserver.theory.demand import Demand
@@ -349,7 +347,6 @@ def _watch(
     total_s = sum(s.duration_s for s in stages)
     deadline = clock() + wait_s + total_s + 30  # start-up and shutdown with room to spare
     started = clock()
-    ends = list(itertools.accumulate(s.duration_s for s in stages))
     with _text_bar(total_s, text) as bar:
         while proc.poll() is None:
             for meter in meters:
@@ -369,8 +366,9 @@ def _watch(
                 isolation.tick(clock(), log)
             if bar is not None and not wait_s:
                 elapsed = clock() - started
-                s = stages[min(bisect.bisect_right(ends, elapsed), len(stages) - 1)]
-                run = f"run {stages.index(s) + 1}/{len(stages)}: " if len(stages) > 1 else ""
+                i = stage_at(stages, elapsed)
+                s = stages[i]
+                run = f"run {i + 1}/{len(stages)}: " if len(stages) > 1 else ""
                 bar.set_description_str(f"{run}{s.pattern} · {s.users} users", refresh=False)
                 bar.n = min(total_s, round(elapsed))
                 bar.refresh()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -52,6 +54,12 @@ class Stage:
     def locust(self) -> dict:
         """What the locustfile needs of this stage."""
         return {**{k: getattr(self, k) for k in LOCUST_KEYS}, "host": self.server.url}
+
+
+def stage_at(stages: Sequence[Stage], elapsed_s: float) -> int:
+    """The index of the stage running `elapsed_s` s into the plan: the first before it starts, the last once it ends."""
+    ends = itertools.accumulate(stage.duration_s for stage in stages)
+    return min(bisect.bisect_right(list(ends), elapsed_s), len(stages) - 1)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,9 @@
-"""A plan's order of runs: mirrored rounds, so that a drift in the machine's speed falls on every run alike."""
+"""A plan's order of runs (mirrored rounds, so that a drift in the machine's speed falls on every run alike),
+and which of its stages runs when."""
 
-from labserver.harness.plan import mirrored
+from types import SimpleNamespace
+
+from labserver.harness.plan import mirrored, stage_at
 
 
 def test_mirrored_rounds_reverse_every_other_round():
@@ -17,3 +20,10 @@ def test_mirrored_leaves_the_items_alone():
     items = ["a", "b"]
     mirrored(items, 2)
     assert items == ["a", "b"]
+
+
+def test_the_stage_at_a_moment_of_the_plan():
+    stages = [SimpleNamespace(duration_s=d) for d in (5, 3, 4)]
+    assert [stage_at(stages, t) for t in (0, 4.99, 5, 7.99, 8, 11.9)] == [0, 0, 1, 1, 2, 2]
+    assert stage_at(stages, -1) == 0  # before the plan starts: its first stage
+    assert stage_at(stages, 60) == 2  # after it ends: its last
