@@ -26,7 +26,7 @@ PROFILES: dict[str, dict[str, dict]] = {
     },
     "03_cpu_bound": {
         "quick": {},
-        "full": {"rounds": 4, "sweep_cpu_n": [15, 17, 19, 23], "duration_s": 10},
+        "full": {"rounds": 4, "sweep_cpu_n": [15, 17, 19, 20], "duration_s": 10},
         "smoke": {"rounds": 1, "sweep_cpu_n": [15], "duration_s": 2},
     },
     "05_blocking": {
