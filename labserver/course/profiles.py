@@ -12,7 +12,7 @@ PROFILES: dict[str, dict[str, dict]] = {
     "00_start_here": {
         "quick": {},
         "full": {"users": [50, 100, 200, 400, 800], "duration_s": 15},
-        "smoke": {"users": [5, 10], "requests_users": [10], "duration_s": 2},
+        "smoke": {"users": [5, 10], "requests_users": [10], "ceiling_users": 20, "duration_s": 2},
     },
     "01_async_vs_sync": {
         "quick": {},
