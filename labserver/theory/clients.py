@@ -8,9 +8,9 @@ priced with `io_ms` alone, which the lesson shows before it runs.
 After a run, the model is priced with the CPU that run measured, as every other lesson's is:
 c, the client's CPU per request (one Python process gets one core at most, the GIL), and s,
 the server's. A request alone then takes S = io + c + s, and a batch lasts at least the
-longest of three times: its waves of S, plus (k − 1) × s for the server to read the k
-requests that arrive at once where it reads slower than the client sends (s ≥ c; the spread
-every later wave inherits); the client's CPU for all n
+longest of three times: its waves of S, plus (k − 1) × max(c, s) for the first k requests to
+get through one at a time, at the pace of the slower side (the spread every later wave
+inherits; none if the slots free faster than they fill); the client's CPU for all n
 requests on its one core, plus the last one's wait (a burst sends faster than it can be answered, not faster than its
 core allows); and n over the steady rate of `in flight` users queueing for the two CPUs
 (mean-value analysis, `model.closed_loop`).
@@ -87,11 +87,17 @@ def predict_client(
     one = io + c + s  # one request alone, in s
     if one <= 0:
         return Prediction(math.nan, math.nan, "no work to model")
-    # In waves, after the server has read the first burst: where it reads slower than the client
-    # sends (s ≥ c), the `wanted` requests pile up and its loop reads them one by one, those beyond
-    # its slots included, and every wave inherits that spread. Where the client is the slower side,
-    # the requests arrive at its pace instead: that is its CPU's bound, below.
-    spread = (wanted - 1) * s if s >= c else 0.0
+    # In waves, after the first burst has got through: its `wanted` requests pass one at a time,
+    # at the pace of the slower side, and every wave inherits that spread. Where the server is
+    # the slower side (s ≥ c), its loop reads them one by one, those beyond its slots included.
+    # Where the client is, and the server's slots hold fewer than it sends, the slots' waves start
+    # only as the client gets its burst out (c each: aiohttp opens all its connections first;
+    # lesson 06 saw its first reply from 40 threads at 77-80 ms, not 50). With no such slots the
+    # client's pace is its CPU's bound, below; and if a slot frees before the slots fill, no
+    # wave forms at all: each request is served as it arrives, at the client's pace.
+    pace = max(c, s)
+    piles_up = s >= c or in_flight < wanted
+    spread = (wanted - 1) * pace if piles_up and in_flight * pace < one else 0.0
     walls = {name: math.ceil(requests / in_flight) * one + spread}
     if c > 0:
         walls[CLIENT_CPU] = requests * c + io  # every request's client CPU on its one core, then the last reply

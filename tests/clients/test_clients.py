@@ -118,11 +118,17 @@ def test_a_burst_is_no_faster_than_its_client_cpu_plus_one_wait():
     assert pure.rps == pytest.approx(100 / 0.05)
 
 
-def test_the_server_reads_a_burst_one_request_at_a_time_and_every_wave_inherits_the_spread():
+def test_a_burst_gets_through_at_the_slower_sides_pace_and_every_wave_inherits_the_spread():
     # 100 at once to 40 threads: 3 waves of 50 + 0.5 + 0.6 ms, after the loop read 99 more requests at 0.6 ms
     p = predict_client("aiohttp", 100, 100, 50, server_slots=40, cost=Cost(client_ms=0.5, server_ms=0.6))
     assert p.rps == pytest.approx(100 / (3 * 0.0511 + 99 * 0.0006)) and p.bottleneck == "server threads (40)"
-    # a client slower than the server (c > s) sends at its own pace: no pile-up at the server, its CPU bounds it
+    # the client the slower side (c > s): the burst gets through at its pace, and the waves inherit that
+    sender = predict_client("aiohttp", 100, 100, 50, server_slots=40, cost=Cost(client_ms=0.31, server_ms=0.3))
+    assert (
+        sender.rps == pytest.approx(100 / (3 * 0.05061 + 99 * 0.00031)) and sender.bottleneck == "server threads (40)"
+    )
+    # so slow that a thread frees before the 40 fill (40 × 1.5 ms > 52.4 ms): no waves, each served as it
+    # arrives, and the client's CPU bounds it
     slow = predict_client("threadpool", 100, 100, 50, server_slots=40, cost=Cost(client_ms=1.5, server_ms=0.9))
     assert slow.rps == pytest.approx(100 / (100 * 0.0015 + 0.05)) and slow.bottleneck == CLIENT_CPU
     # one request in flight: nothing arrives at once, nothing to spread
