@@ -333,3 +333,13 @@ def test_a_client_run_is_priced_with_the_cpu_it_measured():
     assert row["concurrency_rps"] == pytest.approx(pure.rps) and row["predicted_rps"] < pure.rps
     failed = client_runs._row("r", params, {}, "client failed", 0.0, math.inf, pure, "now")
     assert failed["predicted_rps"] == pytest.approx(pure.rps) and failed["priced_by"] == "concurrency alone"
+
+
+def test_the_servers_own_cpu_report_is_used_when_both_readings_have_it():
+    from labserver.clients.runs import _cpu_delta
+
+    # the server's own report (ns) over /proc's ticks of 10 ms
+    assert _cpu_delta((1.0002, 1.00), (1.0317, 1.04)) == pytest.approx(0.0315)
+    # one reading without it: both from /proc, never one of each
+    assert _cpu_delta((None, 1.00), (1.0317, 1.04)) == pytest.approx(0.04)
+    assert _cpu_delta((1.0002, 1.00), (None, 1.03)) == pytest.approx(0.03)
