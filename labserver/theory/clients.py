@@ -10,7 +10,7 @@ c, the client's CPU per request (one Python process gets one core at most, the G
 the server's. A request alone then takes S = io + c + s, and a batch lasts at least the
 longest of three times: its waves of S, plus (k − 1) × max(c, s) for the first k requests to
 get through one at a time, at the pace of the slower side (the spread every later wave
-inherits; none if the slots free faster than they fill); the client's CPU for all n
+inherits; none if it outlasts a request, when no wave forms); the client's CPU for all n
 requests on its one core, plus the last one's wait (a burst sends faster than it can be answered, not faster than its
 core allows); and n over the steady rate of `in flight` users queueing for the two CPUs
 (mean-value analysis, `model.closed_loop`).
@@ -90,14 +90,16 @@ def predict_client(
     # In waves, after the first burst has got through: its `wanted` requests pass one at a time,
     # at the pace of the slower side, and every wave inherits that spread. Where the server is
     # the slower side (s ≥ c), its loop reads them one by one, those beyond its slots included.
-    # Where the client is, and the server's slots hold fewer than it sends, the slots' waves start
-    # only as the client gets its burst out (c each: aiohttp opens all its connections first;
-    # lesson 06 saw its first reply from 40 threads at 77-80 ms, not 50). With no such slots the
-    # client's pace is its CPU's bound, below; and if a slot frees before the slots fill, no
-    # wave forms at all: each request is served as it arrives, at the client's pace.
+    # Where the client is, its burst leaves c apart, whether the server's slots wait for it
+    # (aiohttp opens all its connections first: lesson 06 saw its first reply from 40 threads at
+    # 77-80 ms, not 50) or not: a `requests` thread pool of 10 started its threads 15 ms apart
+    # (9 x its 1.65 ms per request), and its last thread ended 15 ms after its first. If the
+    # spread outlasts a request (a slot frees before the slots fill, or the client's core is
+    # busy from one wave to the next), no wave forms at all: the CPU bound below takes over, as it
+    # does for a lone burst at the client's pace (its CPU for the whole batch, then one wait).
     pace = max(c, s)
-    piles_up = s >= c or in_flight < wanted
-    spread = (wanted - 1) * pace if piles_up and in_flight * pace < one else 0.0
+    lone_burst = c > s and in_flight >= wanted and requests <= in_flight
+    spread = (wanted - 1) * pace if in_flight * pace < one and not lone_burst else 0.0
     walls = {name: math.ceil(requests / in_flight) * one + spread}
     if c > 0:
         walls[CLIENT_CPU] = requests * c + io  # every request's client CPU on its one core, then the last reply
