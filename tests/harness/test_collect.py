@@ -374,6 +374,14 @@ def test_a_run_whose_requests_time_out_is_not_judged_by_its_rate(tmp_path):
     assert row["priced_by"] == "not modelled"
 
 
+def test_a_full_machine_is_a_note_where_the_server_kept_its_cores_busy(tmp_path):
+    # lesson 07's pinned server: its core busy, Locust and the database on the other, the model at its GIL
+    meters = (cpu_meter({1: 0.55}), cpu_meter({7: 0.97}), machine_meter(1000.0))
+    at_its_core = Prediction(40.0, 50.0, "GIL (one core per worker)")
+    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=meters, predicted=at_its_core).row
+    assert row["valid"] and "the machine was the limit" in row["notes"]
+
+
 def test_a_full_machine_is_a_note_where_the_model_puts_the_run_at_the_machine_s_cores(tmp_path):
     meters = (cpu_meter({1: 0.5}), cpu_meter({7: 0.5}), machine_meter(1000.0))
     at_machine = Prediction(40.0, 50.0, "cores (the machine's, shared)")
