@@ -58,6 +58,7 @@ PROFILES: dict[str, dict[str, dict]] = {
             "sweep_cpu_n": [10, 15],
             "duration_s": 2,
             "pinned_rounds": 1,
+            "sweep_rounds": 1,
         },
     },
     # 08's quick runs take about 90 s; `full` sweeps ρ finer and overloads for longer.

@@ -286,6 +286,31 @@ def rounds(anywhere: LabServer, pinned: LabServer, base: pd.DataFrame, count: in
             for r, (where, each) in mirrored(servers, count)}  # fmt: skip
 
 
+def sweep_rounds(server: LabServer, endpoints: list[str], base: pd.DataFrame, count: int, users: int,
+                 depths: list[int], **load) -> dict:  # fmt: skip
+    """`count` more rounds of the sweep's shallowest and deepest depths, `endpoints` in mirrored order.
+
+    Parts named "sweep round r" (r from 1), for run_parts; `load` is plan's. The sync version's
+    CPU per request at the deepest depth moves from run to run (its threads' turns on the GIL:
+    43 or 59 ms at fib(28) on the 2-core VM), so a claim on the two ends takes the median over
+    the rounds (see `edge_rounds`).
+    """
+    ends = [min(depths), max(depths)]
+    return {f"sweep round {r}": plan(server, endpoints if r % 2 == 0 else endpoints[::-1], [users], base,
+                                     cpu_n=ends, **load)
+            for r in range(1, count)}  # fmt: skip
+
+
+def edge_rounds(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
+    """pools.edge_kept round by round: round 0 is part 3's own sweep ("sweep"), then `sweep_rounds`'."""
+    parts = ["sweep", *(f"sweep round {r}" for r in range(1, count))]
+    kept = []
+    for part in parts:
+        rps = frames[part].pivot_table(index="cpu_n", columns="driver", values="rps")
+        kept.append(pools.edge_kept((rps["async"] / rps["sync"]).to_dict()))
+    return kept
+
+
 def pinned_ratios(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
     """The sync version's CPU per request pinned / on any core, round by round.
 

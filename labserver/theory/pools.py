@@ -114,6 +114,17 @@ def converges_at(ratios: dict[int, float], tolerance: float = CONVERGED) -> int 
     return found
 
 
+def edge_kept(ratios: Mapping[int, float]) -> float:
+    """What is left at the deepest depth of the async edge at the shallowest: (async / sync − 1) deep over shallow.
+
+    0: the edge is gone at the deepest depth; 1: fib took none of it; NaN where async had no edge
+    to lose at the shallowest depth (async / sync ≤ 1 there).
+    """
+    shallow, deep = min(ratios), max(ratios)
+    edge = ratios[shallow] - 1
+    return (ratios[deep] - 1) / edge if edge > 0 else math.nan
+
+
 def cpu_takes_over(depths: list[int], overhead_ms: float) -> int | None:
     """The shallowest depth at which fib(depth) costs more CPU than the rest of the request (`overhead_ms`)."""
     return next((n for n in sorted(depths) if cpu_ms(n) >= overhead_ms), None)

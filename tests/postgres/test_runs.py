@@ -325,3 +325,28 @@ def test_rounds_take_turns_between_the_two_servers_in_mirrored_order(fib_ms):
     assert list(parts) == ["round 1, any", "round 1, pinned", "round 2, pinned", "round 2, any"]
     assert all(p[0]["pattern"] == "sync_select" and p[0]["users"] == 8 for p in parts.values())
     assert parts["round 2, pinned"][0]["server"] is pinned and parts["round 2, any"][0]["server"] is anywhere
+
+
+def test_sweep_rounds_repeat_the_two_ends_of_the_sweep_in_mirrored_order(fib_ms):
+    simulations = ["sync_simulation", "async_simulation"]
+    table = pd.concat([base(), pd.DataFrame({"service_ms": [5.0], "cpu_ms": [4.0]}, index=["sync_simulation"])])
+    parts = runs.sweep_rounds(server(), simulations, table, 3, 8, [15, 20, 28], duration_s=3)
+    assert list(parts) == ["sweep round 1", "sweep round 2"]  # round 0 is part 3's own sweep
+    order = {name: [(r["cpu_n"], r["pattern"]) for r in p] for name, p in parts.items()}
+    assert order["sweep round 1"] == [(15, "async_simulation"), (15, "sync_simulation"),
+                                      (28, "async_simulation"), (28, "sync_simulation")]  # fmt: skip
+    assert order["sweep round 2"] == [(15, "sync_simulation"), (15, "async_simulation"),
+                                      (28, "sync_simulation"), (28, "async_simulation")]  # fmt: skip
+    assert all(r["users"] == 8 for p in parts.values() for r in p)
+    assert runs.sweep_rounds(server(), simulations, table, 1, 8, [15, 28]) == {}
+
+
+def test_edge_rounds_give_what_is_left_of_the_async_edge_round_by_round():
+    def sweep(shallow_sync, deep_sync):  # async at 300 req/s (fib 15) and 30 req/s (fib 28) in every round
+        return pd.DataFrame({"cpu_n": [15, 15, 28, 28], "driver": ["sync", "async", "sync", "async"],
+                             "rps": [shallow_sync, 300.0, deep_sync, 30.0]})  # fmt: skip
+
+    frames = {"sweep": sweep(150.0, 25.0), "sweep round 1": sweep(100.0, 20.0), "sweep round 2": sweep(200.0, 30.0)}
+    # edges: 1 and 0.2; 2 and 0.5; 0.5 and 0
+    assert runs.edge_rounds(frames, 3) == pytest.approx([0.2, 0.25, 0.0])
+    assert runs.edge_rounds(frames, 1) == pytest.approx([0.2])

@@ -1,5 +1,7 @@
 """Lesson 07's pool model: the helpers its notebook reads (headroom, seed ratios, convergence band)."""
 
+import math
+
 import pandas as pd
 import pytest
 
@@ -26,6 +28,12 @@ def test_convergence_uses_the_band_the_charts_draw():
     assert pools.CONVERGED == 0.15
     assert pools.converges_at({15: 1.5, 20: 1.3, 25: 1.14, 30: 1.05}) == 25
     assert pools.converges_at({15: 1.5, 30: 1.2}) is None
+
+
+def test_the_edge_kept_compares_the_deepest_depth_with_the_shallowest_whatever_the_order():
+    assert pools.edge_kept({28: 1.2, 15: 2.0, 20: 1.8}) == pytest.approx(0.2)
+    assert pools.edge_kept({15: 1.5, 28: 0.9}) == pytest.approx(-0.2)  # sync ahead at the deepest depth
+    assert math.isnan(pools.edge_kept({15: 1.0, 28: 1.1}))  # no edge to lose at the shallowest
 
 
 def test_the_connection_pool_is_priced_with_the_hold_measured_under_load():
