@@ -14,7 +14,8 @@ get through one at a time, at the pace of the slower side (the spread every late
 inherits; none if it outlasts a request, when no wave forms); the client's CPU for all n
 requests on its one core, plus the last one's wait (a burst sends faster than it can be answered, not faster than its
 core allows); and n over the steady rate of `in flight` users queueing for the two CPUs
-(mean-value analysis, `model.closed_loop`).
+(mean-value analysis, `model.closed_loop`); and, where the process may use one CPU, both
+sides' CPU for all n requests on it.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from dataclasses import dataclass
 import pandas as pd
 
 from labserver.checks import choice, whole
+from labserver.demo import cpus
 from labserver.demo.patterns import check_pattern
 from labserver.demo.settings import Settings
 from labserver.demo.work import check_bounds
-from labserver.theory.model import Prediction, closed_loop
+from labserver.theory.model import MACHINE, Prediction, closed_loop
 
 LIBRARY = {"loop": "requests", "threadpool": "requests", "aiohttp": "aiohttp"}
 REQUESTS_MAX = 10_000
@@ -69,13 +71,20 @@ def slots(pattern: str, threads: int = 40, workers: int = 1) -> float:
 
 
 def predict_client(
-    client: str, requests: int, concurrency: int, io_ms: float, server_slots: float = math.inf, cost: Cost | None = None
+    client: str,
+    requests: int,
+    concurrency: int,
+    io_ms: float,
+    server_slots: float = math.inf,
+    cost: Cost | None = None,
+    cores: float | None = None,
 ) -> Prediction:
     """Predicted req/s (requests / wall time) of `requests` GETs of `io_ms` each, `concurrency` in flight.
 
     Without `cost` (or with one not measured), S is the I/O wait alone and the client's CPU is
     free: the pure concurrency model. With it, the batch's wall time is the longest of its
-    waves, its client's CPU on one core, and its steady closed loop (see the module's docstring).
+    waves, its client's CPU on one core, its steady closed loop (see the module's docstring), and
+    both sides' CPU on the `cores` this process may use (default: `cpus.cores()`), which they share.
     """
     wanted = 1 if client == "loop" else min(concurrency, requests)
     in_flight = min(wanted, server_slots)
@@ -120,6 +129,9 @@ def predict_client(
         cpu = CLIENT_CPU if c >= s else SERVER_CPU
         loop = name if in_flight / one < 1 / max(c, s) else cpu
         walls[loop] = max(walls.get(loop, 0.0), requests / steady)
+        # Client and server on the same cores: where the process may use one CPU, they take turns on
+        # it, and every request costs c + s of it (on two, each side has a core and this binds nowhere).
+        walls[MACHINE] = requests * (c + s) / (cpus.cores() if cores is None else cores) + io
     bottleneck = max(walls, key=walls.get)
     rps = requests / walls[bottleneck]
     return Prediction(rps=rps, latency_ms=wanted / rps * 1000, bottleneck=bottleneck)

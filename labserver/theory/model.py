@@ -25,6 +25,7 @@ from labserver.theory.demand import Demand
 ASYNC = ("sequential", "gather", "processpool")
 GENERATOR = "CPU of the load generator (one core per Locust process)"
 IN_STEP = "GIL (threads in step)"
+MACHINE = "cores (the machine's, shared)"
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def predict(
         limits[GENERATOR] = demand.generators / generator
     if measured and demand.machine_ms > 0:
         # Every request also costs Locust, a database and the rest CPU, on the same cores.
-        limits["cores (the machine's, shared)"] = cores / (demand.machine_ms / 1000)
+        limits[MACHINE] = cores / (demand.machine_ms / 1000)
     bottleneck = min(limits, key=limits.get)
     rps = limits[bottleneck]
     if queueing and in_worker > 0:

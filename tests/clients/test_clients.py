@@ -13,6 +13,7 @@ from labserver.clients import strategies
 from labserver.harness.procs import free_port
 from labserver.theory import clients
 from labserver.theory.clients import CLIENT_CPU, Cost, check_run, pick, plan, predict_client, slots, speedups
+from labserver.theory.model import MACHINE
 
 
 class _Ok(BaseHTTPRequestHandler):
@@ -148,6 +149,15 @@ def test_a_lone_requests_latency_is_the_floor_of_a_wave():
     )
     # the pure concurrency model has no lone figure to take
     assert predict_client("aiohttp", 100, 10, 50).rps == pytest.approx(200.0)
+
+
+def test_on_one_usable_cpu_client_and_server_take_turns_on_it():
+    cost = Cost(client_ms=1.1, server_ms=0.5)
+    one = predict_client("threadpool", 1000, 100, 50, cost=cost, cores=1)
+    assert one.rps == pytest.approx(1000 / (1000 * 0.0016 + 0.05)) and one.bottleneck == MACHINE
+    # on two, each side has a core: the client's own CPU binds first, as before
+    two = predict_client("threadpool", 1000, 100, 50, cost=cost, cores=2)
+    assert two.bottleneck == CLIENT_CPU and two.rps == pytest.approx(1000 / (1000 * 0.0011 + 0.05))
 
 
 def test_an_unmeasured_cost_falls_back_to_the_concurrency_model():
