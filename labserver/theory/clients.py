@@ -8,14 +8,17 @@ priced with `io_ms` alone, which the lesson shows before it runs.
 After a run, the model is priced with the CPU that run measured, as every other lesson's is:
 c, the client's CPU per request (one Python process gets one core at most, the GIL), and s,
 the server's. A request alone then takes S = io + c + s, or what a lone request took if that
-is longer (the wake-ups in its path are no CPU: see `Cost.alone_ms`), and a batch lasts at least the
-longest of three times: its waves of S, plus (k − 1) × max(c, s) for the first k requests to
-get through one at a time, at the pace of the slower side (the spread every later wave
-inherits; none if it outlasts a request, when no wave forms); the client's CPU for all n
-requests on its one core, plus the last one's wait (a burst sends faster than it can be answered, not faster than its
-core allows); and n over the steady rate of `in flight` users queueing for the two CPUs
-(mean-value analysis, `model.closed_loop`); and, where the process may use one CPU, both
-sides' CPU for all n requests on it.
+is longer (the wake-ups in its path are no CPU: see `Cost.alone_ms`). A batch lasts at least
+the longest of these times:
+- its waves of S, plus (k − 1) × max(c, s) for the first k requests to get through one at a
+  time, at the pace of the slower side (the spread every later wave inherits; none if it
+  outlasts a request, when no wave forms);
+- the client's CPU for all n requests on its one core, plus the last one's wait (a burst
+  sends faster than it can be answered, not faster than its core allows);
+- n over the steady rate of `in flight` users queueing for the two CPUs (mean-value analysis,
+  `model.closed_loop`);
+- both sides' CPU for all n requests on the CPUs the process may use, which binds only where it
+  may use one.
 """
 
 from __future__ import annotations
