@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from labserver.demo import cpus
-from labserver.harness import arrivals, isolate, measure, records, results, telemetry
+from labserver.harness import arrivals, isolate, measure, pauses, records, results, telemetry
 from labserver.harness.meters import CpuMeter, MachineMeter
 from labserver.harness.plan import Meters, Options, Outcome, Stage
 from labserver.theory import demand, model
@@ -76,6 +76,13 @@ def collect(
     generator_saturated = locust_busiest >= SATURATED or "CPU usage above" in log or "exceeded cpu threshold" in log
     status, problems = _problems(status, exit_code, tmp, m, options, generator_saturated, locust_busiest)
     throttled = machine_meter.throttled_s(*window)
+    paused_ms = machine_meter.paused_ms(*window)
+    if paused_ms >= pauses.PAUSE_MS:  # NaN compares False
+        problems.append(
+            f"the machine stopped for {paused_ms:.0f} ms in the window (a process of the lab's that sleeps"
+            f" {pauses.TICK_S * 1000:.0f} ms at a time woke that late): every user waited for it,"
+            " so the run measured the pause"
+        )
     notes = _notes(throttled, cores)
     served = records.counts(per_user, since=cut)  # as `requests` counts them
     # Where the server's CPU went: the workers that answered (their pids come with every reply),
@@ -145,6 +152,7 @@ def collect(
         "problems": "; ".join(problems),
         "notes": "; ".join(notes),
         "throttled_s": throttled,
+        "paused_ms": paused_ms,
     }
     environment = results.environment()
     row["git_commit"] = environment["git_commit"]  # lesson 99 and the bench judge the runs of one commit

@@ -27,7 +27,7 @@ from labserver.demo.patterns import PATTERNS
 from labserver.demo.routes import SHOP
 from labserver.demo.settings import Settings
 from labserver.demo.work import check_bounds, fib_calls
-from labserver.harness import feed, launcher, notebook, procs, records, results
+from labserver.harness import feed, launcher, notebook, pauses, procs, records, results
 from labserver.harness.collect import save_plan
 from labserver.harness.isolate import Isolation
 from labserver.harness.launcher import LabServer, Server, ServerError, running
@@ -159,6 +159,7 @@ def run_plan(
     watch: feed.Watcher | None = None,
     master: str | None = None,
     join_timeout_s: float = JOIN_TIMEOUT_S,
+    remeasure: int = 1,
 ) -> list[results.RunResult]:
     """Measure several runs on `server` one after the other, with one Locust process for them all.
 
@@ -182,6 +183,11 @@ def run_plan(
     plan waits up to `join_timeout_s` for all of them, then fails saying how many came. Either
     way the workers send their records and CPU back over Locust's own messages, so that the
     run's folder, its checks and its charts are exactly those of a run of one process.
+
+    A run in whose window the whole machine stopped (harness/pauses.py) measured the pause, not
+    the server: it is saved marked so, and measured again, up to `remeasure` times; the result
+    holds the new run in its place. Runs that expect failures are not: a blocked worker may
+    still owe the requests its users abandoned, and would start the new run late.
     """
     stages = [Stage.from_run(run, duration_s, server) for run in runs]
     if not stages:
@@ -201,9 +207,8 @@ def run_plan(
     if processes > 1 and len(stages) > 1:
         # Users are numbered per Locust process, so a stage could not say which of them it uses.
         keywords = {k: getattr(options, k) for k in Options.__dataclass_fields__}
-        return [
-            r for run in runs for r in run_plan(server, [run], duration_s, join_timeout_s=join_timeout_s, **keywords)
-        ]
+        again = dict(join_timeout_s=join_timeout_s, remeasure=remeasure)
+        return [r for run in runs for r in run_plan(server, [run], duration_s, **again, **keywords)]
     progress = os.environ.get("LAB_PROGRESS", "1") != "0" if progress is None else progress
     # In a notebook the chart replaces the text bar (whose notebook form needs ipywidgets).
     watcher = watch if watch is not None else (notebook.view() if progress else None)
@@ -225,8 +230,12 @@ def run_plan(
         _say_join(master, processes, join_timeout_s)
     started_at = datetime.now(UTC)
     locust: list[subprocess.Popen] = []  # filled in the spawner thread: a Ctrl-C cannot separate process and handle
+    watcher: list[subprocess.Popen] = []
     meters, status, failing, ended, isolation = None, "ok", True, None, None
     try:
+        # the machine's pauses, watched from outside every process of the run (pauses.py); it stops by itself
+        lasts_s = total_s + (join_timeout_s if master is not None else 0.0) + 60
+        procs.spawn(pauses.command(tmp / pauses.FILE, lasts_s), tmp / pauses.FILE, on_start=watcher.append)
         procs.spawn(cmd, tmp / "locust.log", cwd=ROOT, on_start=locust.append)
         isolation = Isolation(locust[0].pid, stages)  # a pinned server's core is its own (isolate.py)
         # One Locust process: its CPU, measured here. Several: the master's, measured here, and
@@ -254,6 +263,8 @@ def run_plan(
             isolation.release()
         if locust:
             procs.stop_tree(locust[0], grace_s=3)  # SIGTERM first: Locust writes what it measured so far
+        if watcher:
+            procs.stop_tree(watcher[0], grace_s=1)
         dead = [s for s in servers if not s.alive] if status == "server died" else []
         server_log = dead[0].log_tail(200) if dead else None
         for each in dead:
@@ -263,6 +274,7 @@ def run_plan(
                 live.stop()  # before saving: a run's folder keeps Locust's records, not the live copy
             if meters is not None:
                 meters.locust.reported = records.worker_cpu(tmp)
+                meters.machine.pauses = pauses.read(tmp / pauses.FILE)
             outcome = Outcome(status, ended, locust[0] if locust else None, meters, started_at, server_log)
             saved = save_plan(stages, run_ids, tmp, outcome, options)
         except Exception:
@@ -283,6 +295,17 @@ def run_plan(
             f"{status}: {joined} of {processes} came ({where}); on each worker machine "
             f"run `{worker_command(master)}` with the lab installed, then run this again"
         )
+    paused = [i for i, r in enumerate(saved) if r.row["paused_ms"] >= pauses.PAUSE_MS]
+    if paused and remeasure > 0 and not expect_failures:
+        for i in paused:
+            row = saved[i].row
+            print(f"{row['pattern']} at {row['users']} users: the machine stopped for {row['paused_ms']:.0f} ms"
+                  f" while it measured ({row['run_id']}, kept, marked invalid); measuring it again")  # fmt: skip
+        keywords = {k: getattr(options, k) for k in Options.__dataclass_fields__}
+        keywords.update(join_timeout_s=join_timeout_s, remeasure=remeasure - 1)
+        again = run_plan(server, [runs[i] for i in paused], duration_s, **keywords)
+        for i, result in zip(paused, again, strict=True):
+            saved[i] = result
     return saved
 
 

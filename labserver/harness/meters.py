@@ -22,7 +22,7 @@ from collections.abc import Callable
 import psutil
 
 from labserver.demo import cpus
-from labserver.harness import procs
+from labserver.harness import pauses, procs
 
 
 def usage(per_process: dict[int, float]) -> tuple[float, float]:
@@ -172,6 +172,8 @@ class MachineMeter:
     def __init__(self):
         self.samples: list[tuple[float, float]] = []
         self.throttled: list[tuple[float, float]] = []  # seconds held back by a cgroup CPU quota, so far
+        # when the whole machine stopped (harness/pauses.py): filled in after a plan
+        self.pauses: list[tuple[float, float]] = []
 
     def sample(self) -> None:
         now = time.time()
@@ -182,6 +184,10 @@ class MachineMeter:
         """Seconds the lab's cgroup was held back by its CPU quota between t0 and t1 (0 without a quota)."""
         inside = [s for s in self.throttled if t0 <= s[0] <= t1]
         return inside[-1][1] - inside[0][1] if len(inside) >= 2 else 0.0
+
+    def paused_ms(self, t0: float, t1: float) -> float:
+        """The longest pause of the whole machine between t0 and t1 (ms; 0: none seen, NaN: no window)."""
+        return pauses.longest_ms(self.pauses, t0, t1)
 
     def usage(self, t0: float, t1: float) -> float:
         """Cores busy between t0 and t1 (from the first to the last sample inside), NaN with fewer than two samples."""

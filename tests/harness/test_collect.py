@@ -183,6 +183,23 @@ def test_a_full_machine_with_a_busy_generator_invalidates_a_run_predicted_elsewh
     assert not row["valid"] and "the machine was the limit" in row["problems"]
 
 
+@pytest.mark.parametrize(("late_ms", "valid"), [(400.0, False), (60.0, True)])
+def test_a_run_the_whole_machine_stopped_in_measured_the_pause(tmp_path, late_ms, valid):
+    machine = MachineMeter()
+    machine.pauses = [(T0 + 2.0, T0 + 2.0 + late_ms / 1000)]  # as harness/pauses.py wrote it down
+    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=(CpuMeter(-1), CpuMeter(-1), machine)).row
+    assert row["paused_ms"] == pytest.approx(late_ms)
+    assert row["valid"] == valid
+    assert ("the machine stopped for 400 ms" in row["problems"]) == (not valid)
+
+
+def test_a_pause_outside_the_window_is_no_problem(tmp_path):
+    machine = MachineMeter()
+    machine.pauses = [(T0 + 8.0, T0 + 8.4)]
+    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=(CpuMeter(-1), CpuMeter(-1), machine)).row
+    assert row["valid"] and row["paused_ms"] == 0.0
+
+
 # save_plan: a plan's records as one Locust process leaves them, split into one published run per stage
 
 

@@ -6,9 +6,10 @@ import os
 import signal
 import threading
 
+import psutil
 import pytest
 
-from labserver.harness import load, results
+from labserver.harness import load, pauses, results
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.load import check_load, check_sweep, run_load, sweep
 from labserver.paths import runs_dir
@@ -223,6 +224,39 @@ def test_a_plan_lets_the_stage_before_drain_when_the_next_only_computes():
     drained = max(rec[0] for per_user in received for user in per_user for rec in user)
     assert min(rec[0] - rec[1] / 1000 for per_user in sent for user in per_user for rec in user) >= drained
     assert second.row["valid"], second.row["problems"]
+
+
+def _hold_the_watcher_once(held_s=0.4):
+    """A plan's `watch`: the first time its first run has measured for a second, the watcher is held still `held_s`."""
+    held = []
+
+    def hold():
+        mine = psutil.Process().children(recursive=True)
+        (watcher,) = [p for p in mine if "labserver.harness.pauses" in p.cmdline()]
+        watcher.suspend()  # as a host holds a whole virtual machine, but only the watcher: it sees a pause
+        threading.Timer(held_s, watcher.resume).start()
+
+    def watch(snapshot):
+        if not held and snapshot.started and snapshot.elapsed_s >= 1.0 and not snapshot.done:
+            held.append(snapshot.elapsed_s)
+            hold()
+
+    return watch, held
+
+
+@pytest.mark.slow
+def test_a_run_the_machine_stopped_in_is_kept_marked_and_measured_again():
+    watch, held = _hold_the_watcher_once()
+    with LabServer(procs=0) as server:
+        (run,) = load.run_plan(server, [{"pattern": "gather", "users": 4, "io_ms": 20}], duration_s=4,
+                               lesson="tests-plan-paused", watch=watch)  # fmt: skip
+    assert held
+    assert run.row["valid"] and run.row["paused_ms"] < pauses.PAUSE_MS, run.row["problems"]
+    both = results.load_runs("tests-plan-paused")
+    assert len(both) == 2  # the paused run is kept, marked
+    (first,) = both[~both["valid"].astype(bool)].itertuples()
+    assert first.paused_ms >= pauses.PAUSE_MS and "the machine stopped for" in first.problems
+    assert not list(runs_dir().glob(".partial-*"))
 
 
 @pytest.mark.slow

@@ -1,0 +1,77 @@
+"""Moments when the whole machine stopped: a watcher process that sleeps 10 ms at a time, and how late it woke.
+
+A virtual machine can be descheduled by its host: every process in it, the server, Locust and
+the clock readers alike, stops for a few hundred milliseconds and carries on as if nothing
+happened. A closed-loop run then measures the pause: all its users get one slow request at the
+same moment, while no process of the lab was busy (two runs of lesson 04 read 0.80 and 0.88 of
+the model so, against 0.98-0.99 for their twins). Nothing inside the lab sees it coming, so a
+process of its own watches: it asks for 10 ms of sleep over and over and writes down each time
+it woke more than RECORD_MS late. It is a process, not a thread, so that no GIL held by the
+notebook (a chart being drawn) reads as a pause; it sleeps nearly all the time, so that it takes
+no CPU from the run it watches (about 0.3% of a core).
+
+A wake PAUSE_MS late or later is a pause: the scheduler gives a sleeper that wakes the CPU
+within a few milliseconds even on two busy cores, and a CPU quota's throttling, the one other
+way it could be held back that long, is counted apart (MachineMeter.throttled_s).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+FILE = "pauses.log"  # in a plan's first run folder, beside locust.log
+TICK_S = 0.01
+RECORD_MS = 30.0  # every wake this late is written down, so that a run's manifest says how late its worst one was
+PAUSE_MS = 150.0  # a run with a wake this late measured the machine's pause, not the server
+
+
+def watch(out: Path, for_s: float) -> None:
+    """Sleep TICK_S at a time for `for_s` seconds, appending "<end> <late_ms>" for each late wake to `out`.
+
+    `end` is the wall clock (epoch s) when it woke. It stops by itself at the end; started by
+    procs.spawn, it also dies with its owner.
+    """
+    deadline = time.monotonic() + for_s
+    with open(out, "a", buffering=1) as f:  # a line at a time: the reader may come while it runs
+        while time.monotonic() < deadline:
+            asked = time.monotonic()
+            time.sleep(TICK_S)
+            late_ms = (time.monotonic() - asked - TICK_S) * 1000
+            if late_ms >= RECORD_MS:
+                f.write(f"{time.time():.3f} {late_ms:.1f}\n")
+
+
+def read(path: Path) -> list[tuple[float, float]]:
+    """The late wakes written to `path`: (start, end) of each, epoch seconds; none if it is missing."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        try:
+            end, late_ms = map(float, line.split())
+        except ValueError:
+            continue  # a line cut short as the watcher was stopped
+        found.append((end - late_ms / 1000, end))
+    return found
+
+
+def longest_ms(pauses: list[tuple[float, float]], t0: float, t1: float) -> float:
+    """The longest late wake overlapping [t0, t1] in ms; 0 if none was, NaN for a window that is not one."""
+    if math.isnan(t0) or math.isnan(t1):
+        return math.nan
+    inside = [(end - start) * 1000 for start, end in pauses if start < t1 and end > t0]
+    return max(inside, default=0.0)
+
+
+def command(out: Path, for_s: float) -> list[str]:
+    """The watcher's command line, for procs.spawn."""
+    return [sys.executable, "-m", "labserver.harness.pauses", str(out), f"{for_s:g}"]
+
+
+if __name__ == "__main__":  # python -m labserver.harness.pauses OUT FOR_S
+    watch(Path(sys.argv[1]), float(sys.argv[2]))
