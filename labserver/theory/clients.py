@@ -11,7 +11,8 @@ the server's. A request alone then takes S = io + c + s, and a batch lasts at le
 longest of these times:
 - its waves of S, plus (k − 1) × max(c, s) for the first k requests to get through one at a
   time, at the pace of the slower side (the spread every later wave inherits; none if it
-  outlasts a request, when no wave forms);
+  outlasts a request, when no wave forms; a `requests` thread pool, the slower side, spreads
+  only its last wave's requests);
 - the client's CPU for all n requests on its one core, plus the last one's wait (a burst
   sends faster than it can be answered, not faster than its core allows);
 - n over the steady rate of `in flight` users queueing for the two CPUs (mean-value analysis,
@@ -109,9 +110,17 @@ def predict_client(
     # spread outlasts a request (a slot frees before the slots fill, or the client's core is
     # busy from one wave to the next), no wave forms at all: the CPU bound below takes over, as it
     # does for a lone burst at the client's pace (its CPU for the whole batch, then one wait).
+    # Where the slower side is a `requests` thread pool, its threads do not take the burst as one:
+    # a thread whose reply came sends again while the others still send, so a slot that frees is
+    # taken at once, and the last request waits only for those before it in the last wave, in
+    # position (n - 1) mod in_flight (a pool of 100 threads against 40 server threads sends its
+    # 100th request in the third wave, 19 places in). As in_flight x c reaches S, waves plus
+    # spread reach S + (n - 1) x c, the CPU bound's n x c + io give or take s: the two meet with no
+    # jump (counted from `wanted`, the wall jumped by 2.5 S at that edge, and two runs read 1.56-1.58).
     pace = max(c, s)
     lone_burst = c > s and in_flight >= wanted and requests <= in_flight
-    spread = (wanted - 1) * pace if in_flight * pace < one and not lone_burst else 0.0
+    burst = (requests - 1) % in_flight if client == "threadpool" and c > s else wanted - 1
+    spread = burst * pace if in_flight * pace < one and not lone_burst else 0.0
     walls = {name: math.ceil(requests / in_flight) * one + spread}
     if c > 0:
         walls[CLIENT_CPU] = requests * c + io  # every request's client CPU on its one core, then the last reply

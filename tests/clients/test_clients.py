@@ -137,6 +137,19 @@ def test_a_burst_gets_through_at_the_slower_sides_pace_and_every_wave_inherits_t
     assert predict_client("loop", 10, 1, 50, cost=Cost(0.5, 0.6)).rps == pytest.approx(1 / 0.0511)
 
 
+def test_a_requests_pool_spreads_only_its_last_wave_and_meets_its_cpu_bound_without_a_jump():
+    # 100 threads against 40: the 100th request is the third wave's, 19 places in, its threads c apart
+    calm = predict_client("threadpool", 100, 100, 50, server_slots=40, cost=Cost(client_ms=1.0, server_ms=0.5))
+    assert calm.rps == pytest.approx(100 / (3 * 0.0515 + 19 * 0.001))
+    # either side of the edge where the 40 slots fill just as the first request ends (40 c = S):
+    # waves on one side, the client's CPU on the other, and no more between them than the server's s
+    edge = (50 + 0.6) / 39  # c where 40 c = 50 + c + 0.6
+    below = predict_client("threadpool", 100, 100, 50, server_slots=40, cost=Cost(edge - 1e-6, server_ms=0.6))
+    above = predict_client("threadpool", 100, 100, 50, server_slots=40, cost=Cost(edge + 1e-6, server_ms=0.6))
+    assert below.bottleneck.startswith("server threads") and above.bottleneck == CLIENT_CPU
+    assert 100 / below.rps - 100 / above.rps == pytest.approx(0.0006, abs=0.0001)  # was 2.5 S: 0.13 s
+
+
 def test_on_one_usable_cpu_client_and_server_take_turns_on_it():
     cost = Cost(client_ms=1.1, server_ms=0.5)
     one = predict_client("threadpool", 1000, 100, 50, cost=cost, cores=1)
