@@ -174,6 +174,9 @@ def _row(run_id, params, report, status, server_s, where, bound, started_at) -> 
         "concurrency_rps": bound.rps,
         "client_cpu": report.get("client_cpu", math.nan),
         "client_ms": cost.client_ms,
+        # the first burst: the client's CPU until its first reply, and when that reply came (ms)
+        "first_cpu_ms": report.get("first_cpu_s", math.nan) * 1000,
+        "first_ms": min(report["ends"]) * 1000 if report.get("ends") else math.nan,
         "server_cpu": server_s / wall_s if wall_s > 0 else math.nan,
         "server_ms": cost.server_ms,
         "client_saturated": report.get("client_cpu", 0.0) >= SATURATED,

@@ -46,6 +46,7 @@ def test_every_strategy_sends_every_request(url, strategy):
     assert len(report["ends"]) == 12
     assert report["rps"] == pytest.approx(12 / report["wall_s"])
     assert report["cpu_s"] >= 0 and report["p50_ms"] <= report["p95_ms"]
+    assert 0 <= report["first_cpu_s"] <= report["cpu_s"]  # the first burst's CPU is part of the whole
 
 
 @pytest.mark.parametrize("strategy", list(strategies.STRATEGIES))
