@@ -11,6 +11,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,8 @@ from labserver.harness.meters import tree_seconds
 from labserver.paths import ROOT
 from labserver.theory.clients import LIBRARY, Cost, check_run, predict_client, slots
 from labserver.theory.cores import SATURATED
+
+ALONE = 7  # lone requests per library and endpoint before a sweep: their median prices Cost.alone_ms
 
 
 def _client(
@@ -82,6 +85,22 @@ def _cpu_delta(before: tuple[float | None, float], after: tuple[float | None, fl
     return after[1] - before[1]
 
 
+def lone_ms(server: LabServer, client: str, pattern: str, io_ms: int) -> float:
+    """A lone request's latency on `/{pattern}?io_ms=…` with `client`'s library: the median of ALONE, one at a time.
+
+    The same library as the run, in its own process, as the run's: `requests` opens a new
+    connection for each (the loop), aiohttp reuses its one after the first. NaN if any failed.
+    """
+    one_at_a_time = "aiohttp" if LIBRARY[client] == "aiohttp" else "loop"
+    url = f"{server.url}/{pattern}?io_ms={io_ms}"
+    with tempfile.TemporaryDirectory(prefix="lab-alone-") as tmp:
+        timeout_s = 30 + 5 * ALONE * (io_ms / 1000 + 0.01)
+        report, status, _ = _client(server, one_at_a_time, url, ALONE, 1, Path(tmp) / "client.log", timeout_s)
+    if status != "ok" or not report or report.get("failures"):
+        return math.nan
+    return float(report["p50_ms"])
+
+
 def run_client(
     server: LabServer,
     client: str,
@@ -90,12 +109,14 @@ def run_client(
     concurrency: int,
     io_ms: int,
     lesson: str | None = None,
+    alone_ms: float = math.nan,
 ) -> results.RunResult:
     """Send `requests` GETs to `/{pattern}?io_ms=…` with `client`, measure them, and save the run.
 
     The row holds the measurement (`rps` = requests / wall time, as seed 004 counts it), the
     prediction (`predicted_rps`, `bottleneck`, `ratio`), priced with the client's and the
-    server's CPU per request measured in this run, as every lesson's runs are, the pure
+    server's CPU per request measured in this run, as every lesson's runs are, and a lone
+    request's latency if given (`alone_ms`, see `lone_ms` and `Cost.alone_ms`), the pure
     concurrency model (`concurrency_rps`), and both CPUs (`client_cpu`, `server_cpu`, in cores;
     `client_ms`, `server_ms` per request).
     """
@@ -128,7 +149,7 @@ def run_client(
             workers=s.workers,
             threads=s.threads,
         )
-        row = _row(run_id, params, report or {}, status, server_s, where, bound, started_at)
+        row = _row(run_id, params, report or {}, status, server_s, where, bound, started_at, alone_ms)
         manifest = {
             "run_id": run_id,
             "lesson": lesson,
@@ -150,9 +171,9 @@ def run_client(
     return saved
 
 
-def _row(run_id, params, report, status, server_s, where, bound, started_at) -> dict:
+def _row(run_id, params, report, status, server_s, where, bound, started_at, alone_ms=math.nan) -> dict:
     n, wall_s, rps = params["requests"], report.get("wall_s", math.nan), report.get("rps", math.nan)
-    cost = Cost(client_ms=report.get("cpu_s", math.nan) / n * 1000, server_ms=server_s / n * 1000)
+    cost = Cost(client_ms=report.get("cpu_s", math.nan) / n * 1000, server_ms=server_s / n * 1000, alone_ms=alone_ms)
     args = (params["client"], n, params["users"], params["io_ms"], where)
     predicted = predict_client(*args, cost) if cost.known and report else predict_client(*args)
     problems = [] if status == "ok" else [status]
@@ -179,6 +200,7 @@ def _row(run_id, params, report, status, server_s, where, bound, started_at) -> 
         "first_ms": min(report["ends"]) * 1000 if report.get("ends") else math.nan,
         "server_cpu": server_s / wall_s if wall_s > 0 else math.nan,
         "server_ms": cost.server_ms,
+        "alone_ms": alone_ms,
         "client_saturated": report.get("client_cpu", 0.0) >= SATURATED,
         "priced_by": "measured demand" if cost.known and report else "concurrency alone",
         "status": status,
@@ -195,11 +217,21 @@ def _now() -> str:
 
 
 def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str | None = None) -> pd.DataFrame:
-    """run_client for every planned run (the rows of `plan` whose `run` is true), in the plan's order; a row each."""
+    """run_client for every planned run (the rows of `plan` whose `run` is true), in the plan's order; a row each.
+
+    First, a lone request's latency for each library and endpoint the runs use (`lone_ms`): it
+    prices every run of that pair (`Cost.alone_ms`).
+    """
     todo = runs[runs["run"]] if "run" in runs else runs
+    alone = {}
+    for r in todo.itertuples():
+        if (LIBRARY[r.client], r.pattern) not in alone:
+            alone[LIBRARY[r.client], r.pattern] = lone_ms(server, r.client, r.pattern, io_ms)
     done = [
-        run_client(server, r.client, r.pattern, int(r.requests), int(r.users), io_ms, lesson) for r in todo.itertuples()
-    ]
+        run_client(server, r.client, r.pattern, int(r.requests), int(r.users), io_ms, lesson,
+                   alone_ms=alone[LIBRARY[r.client], r.pattern])
+        for r in todo.itertuples()
+    ]  # fmt: skip
     return pd.DataFrame([run.row for run in done])
 
 

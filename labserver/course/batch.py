@@ -22,6 +22,8 @@ import pandas as pd
 from labserver.checks import whole
 from labserver.course import profiles
 from labserver.course.claims import Verdict
+from labserver.demo import cpus
+from labserver.harness.meters import stolen_seconds
 from labserver.paths import NOTEBOOKS, data_dir, figures_dir
 
 KERNEL = "concurrency-lab"
@@ -94,13 +96,25 @@ def run_batch(notebooks: list[Path], profile: str, out_dir: Path) -> tuple[list[
     all_verdicts, broken = [], []
     for nb in notebooks:
         print(f"  {nb.stem} …", end=" ", flush=True)
+        stolen_before = stolen_seconds()
         verdicts, error, wall_s = run_lesson(nb, profile, out_dir)
         passed = sum(v["passed"] and not v.get("skipped") for v in verdicts)
-        print(f"{passed}/{len(verdicts)} claims passed in {wall_s:.0f} s" + (f" — stopped: {error}" if error else ""))
+        print(f"{passed}/{len(verdicts)} claims passed in {wall_s:.0f} s" + _stolen(stolen_before, wall_s)
+              + (f" — stopped: {error}" if error else ""))  # fmt: skip
         all_verdicts += verdicts
         if error and not (verdicts and "ClaimFailed" in error):
             broken.append((nb.stem, error))
     return all_verdicts, broken
+
+
+def _stolen(before_s: float, wall_s: float) -> str:
+    """What the host took of the CPUs the lab may use while a lesson ran (steal time), when it is worth saying."""
+    share = (stolen_seconds() - before_s) / (wall_s * cpus.cores()) if wall_s > 0 else 0.0
+    # A quiet host takes well under 1%; one busy with other guests took 9-19% for minutes on end,
+    # and lessons that passed an hour before failed claims by the handful: say so beside them.
+    return (
+        f" (the host took {share:.0%} of the CPUs meanwhile: steal time, not a quiet machine)" if share >= 0.02 else ""
+    )
 
 
 def robustness(rounds: list[list[dict]]) -> pd.DataFrame:

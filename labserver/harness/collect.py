@@ -76,14 +76,10 @@ def collect(
     generator_saturated = locust_busiest >= SATURATED or "CPU usage above" in log or "exceeded cpu threshold" in log
     status, problems = _problems(status, exit_code, tmp, m, options, generator_saturated, locust_busiest)
     throttled = machine_meter.throttled_s(*window)
-    paused_ms = machine_meter.paused_ms(*window)
-    if paused_ms >= pauses.PAUSE_MS:  # NaN compares False
-        problems.append(
-            f"the machine stopped for {paused_ms:.0f} ms in the window (a process of the lab's that sleeps"
-            f" {pauses.TICK_S * 1000:.0f} ms at a time woke that late): every user waited for it,"
-            " so the run measured the pause"
-        )
-    notes = _notes(throttled, cores)
+    paused_ms, stolen = machine_meter.paused_ms(*window), machine_meter.stolen_cores(*window)
+    if pauses.problem(paused_ms):
+        problems.append(pauses.problem(paused_ms))
+    notes = _notes(throttled, cores) + [n for n in [pauses.stolen_note(stolen)] if n]
     served = records.counts(per_user, since=cut)  # as `requests` counts them
     # Where the server's CPU went: the workers that answered (their pids come with every reply),
     # and the rest of its tree (the process pools); the rest of the machine is Locust and others.
@@ -153,6 +149,7 @@ def collect(
         "notes": "; ".join(notes),
         "throttled_s": throttled,
         "paused_ms": paused_ms,
+        "stolen_cpu": stolen,  # cores the host took for others (steal time), within machine_cpu
     }
     environment = results.environment()
     row["git_commit"] = environment["git_commit"]  # lesson 99 and the bench judge the runs of one commit

@@ -31,7 +31,7 @@ from labserver.harness import feed, launcher, notebook, pauses, procs, records, 
 from labserver.harness.collect import save_plan
 from labserver.harness.isolate import Isolation
 from labserver.harness.launcher import LabServer, Server, ServerError, running
-from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter
+from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter, wait_until_quiet
 from labserver.harness.plan import Meters, Options, Outcome, Stage, stage_at
 from labserver.paths import LOCUSTFILES, ROOT
 from labserver.theory import model
@@ -185,9 +185,10 @@ def run_plan(
     run's folder, its checks and its charts are exactly those of a run of one process.
 
     A run in whose window the whole machine stopped (harness/pauses.py) measured the pause, not
-    the server: it is saved marked so, and measured again, up to `remeasure` times; the result
-    holds the new run in its place. Runs that expect failures are not: a blocked worker may
-    still owe the requests its users abandoned, and would start the new run late.
+    the server: it is saved marked so, and measured again once the machine is quiet, up to
+    `remeasure` times; the result holds the new run in its place.
+    Runs that expect failures are not: a blocked worker may still owe the requests its users
+    abandoned, and would start the new run late.
     """
     stages = [Stage.from_run(run, duration_s, server) for run in runs]
     if not stages:
@@ -295,12 +296,13 @@ def run_plan(
             f"{status}: {joined} of {processes} came ({where}); on each worker machine "
             f"run `{worker_command(master)}` with the lab installed, then run this again"
         )
-    paused = [i for i, r in enumerate(saved) if r.row["paused_ms"] >= pauses.PAUSE_MS]
+    paused = [i for i, r in enumerate(saved) if pauses.problem(r.row["paused_ms"])]
     if paused and remeasure > 0 and not expect_failures:
         for i in paused:
             row = saved[i].row
-            print(f"{row['pattern']} at {row['users']} users: the machine stopped for {row['paused_ms']:.0f} ms"
-                  f" while it measured ({row['run_id']}, kept, marked invalid); measuring it again")  # fmt: skip
+            print(f"{row['pattern']} at {row['users']} users: {row['problems']} ({row['run_id']}, kept, marked"
+                  " invalid); measuring it again once the machine is quiet")  # fmt: skip
+        wait_until_quiet()  # a neighbour's burst on the host may last a while
         keywords = {k: getattr(options, k) for k in Options.__dataclass_fields__}
         keywords.update(join_timeout_s=join_timeout_s, remeasure=remeasure - 1)
         again = run_plan(server, [runs[i] for i in paused], duration_s, **keywords)

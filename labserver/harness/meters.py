@@ -166,12 +166,25 @@ def busy_seconds() -> float:
     return sum(getattr(t, name, 0.0) for t in chosen for name in names)
 
 
+def stolen_seconds() -> float:
+    """CPU seconds the host has given to others while this machine's CPUs had work (steal time), summed since boot.
+
+    Only a virtual machine has any: its host ran a neighbour instead. Only the CPUs this process
+    may run on, as in `busy_seconds` (which counts them as busy: they were not there for the lab).
+    """
+    allowed = cpus.usable_cpus()
+    per_cpu = psutil.cpu_times(percpu=True)
+    chosen = [per_cpu[i] for i in allowed if i < len(per_cpu)] if allowed else per_cpu
+    return sum(getattr(t, "steal", 0.0) for t in chosen)
+
+
 class MachineMeter:
     """Samples the machine's busy CPU seconds; `usage` gives the cores in use between two moments."""
 
     def __init__(self):
         self.samples: list[tuple[float, float]] = []
         self.throttled: list[tuple[float, float]] = []  # seconds held back by a cgroup CPU quota, so far
+        self.stolen: list[tuple[float, float]] = []  # seconds the host gave to others (steal time), so far
         # when the whole machine stopped (harness/pauses.py): filled in after a plan
         self.pauses: list[tuple[float, float]] = []
 
@@ -179,11 +192,20 @@ class MachineMeter:
         now = time.time()
         self.samples.append((now, busy_seconds()))
         self.throttled.append((now, cpus.throttled_s()))
+        self.stolen.append((now, stolen_seconds()))
 
     def throttled_s(self, t0: float, t1: float) -> float:
         """Seconds the lab's cgroup was held back by its CPU quota between t0 and t1 (0 without a quota)."""
         inside = [s for s in self.throttled if t0 <= s[0] <= t1]
         return inside[-1][1] - inside[0][1] if len(inside) >= 2 else 0.0
+
+    def stolen_cores(self, t0: float, t1: float) -> float:
+        """Cores the host took from this machine between t0 and t1 (steal time; NaN with fewer than two samples)."""
+        inside = [s for s in self.stolen if t0 <= s[0] <= t1]
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+            return math.nan
+        (ta, a), (tb, b) = inside[0], inside[-1]
+        return (b - a) / (tb - ta)
 
     def paused_ms(self, t0: float, t1: float) -> float:
         """The longest pause of the whole machine between t0 and t1 (ms; 0: none seen, NaN: no window)."""

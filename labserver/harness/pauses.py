@@ -1,4 +1,4 @@
-"""Moments when the whole machine stopped: a watcher process that sleeps 10 ms at a time, and how late it woke.
+"""When the whole machine stopped or lost CPU to its host: a watcher that sleeps 10 ms at a time, and steal time.
 
 A virtual machine can be descheduled by its host: every process in it, the server, Locust and
 the clock readers alike, stops for a few hundred milliseconds and carries on as if nothing
@@ -22,6 +22,11 @@ import sys
 import time
 from pathlib import Path
 
+# A host can also take part of the machine's CPUs for a while, for its other guests, without
+# stopping it: steal time (/proc/stat). Each run records it (`stolen_cpu`); from this much on, its
+# row says so. It is a note, not a verdict: how much it costs a run depends on what the run asked of
+# the CPUs (in one batch, runs that lost 0.1-0.6 of a core read 0.84 to 0.99 of their prediction).
+STOLEN_CORES = 0.1
 FILE = "pauses.log"  # in a plan's first run folder, beside locust.log
 TICK_S = 0.01
 RECORD_MS = 30.0  # every wake this late is written down, so that a run's manifest says how late its worst one was
@@ -66,6 +71,26 @@ def longest_ms(pauses: list[tuple[float, float]], t0: float, t1: float) -> float
         return math.nan
     inside = [(end - start) * 1000 for start, end in pauses if start < t1 and end > t0]
     return max(inside, default=0.0)
+
+
+def problem(paused_ms: float) -> str | None:
+    """Why a run with this longest pause in its window is no measurement; None when it is one (NaN: not watched)."""
+    if not paused_ms >= PAUSE_MS:
+        return None
+    return (
+        f"the machine stopped for {paused_ms:.0f} ms in the window (a process of the lab's that sleeps"
+        f" {TICK_S * 1000:.0f} ms at a time woke that late): every user waited for it, so the run measured the pause"
+    )
+
+
+def stolen_note(stolen_cores: float) -> str | None:
+    """What a reader must know of a run whose machine lost this much CPU to its host; None below it (NaN: unknown)."""
+    if not stolen_cores >= STOLEN_CORES:
+        return None
+    return (
+        f"the host took {stolen_cores:.2f} of a core from this machine in the window (steal time): the run"
+        " shared its CPUs with the host's other guests"
+    )
 
 
 def command(out: Path, for_s: float) -> list[str]:

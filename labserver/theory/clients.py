@@ -7,8 +7,9 @@ priced with `io_ms` alone, which the lesson shows before it runs.
 
 After a run, the model is priced with the CPU that run measured, as every other lesson's is:
 c, the client's CPU per request (one Python process gets one core at most, the GIL), and s,
-the server's. A request alone then takes S = io + c + s, and a batch lasts at least the
-longest of these times:
+the server's. A request alone then takes S = io + c + s, or what a lone request took if that
+is longer (the wake-ups in its path are no CPU: see `Cost.alone_ms`). A batch lasts at least
+the longest of these times:
 - its waves of S, plus (k − 1) × max(c, s) for the first k requests to get through one at a
   time, at the pace of the slower side (the spread every later wave inherits; none if it
   outlasts a request, when no wave forms; a `requests` thread pool, the slower side, spreads
@@ -48,6 +49,9 @@ class Cost:
 
     client_ms: float  # the client's, all its threads together (they share one core: the GIL)
     server_ms: float  # the server's
+    # Not CPU: a lone request's latency, sent with the same library to the same endpoint just
+    # before the run (`clients.runs.lone_ms`); NaN: not measured. See `predict_client`.
+    alone_ms: float = math.nan
 
     @property
     def known(self) -> bool:
@@ -98,6 +102,13 @@ def predict_client(
     if cost is not None and cost.known:
         c, s = cost.client_ms / 1000, cost.server_ms / 1000
     one = io + c + s  # one request alone, in s
+    if cost is not None and cost.known and math.isfinite(cost.alone_ms):
+        # A request's time beyond its io does not shrink as the load rises, though its CPU does
+        # (one wake-up of each side's loop reads more replies): on the 2-core VM, aiohttp's lone
+        # request took 51.6 ms at io 50 and its waves of 10 and of 100 came back every 52 ms,
+        # while c + s under those loads was 0.3-0.8 ms. A wake-up (~0.3 ms each on this VM) is no
+        # CPU, and each request still waits for its own: its sleep's timer, its reply's read.
+        one = max(one, cost.alone_ms / 1000)
     if one <= 0:
         return Prediction(math.nan, math.nan, "no work to model")
     # In waves, after the first burst has got through: its `wanted` requests pass one at a time,
@@ -124,7 +135,8 @@ def predict_client(
     walls = {name: math.ceil(requests / in_flight) * one + spread}
     if c > 0:
         walls[CLIENT_CPU] = requests * c + io  # every request's client CPU on its one core, then the last reply
-        steady = closed_loop(int(in_flight), io, [(c, 1), (s, 1)])  # queueing for both CPUs
+        # queueing for both CPUs; between visits, the rest of a lone request's time (io, at least)
+        steady = closed_loop(int(in_flight), one - c - s, [(c, 1), (s, 1)])
         # named after the smaller of its two asymptotes: the users' round trips, or the busier CPU
         cpu = CLIENT_CPU if c >= s else SERVER_CPU
         loop = name if in_flight / one < 1 / max(c, s) else cpu

@@ -151,6 +151,20 @@ def test_a_requests_pool_spreads_only_its_last_wave_and_meets_its_cpu_bound_with
     assert 100 / below.rps - 100 / above.rps == pytest.approx(0.0006, abs=0.0001)  # was 2.5 S: 0.13 s
 
 
+def test_a_lone_requests_latency_is_the_floor_of_a_wave():
+    # c + s under load 0.5 ms, but a lone request took 52 ms at io 50: every wave takes 52 ms at least
+    cost = Cost(client_ms=0.2, server_ms=0.3)
+    floor = predict_client("aiohttp", 100, 10, 50, cost=Cost(0.2, 0.3, alone_ms=52.0))
+    assert floor.rps == pytest.approx(100 / (10 * 0.052 + 9 * 0.0003))
+    assert floor.bottleneck == predict_client("aiohttp", 100, 10, 50, cost=cost).bottleneck
+    # never below io + c + s: a lone figure shorter than that (a faster moment) changes nothing
+    assert predict_client("aiohttp", 100, 10, 50, cost=Cost(0.2, 0.3, alone_ms=50.1)) == predict_client(
+        "aiohttp", 100, 10, 50, cost=cost
+    )
+    # the pure concurrency model has no lone figure to take
+    assert predict_client("aiohttp", 100, 10, 50).rps == pytest.approx(200.0)
+
+
 def test_on_one_usable_cpu_client_and_server_take_turns_on_it():
     cost = Cost(client_ms=1.1, server_ms=0.5)
     one = predict_client("threadpool", 1000, 100, 50, cost=cost, cores=1)
@@ -286,6 +300,8 @@ def test_a_sweep_against_a_real_server_is_saved_and_leaves_nothing(data_dir):
     # every run is priced with the client and server CPU it measured itself
     assert (runs["priced_by"] == "measured demand").all()
     assert (runs["predicted_rps"] <= runs["concurrency_rps"] * (1 + 1e-9)).all()  # the CPUs only lengthen it
+    # and with a lone request's latency, measured once per library and endpoint: above the io alone
+    assert (runs["alone_ms"] > 20).all() and runs.groupby(["library", "pattern"])["alone_ms"].nunique().eq(1).all()
     on_disk = load_runs("test_clients")
     assert set(on_disk["run_id"]) == set(runs["run_id"])
     assert list(table(runs).columns)[:4] == ["pattern", "client", "users", "requests"]
@@ -356,6 +372,10 @@ def test_a_client_run_is_priced_with_the_cpu_it_measured():
     priced = predict_client("aiohttp", 100, 10, 50, cost=Cost(client_ms=0.5, server_ms=1.0))
     assert row["predicted_rps"] == pytest.approx(priced.rps) and row["priced_by"] == "measured demand"
     assert row["concurrency_rps"] == pytest.approx(pure.rps) and row["predicted_rps"] < pure.rps
+    # a lone request's latency measured before the run is the floor of its waves, and is kept in the row
+    row = client_runs._row("r", params, report, "ok", 0.1, math.inf, pure, "now", 53.0)
+    floored = predict_client("aiohttp", 100, 10, 50, cost=Cost(client_ms=0.5, server_ms=1.0, alone_ms=53.0))
+    assert row["predicted_rps"] == pytest.approx(floored.rps) and floored.rps < priced.rps and row["alone_ms"] == 53.0
     failed = client_runs._row("r", params, {}, "client failed", 0.0, math.inf, pure, "now")
     assert failed["predicted_rps"] == pytest.approx(pure.rps) and failed["priced_by"] == "concurrency alone"
 

@@ -200,6 +200,16 @@ def test_a_pause_outside_the_window_is_no_problem(tmp_path):
     assert row["valid"] and row["paused_ms"] == 0.0
 
 
+@pytest.mark.parametrize(("stolen", "noted"), [(0.4, True), (0.05, False)])
+def test_cpu_the_host_took_from_the_machine_is_recorded_and_noted(tmp_path, stolen, noted):
+    machine = machine_meter(1.0)
+    machine.stolen = [(t, stolen * (t - T0)) for t, _ in machine.samples]  # steal time, as /proc/stat counts it
+    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=(CpuMeter(-1), CpuMeter(-1), machine)).row
+    assert row["stolen_cpu"] == pytest.approx(stolen)
+    assert row["valid"]  # a note for the reader, not a verdict: what it cost depends on the run
+    assert ("the host took 0.40 of a core" in row["notes"]) == noted
+
+
 # save_plan: a plan's records as one Locust process leaves them, split into one published run per stage
 
 

@@ -3,7 +3,7 @@ import os
 import time
 
 from labserver.demo.work import fib
-from labserver.harness.meters import CpuMeter, MachineMeter, busy_seconds, wait_until_quiet
+from labserver.harness.meters import CpuMeter, MachineMeter, busy_seconds, stolen_seconds, wait_until_quiet
 
 
 def test_too_few_samples_is_nan():
@@ -62,3 +62,13 @@ def test_wait_until_quiet_gives_up_after_its_timeout():
     # at most zero cores busy never happens while this test runs: it returns after the timeout
     waited = wait_until_quiet(max_cores=-1.0, timeout_s=0.2, probe_s=0.05)
     assert 0.2 <= waited < 5
+
+
+def test_steal_time_is_part_of_the_busy_time_and_never_negative():
+    stolen = stolen_seconds()
+    assert 0 <= stolen <= busy_seconds()
+    meter = MachineMeter()
+    meter.sample()
+    time.sleep(0.05)
+    meter.sample()
+    assert meter.stolen_cores(0, float("inf")) >= 0

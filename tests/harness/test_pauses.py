@@ -55,3 +55,15 @@ def test_a_window_reads_the_longest_pause_that_overlaps_it(window, longest):
 
 def test_no_window_reads_nan():
     assert math.isnan(pauses.longest_ms([(1.0, 2.0)], math.nan, math.nan))
+
+
+def test_a_pause_long_enough_is_a_problem_that_says_how_long():
+    assert "stopped for 400 ms" in pauses.problem(400.0)
+    assert pauses.problem(pauses.PAUSE_MS - 1) is None
+    assert pauses.problem(math.nan) is None  # not watched: no verdict on it
+
+
+def test_cpu_taken_by_the_host_is_a_note_from_a_tenth_of_a_core():
+    assert "0.30 of a core" in pauses.stolen_note(0.3)
+    assert pauses.stolen_note(0.02) is None
+    assert pauses.stolen_note(math.nan) is None  # not measured: nothing to say
