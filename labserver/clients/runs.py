@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from labserver.harness import procs, results
+from labserver.harness import pauses, procs, results
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.meters import tree_seconds
 from labserver.paths import ROOT
@@ -44,24 +44,34 @@ def _client(
         str(concurrency),
     ]
     before = _cpu_seconds(server)
-    proc = procs.spawn(cmd, log, cwd=ROOT)
-    status, deadline = "ok", time.monotonic() + timeout_s
+    watched = log.with_name(pauses.FILE)  # the machine's pauses meanwhile (harness/pauses.py)
+    watcher = procs.spawn(pauses.command(watched, timeout_s + 5), watched)
     try:
-        while proc.poll() is None:
-            if not server.alive:
-                status = "server died"
-                break
-            if time.monotonic() > deadline:
-                status = "timed out"
-                break
-            time.sleep(0.02)
+        proc = procs.spawn(cmd, log, cwd=ROOT)
+        status, deadline = "ok", time.monotonic() + timeout_s
+        try:
+            while proc.poll() is None:
+                if not server.alive:
+                    status = "server died"
+                    break
+                if time.monotonic() > deadline:
+                    status = "timed out"
+                    break
+                time.sleep(0.02)
+        finally:
+            procs.stop_tree(proc, grace_s=1)
     finally:
-        procs.stop_tree(proc, grace_s=1)
+        procs.stop_tree(watcher, grace_s=1)
     server_cpu_s = _cpu_delta(before, _cpu_seconds(server))
     lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("{")]
     if status == "ok" and (proc.returncode != 0 or not lines):
         status = f"client failed (exit code {proc.returncode}); see {log}"
-    return (json.loads(lines[-1]) if lines and status == "ok" else None), status, server_cpu_s
+    report = json.loads(lines[-1]) if lines and status == "ok" else None
+    if report is not None:  # the longest pause while the client sent its requests
+        report["paused_ms"] = pauses.longest_ms(
+            pauses.read(watched), report["started"], report["started"] + report["wall_s"]
+        )
+    return report, status, server_cpu_s
 
 
 def _cpu_seconds(server: LabServer) -> tuple[float | None, float]:
@@ -179,6 +189,9 @@ def _row(run_id, params, report, status, server_s, where, bound, started_at, alo
     problems = [] if status == "ok" else [status]
     if report.get("failures"):
         problems.append(f"{report['failures']} of {n} requests failed")
+    paused = pauses.problem(report.get("paused_ms", math.nan))
+    if paused:
+        problems.append(paused)
     return {
         "run_id": run_id,
         **params,
@@ -201,6 +214,7 @@ def _row(run_id, params, report, status, server_s, where, bound, started_at, alo
         "server_cpu": server_s / wall_s if wall_s > 0 else math.nan,
         "server_ms": cost.server_ms,
         "alone_ms": alone_ms,
+        "paused_ms": report.get("paused_ms", math.nan),
         "client_saturated": report.get("client_cpu", 0.0) >= SATURATED,
         "priced_by": "measured demand" if cost.known and report else "concurrency alone",
         "status": status,
@@ -227,11 +241,16 @@ def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str 
     for r in todo.itertuples():
         if (LIBRARY[r.client], r.pattern) not in alone:
             alone[LIBRARY[r.client], r.pattern] = lone_ms(server, r.client, r.pattern, io_ms)
-    done = [
-        run_client(server, r.client, r.pattern, int(r.requests), int(r.users), io_ms, lesson,
-                   alone_ms=alone[LIBRARY[r.client], r.pattern])
-        for r in todo.itertuples()
-    ]  # fmt: skip
+    done = []
+    for r in todo.itertuples():
+        args = (server, r.client, r.pattern, int(r.requests), int(r.users), io_ms, lesson)
+        run = run_client(*args, alone_ms=alone[LIBRARY[r.client], r.pattern])
+        if pauses.problem(run.row["paused_ms"]):  # it measured the machine's pause: kept, marked, and measured again
+            print(
+                f"{r.client} on {r.pattern}: the machine stopped for {run.row['paused_ms']:.0f} ms; measuring it again"
+            )
+            run = run_client(*args, alone_ms=alone[LIBRARY[r.client], r.pattern])
+        done.append(run)
     return pd.DataFrame([run.row for run in done])
 
 

@@ -291,8 +291,10 @@ def test_a_sweep_against_a_real_server_is_saved_and_leaves_nothing(data_dir):
     planned = plan(["loop", "threadpool", "aiohttp"], ["threadpool", "sequential"], [10], [2, 5], io_ms=20, max_run_s=1)
     with LabServer(threads=4) as server:
         runs = client_sweep(server, planned, io_ms=20, lesson="test_clients")
-        assert not [p for p in psutil.Process().children(recursive=True) if "labserver.clients" in _cmdline(p)]
+        left = [p for p in psutil.Process().children(recursive=True) if "labserver.clients" in _cmdline(p)]
+        assert not left and not [p for p in psutil.Process().children(recursive=True) if "pauses" in _cmdline(p)]
     assert len(runs) == 10 and runs["valid"].all() and (runs["failures"] == 0).all()
+    assert (runs["paused_ms"] >= 0).all()  # each watched for the machine's pauses while it ran
     assert (runs["rps"] > 0).all() and runs["client_cpu"].notna().all()
     assert list(runs[["pattern", "client", "users"]].itertuples(index=False)) == list(
         planned[["pattern", "client", "users"]].itertuples(index=False)
