@@ -20,7 +20,7 @@ import pandas as pd
 
 from labserver.harness import pauses, procs, results
 from labserver.harness.launcher import LabServer, ServerError
-from labserver.harness.meters import tree_seconds
+from labserver.harness.meters import stolen_seconds, tree_seconds, wait_until_quiet
 from labserver.paths import ROOT
 from labserver.theory.clients import LIBRARY, Cost, check_run, predict_client, slots
 from labserver.theory.cores import SATURATED
@@ -43,7 +43,7 @@ def _client(
         "--concurrency",
         str(concurrency),
     ]
-    before = _cpu_seconds(server)
+    before, stolen_before, started = _cpu_seconds(server), stolen_seconds(), time.monotonic()
     watched = log.with_name(pauses.FILE)  # the machine's pauses meanwhile (harness/pauses.py)
     watcher = procs.spawn(pauses.command(watched, timeout_s + 5), watched)
     try:
@@ -63,6 +63,8 @@ def _client(
     finally:
         procs.stop_tree(watcher, grace_s=1)
     server_cpu_s = _cpu_delta(before, _cpu_seconds(server))
+    # the cores the host took meanwhile (steal time), over the client's whole life: a note, as for Locust's runs
+    stolen = (stolen_seconds() - stolen_before) / max(time.monotonic() - started, 1e-3)
     lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("{")]
     if status == "ok" and (proc.returncode != 0 or not lines):
         status = f"client failed (exit code {proc.returncode}); see {log}"
@@ -71,6 +73,7 @@ def _client(
         report["paused_ms"] = pauses.longest_ms(
             pauses.read(watched), report["started"], report["started"] + report["wall_s"]
         )
+        report["stolen_cpu"] = stolen
     return report, status, server_cpu_s
 
 
@@ -215,6 +218,8 @@ def _row(run_id, params, report, status, server_s, where, bound, started_at, alo
         "server_ms": cost.server_ms,
         "alone_ms": alone_ms,
         "paused_ms": report.get("paused_ms", math.nan),
+        "stolen_cpu": report.get("stolen_cpu", math.nan),  # cores the host took for others (steal time)
+        "notes": pauses.stolen_note(report.get("stolen_cpu", math.nan)) or "",
         "client_saturated": report.get("client_cpu", 0.0) >= SATURATED,
         "priced_by": "measured demand" if cost.known and report else "concurrency alone",
         "status": status,
@@ -246,9 +251,8 @@ def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str 
         args = (server, r.client, r.pattern, int(r.requests), int(r.users), io_ms, lesson)
         run = run_client(*args, alone_ms=alone[LIBRARY[r.client], r.pattern])
         if pauses.problem(run.row["paused_ms"]):  # it measured the machine's pause: kept, marked, and measured again
-            print(
-                f"{r.client} on {r.pattern}: the machine stopped for {run.row['paused_ms']:.0f} ms; measuring it again"
-            )
+            print(pauses.again(f"{r.client} on {r.pattern}", run.row))
+            wait_until_quiet()  # a neighbour's burst on the host may last a while
             run = run_client(*args, alone_ms=alone[LIBRARY[r.client], r.pattern])
         done.append(run)
     return pd.DataFrame([run.row for run in done])

@@ -299,9 +299,7 @@ def run_plan(
     paused = [i for i, r in enumerate(saved) if pauses.problem(r.row["paused_ms"])]
     if paused and remeasure > 0 and not expect_failures:
         for i in paused:
-            row = saved[i].row
-            print(f"{row['pattern']} at {row['users']} users: {row['problems']} ({row['run_id']}, kept, marked"
-                  " invalid); measuring it again once the machine is quiet")  # fmt: skip
+            print(pauses.again(f"{saved[i].row['pattern']} at {saved[i].row['users']} users", saved[i].row))
         wait_until_quiet()  # a neighbour's burst on the host may last a while
         keywords = {k: getattr(options, k) for k in Options.__dataclass_fields__}
         keywords.update(join_timeout_s=join_timeout_s, remeasure=remeasure - 1)

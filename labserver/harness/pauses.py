@@ -84,6 +84,12 @@ def problem(paused_ms: float) -> str | None:
     )
 
 
+def again(what: str, row: dict) -> str:
+    """What a run that measured a pause says as it is measured again: which run, why, and where the kept one is."""
+    kept = f"({row['run_id']}, kept, marked invalid)"
+    return f"{what}: {row['problems']} {kept}; measuring it again once the machine is quiet"
+
+
 def stolen_note(stolen_cores: float) -> str | None:
     """What a reader must know of a run whose machine lost this much CPU to its host; None below it (NaN: unknown)."""
     if not stolen_cores >= STOLEN_CORES:

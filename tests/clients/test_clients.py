@@ -295,6 +295,7 @@ def test_a_sweep_against_a_real_server_is_saved_and_leaves_nothing(data_dir):
         assert not left and not [p for p in psutil.Process().children(recursive=True) if "pauses" in _cmdline(p)]
     assert len(runs) == 10 and runs["valid"].all() and (runs["failures"] == 0).all()
     assert (runs["paused_ms"] >= 0).all()  # each watched for the machine's pauses while it ran
+    assert (runs["stolen_cpu"] >= 0).all()  # and for the CPU its host took
     assert (runs["rps"] > 0).all() and runs["client_cpu"].notna().all()
     assert list(runs[["pattern", "client", "users"]].itertuples(index=False)) == list(
         planned[["pattern", "client", "users"]].itertuples(index=False)
@@ -362,6 +363,19 @@ def test_a_client_run_carries_its_batch_and_commit(monkeypatch):
     p = Prediction(10.0, 100.0, "one request at a time")
     row = client_runs._row("r", params, {"wall_s": 0.2, "rps": 10.0}, "ok", 0.01, math.inf, p, "now")
     assert row["batch"] == "b-1" and "git_commit" in row
+
+
+def test_a_client_run_notes_the_cpu_its_host_took_but_stays_valid():
+    from labserver.clients import runs as client_runs
+    from labserver.theory.model import Prediction
+
+    params = dict(pattern="sequential", client="loop", library="requests", users=1, requests=2, io_ms=50)
+    p = Prediction(10.0, 100.0, "one request at a time")
+    report = {"wall_s": 0.2, "rps": 10.0, "stolen_cpu": 0.4}
+    row = client_runs._row("r", params, report, "ok", 0.01, math.inf, p, "now")
+    assert row["stolen_cpu"] == 0.4 and "the host took 0.40 of a core" in row["notes"] and row["valid"]
+    quiet = client_runs._row("r", params, {**report, "stolen_cpu": 0.0}, "ok", 0.01, math.inf, p, "now")
+    assert quiet["notes"] == ""
 
 
 def test_a_client_run_is_priced_with_the_cpu_it_measured():

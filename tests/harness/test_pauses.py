@@ -63,6 +63,12 @@ def test_a_pause_long_enough_is_a_problem_that_says_how_long():
     assert pauses.problem(math.nan) is None  # not watched: no verdict on it
 
 
+def test_a_run_measured_again_says_which_why_and_that_it_is_kept():
+    said = pauses.again("sequential at 10 users", {"problems": pauses.problem(400.0), "run_id": "r-1"})
+    assert said.startswith("sequential at 10 users: the machine stopped for 400 ms")
+    assert "(r-1, kept, marked invalid)" in said and "measuring it again" in said
+
+
 def test_cpu_taken_by_the_host_is_a_note_from_a_tenth_of_a_core():
     assert "0.30 of a core" in pauses.stolen_note(0.3)
     assert pauses.stolen_note(0.02) is None
