@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from labserver.harness import pauses, procs, results
+from labserver.harness import isolate, pauses, procs, results
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.meters import stolen_seconds, tree_seconds, wait_until_quiet
 from labserver.paths import ROOT
@@ -48,6 +48,9 @@ def _client(
     watcher = procs.spawn(pauses.command(watched, timeout_s + 5), watched)
     try:
         proc = procs.spawn(cmd, log, cwd=ROOT)
+        # A pinned server's client runs on the other cores (isolate.apart), placed before its
+        # clock starts: it imports its library first, 0.1-0.2 s.
+        isolate.place([proc.pid], isolate.others(server))
         status, deadline = "ok", time.monotonic() + timeout_s
         try:
             while proc.poll() is None:
@@ -186,7 +189,12 @@ def run_client(
 
 def _row(run_id, params, report, status, server_s, where, bound, started_at, alone_ms=math.nan) -> dict:
     n, wall_s, rps = params["requests"], report.get("wall_s", math.nan), report.get("rps", math.nan)
-    cost = Cost(client_ms=report.get("cpu_s", math.nan) / n * 1000, server_ms=server_s / n * 1000, alone_ms=alone_ms)
+    cost = Cost(
+        client_ms=report.get("cpu_s", math.nan) / n * 1000,
+        server_ms=server_s / n * 1000,
+        alone_ms=alone_ms,
+        send_share=report.get("send_share", math.nan),
+    )
     args = (params["client"], n, params["users"], params["io_ms"], where)
     predicted = predict_client(*args, cost) if cost.known and report else predict_client(*args)
     problems = [] if status == "ok" else [status]
@@ -211,6 +219,7 @@ def _row(run_id, params, report, status, server_s, where, bound, started_at, alo
         "concurrency_rps": bound.rps,
         "client_cpu": report.get("client_cpu", math.nan),
         "client_ms": cost.client_ms,
+        "send_share": cost.send_share,  # of client_ms, spent before waiting for the reply (requests only)
         # the first burst: the client's CPU until its first reply, and when that reply came (ms)
         "first_cpu_ms": report.get("first_cpu_s", math.nan) * 1000,
         "first_ms": min(report["ends"]) * 1000 if report.get("ends") else math.nan,

@@ -15,6 +15,7 @@ import asyncio
 import json
 import math
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,15 +39,46 @@ def _replied() -> None:
         _first_reply_cpu.append(time.process_time())
 
 
+# Where a `requests` call's CPU goes, counted on each thread's own clock (time.thread_time): the
+# part spent before it waits for the reply (building the request, connecting, sending) and the
+# whole. One core does both halves of every request; a burst sends first and reads its replies
+# later, while the last ones still wait (theory.clients.client_core_s): the split is the model's.
+_sends = threading.local()
+_cpu = {"send_s": 0.0, "request_s": 0.0}  # summed over requests; += under the GIL is one thread at a time
+_lock = threading.Lock()
+
+
+def _watch_sends() -> None:
+    """Note each thread's CPU clock as urllib3 starts to wait for a reply (once per process)."""
+    import urllib3.connection
+
+    if getattr(urllib3.connection.HTTPConnection.getresponse, "_lab_watched", False):
+        return
+    waiting = urllib3.connection.HTTPConnection.getresponse
+
+    def getresponse(self, *args, **kwargs):
+        _sends.at = time.thread_time()  # everything before this was sending
+        return waiting(self, *args, **kwargs)
+
+    getresponse._lab_watched = True
+    urllib3.connection.HTTPConnection.getresponse = getresponse
+
+
 def get(url: str) -> Outcome:
     """One GET with `requests`: a new connection each time, as a first script would do it."""
     import requests
 
-    started = time.perf_counter()
+    _watch_sends()
+    started, cpu0 = time.perf_counter(), time.thread_time()
+    _sends.at = math.nan
     try:
         ok = requests.get(url, timeout=TIMEOUT_S).status_code == 200
     except requests.RequestException:
         ok = False
+    cpu1 = time.thread_time()
+    with _lock:
+        _cpu["send_s"] += _sends.at - cpu0
+        _cpu["request_s"] += cpu1 - cpu0
     _replied()
     return time.time(), (time.perf_counter() - started) * 1000, ok
 
@@ -109,6 +141,7 @@ def timed(strategy: str, url: str, n: int, concurrency: int) -> dict:
     """Run one strategy and measure it from the inside: wall time, and the CPU of this whole process."""
     check_strategy(strategy)
     _first_reply_cpu.clear()
+    _cpu.update(send_s=0.0, request_s=0.0)
     wall0, cpu0, t0 = time.perf_counter(), time.process_time(), time.time()
     outcomes = STRATEGIES[strategy](url, n, concurrency)
     wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0  # process_time counts every thread
@@ -122,6 +155,8 @@ def timed(strategy: str, url: str, n: int, concurrency: int) -> dict:
         "wall_s": wall_s,
         "cpu_s": cpu_s,
         "first_cpu_s": _first_reply_cpu[0] - cpu0 if _first_reply_cpu else math.nan,  # until the first reply
+        # requests only: the share of its calls' CPU spent before waiting for the reply (NaN: aiohttp)
+        "send_share": _cpu["send_s"] / _cpu["request_s"] if _cpu["request_s"] > 0 else math.nan,
         "rps": n / wall_s,
         "client_cpu": cpu_s / wall_s,
         "failures": sum(not ok for _, _, ok in outcomes),

@@ -35,8 +35,24 @@ def others(server) -> tuple[int, ...]:
     return tuple(c for c in cpus.usable_cpus() if c not in pinned)
 
 
+def apart() -> list[int]:
+    """A core of its own for a server whose client runs on the others: the first usable CPU, where two or more are.
+
+    Lesson 06's client and server each keep one core busy in bursts. Left to float, the kernel
+    often wakes one on the core the other just ran on, and the two take turns on it: on the 2-core
+    VM, aiohttp's 100 requests in flight came back in waves that spread a little more each time,
+    from 10 ms to 29-44 ms over ten waves (the run 0.92-0.94 of the model), and kept to 12-20 ms,
+    the run at 0.97-0.98, with the server on CPU 0 and the client on CPU 1. [] where one CPU is
+    usable (nothing to keep apart) or the OS cannot pin.
+    """
+    usable = cpus.usable_cpus()
+    return usable[:1] if len(usable) >= 2 and cpus.whole_cores() >= 2 else []
+
+
 def place(pids: list[int], where: tuple[int, ...]) -> None:
-    """Every thread of each process in `pids`, and of its children, may run on `where` only."""
+    """Every thread of each process in `pids`, and of its children, may run on `where` only (none: left as is)."""
+    if not where:
+        return
     for pid in pids:
         with contextlib.suppress(psutil.Error, OSError):  # a process that ended in between
             tree = psutil.Process(pid)

@@ -49,6 +49,12 @@ def test_every_strategy_sends_every_request(url, strategy):
     assert 0 <= report["first_cpu_s"] <= report["cpu_s"]  # the first burst's CPU is part of the whole
 
 
+def test_a_requests_client_times_the_send_part_of_its_cpu(url):
+    report = strategies.timed("threadpool", url, 20, 5)
+    assert 0 < report["send_share"] < 1  # some CPU before the wait, some reading the reply
+    assert math.isnan(strategies.timed("aiohttp", url, 5, 5)["send_share"])  # one thread: nothing to split
+
+
 @pytest.mark.parametrize("strategy", list(strategies.STRATEGIES))
 def test_failed_requests_are_counted(url, strategy):
     assert strategies.timed(strategy, url + "/fail", 5, 2)["failures"] == 5
@@ -149,6 +155,39 @@ def test_a_requests_pool_spreads_only_its_last_wave_and_meets_its_cpu_bound_with
     above = predict_client("threadpool", 100, 100, 50, server_slots=40, cost=Cost(edge + 1e-6, server_ms=0.6))
     assert below.bottleneck.startswith("server threads") and above.bottleneck == CLIENT_CPU
     assert 100 / below.rps - 100 / above.rps == pytest.approx(0.0006, abs=0.0001)  # was 2.5 S: 0.13 s
+
+
+def test_one_core_that_sends_and_reads_every_request():
+    # one thread: each request's send, wait and read one after the other
+    assert clients.client_core_s(10, 1, 0.001, 0.0005, 0.05) == pytest.approx(10 * 0.0515)
+    # a burst all in flight whose replies cost nothing to read: every send, then the last wait
+    assert clients.client_core_s(100, 100, 0.001, 0.0, 0.05) == pytest.approx(0.15)
+    # with reads: the early replies are read while the last request waits, so the batch ends
+    # after all its CPU, but sooner than all its CPU and then one wait
+    split = clients.client_core_s(100, 100, 0.0007, 0.0003, 0.05)
+    assert 100 * 0.001 <= split < 100 * 0.001 + 0.05
+    assert split == pytest.approx(100 * 0.0007 + 0.05 + 0.0003)  # the last send, its wait, its read
+    # so many that the core never rests: all the CPU, then what is left of the last wait's reads
+    busy = clients.client_core_s(1000, 100, 0.0007, 0.0003, 0.05)
+    assert 1.0 <= busy < 1.0 + 0.05
+    # with a thread for every request the core always has something to do until the last wait:
+    # never later than all its CPU plus one wait, whatever the split
+    for share in (0.3, 0.5, 0.9):
+        assert clients.client_core_s(500, 500, 0.001 * share, 0.001 * (1 - share), 0.05) <= 0.5 + 0.05 + 1e-9
+    # with too few threads it waits for its replies: waves (10 of 50 sends, a wait and 50 reads)
+    assert clients.client_core_s(500, 50, 0.0003, 0.0007, 0.05) > 0.5 + 0.05
+
+
+def test_a_requests_burst_is_priced_with_its_send_share():
+    split = Cost(client_ms=0.8, server_ms=0.3, alone_ms=52.0, send_share=0.7)
+    p = predict_client("threadpool", 100, 100, 50, cost=split)
+    one = 0.052
+    assert p.bottleneck == CLIENT_CPU
+    assert 100 / p.rps == pytest.approx(clients.client_core_s(100, 100, 0.00056, 0.00024, one - 0.0008))
+    # not split (aiohttp, or an older run): all its CPU, then one wait, as before
+    whole_cost = Cost(client_ms=0.8, server_ms=0.3, alone_ms=52.0)
+    assert predict_client("threadpool", 100, 100, 50, cost=whole_cost).rps == pytest.approx(100 / (0.08 + 0.05))
+    assert p.rps > predict_client("threadpool", 100, 100, 50, cost=whole_cost).rps
 
 
 def test_a_lone_requests_latency_is_the_floor_of_a_wave():

@@ -58,6 +58,25 @@ def test_others_are_the_usable_cpus_a_pinned_server_leaves():
         assert isolate.others(_server(pinned=(USABLE[-1],))) == USABLE[:-1]
 
 
+def test_apart_gives_the_server_the_first_usable_cpu_where_two_are(monkeypatch):
+    monkeypatch.setattr(cpus, "usable_cpus", lambda: [2, 3])
+    monkeypatch.setattr(cpus, "whole_cores", lambda: 2)
+    assert isolate.apart() == [2]
+    monkeypatch.setattr(cpus, "whole_cores", lambda: 1)  # two in the mask, a quota of one: nothing apart
+    assert isolate.apart() == []
+    monkeypatch.setattr(cpus, "usable_cpus", lambda: [0])
+    assert isolate.apart() == []
+    monkeypatch.setattr(cpus, "usable_cpus", lambda: [])  # an OS that cannot pin
+    assert isolate.apart() == []
+
+
+def test_placing_nowhere_leaves_a_process_as_it_is(tree):
+    parent, _ = tree
+    before = _affinities(parent)
+    isolate.place([parent], ())
+    assert _affinities(parent) == before
+
+
 @needs_two
 def test_place_moves_every_thread_of_a_process_tree(tree):
     parent, child = tree
