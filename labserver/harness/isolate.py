@@ -35,18 +35,18 @@ def others(server) -> tuple[int, ...]:
     return tuple(c for c in cpus.usable_cpus() if c not in pinned)
 
 
-def apart() -> list[int]:
+def apart() -> list[int] | None:
     """A core of its own for a server whose client runs on the others: the first usable CPU, where two or more are.
 
     Lesson 06's client and server each keep one core busy in bursts. Left to float, the kernel
     often wakes one on the core the other just ran on, and the two take turns on it: on the 2-core
     VM, aiohttp's 100 requests in flight came back in waves that spread a little more each time,
     from 10 ms to 29-44 ms over ten waves (the run 0.92-0.94 of the model), and kept to 12-20 ms,
-    the run at 0.97-0.98, with the server on CPU 0 and the client on CPU 1. [] where one CPU is
-    usable (nothing to keep apart) or the OS cannot pin.
+    the run at 0.97-0.98, with the server on CPU 0 and the client on CPU 1. None (LabServer's
+    "wherever the OS puts it") where one CPU is usable, nothing to keep apart, or the OS cannot pin.
     """
     usable = cpus.usable_cpus()
-    return usable[:1] if len(usable) >= 2 and cpus.whole_cores() >= 2 else []
+    return usable[:1] if len(usable) >= 2 and cpus.whole_cores() >= 2 else None
 
 
 def place(pids: list[int], where: tuple[int, ...]) -> None:
