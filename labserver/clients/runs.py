@@ -20,7 +20,7 @@ import pandas as pd
 
 from labserver.harness import isolate, pauses, procs, results
 from labserver.harness.launcher import LabServer, ServerError
-from labserver.harness.meters import stolen_seconds, tree_seconds, wait_until_quiet
+from labserver.harness.meters import MachineMeter, tree_seconds, wait_until_quiet
 from labserver.paths import ROOT
 from labserver.theory.clients import LIBRARY, Cost, check_run, predict_client, slots
 from labserver.theory.cores import SATURATED
@@ -43,7 +43,8 @@ def _client(
         "--concurrency",
         str(concurrency),
     ]
-    before, stolen_before, started = _cpu_seconds(server), stolen_seconds(), time.monotonic()
+    before, machine = _cpu_seconds(server), MachineMeter()
+    machine.sample()  # for the cores the host takes meanwhile (steal time), as a Locust run's meter reads them
     watched = log.with_name(pauses.FILE)  # the machine's pauses meanwhile (harness/pauses.py)
     watcher = procs.spawn(pauses.command(watched, timeout_s + 5), watched)
     try:
@@ -66,8 +67,7 @@ def _client(
     finally:
         procs.stop_tree(watcher, grace_s=1)
     server_cpu_s = _cpu_delta(before, _cpu_seconds(server))
-    # the cores the host took meanwhile (steal time), over the client's whole life: a note, as for Locust's runs
-    stolen = (stolen_seconds() - stolen_before) / max(time.monotonic() - started, 1e-3)
+    machine.sample()
     lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("{")]
     if status == "ok" and (proc.returncode != 0 or not lines):
         status = f"client failed (exit code {proc.returncode}); see {log}"
@@ -76,7 +76,7 @@ def _client(
         report["paused_ms"] = pauses.longest_ms(
             pauses.read(watched), report["started"], report["started"] + report["wall_s"]
         )
-        report["stolen_cpu"] = stolen
+        report["stolen_cpu"] = machine.stolen_cores(-math.inf, math.inf)  # over the client's whole life
     return report, status, server_cpu_s
 
 

@@ -44,7 +44,7 @@ def _replied() -> None:
 # whole. One core does both halves of every request; a burst sends first and reads its replies
 # later, while the last ones still wait (theory.clients.client_core_s): the split is the model's.
 _sends = threading.local()
-_cpu = {"send_s": 0.0, "request_s": 0.0}  # summed over requests; += under the GIL is one thread at a time
+_cpu = {"send_s": 0.0, "request_s": 0.0}  # summed over the requests that got as far as sending
 _lock = threading.Lock()
 
 
@@ -76,9 +76,10 @@ def get(url: str) -> Outcome:
     except requests.RequestException:
         ok = False
     cpu1 = time.thread_time()
-    with _lock:
-        _cpu["send_s"] += _sends.at - cpu0
-        _cpu["request_s"] += cpu1 - cpu0
+    if not math.isnan(_sends.at):  # one that failed before sending (no connection) has no split to give
+        with _lock:
+            _cpu["send_s"] += _sends.at - cpu0
+            _cpu["request_s"] += cpu1 - cpu0
     _replied()
     return time.time(), (time.perf_counter() - started) * 1000, ok
 

@@ -62,7 +62,9 @@ def test_failed_requests_are_counted(url, strategy):
 
 def test_unreachable_server_is_a_failure_not_a_crash():
     port = free_port()
-    assert strategies.timed("loop", f"http://127.0.0.1:{port}/", 2, 1)["failures"] == 2
+    refused = strategies.timed("loop", f"http://127.0.0.1:{port}/", 2, 1)
+    assert refused["failures"] == 2
+    assert math.isnan(refused["send_share"])  # nothing was sent: no split, not a broken one
     assert strategies.timed("aiohttp", f"http://127.0.0.1:{port}/", 2, 2)["failures"] == 2
 
 
