@@ -85,6 +85,10 @@ def collect(
     # and the rest of its tree (the process pools); the rest of the machine is Locust and others.
     per_process = server_meter.per_process(*window)
     worker_cores = sum(c for pid, c in per_process.items() if pid in served) if served and per_process else math.nan
+    # How long the workers' loops were ready with no CPU free (Linux; a remote server's meter has none)
+    waits = server_meter.waited(*window) if hasattr(server_meter, "waited") else {}
+    served_waits = [w for pid, w in waits.items() if pid in served]
+    worker_waited = sum(served_waits) / len(served_waits) if served_waits else math.nan
     cost = demand.measured(
         worker_cores,
         server_cpu - worker_cores,
@@ -93,6 +97,7 @@ def collect(
         generator_cores=locust_cores,
         generators=options.processes,
         db_hold_ms=held(window) if held is not None else math.nan,
+        worker_waited=worker_waited,
     )
     p = _prediction(predicted, params, cost, cores, options)
     limit = None if apart else machine_limit(machine_cores, locust_cores, cores)
@@ -133,6 +138,7 @@ def collect(
         "server_ms": demand.per_request_ms(server_cpu, m.rps),
         "locust_ms": demand.per_request_ms(locust_cores, m.rps),
         "worker_ms": cost.worker_ms,
+        "worker_waited": worker_waited,  # share of the window a worker's loop was ready with no CPU free
         "pool_ms": cost.pool_ms,
         "others_ms": cost.others_ms,
         # a pooled database connection's time per use in the window, which prices the connection pool

@@ -24,7 +24,8 @@ from labserver.demo import cpus
 from labserver.harness import procs
 from labserver.harness.plan import stage_at
 
-STARTED = "Ramping to"  # Locust's log line as its users start: the plan's stages count from here
+# Locust's log line as its users start, one process's or a master's: the plan's stages count from here
+STARTED = ("Ramping to", "Sending spawn jobs")
 
 
 def others(server) -> tuple[int, ...]:
@@ -80,7 +81,8 @@ class Isolation:
         if not self.pinned:
             return
         if self.started is None:
-            if STARTED not in procs.tail(log, 20):
+            tail = procs.tail(log, 20)
+            if not any(line in tail for line in STARTED):
                 return
             self.started = now
         self.follow(self.stages[stage_at(self.stages, now - self.started)])

@@ -30,6 +30,9 @@ class Demand:
     generator_ms: float = 0.0  # of `others_ms`, the load generator's (Locust's): a station every request visits too
     generators: int = 1  # Locust processes: each runs its users on one core (gevent, one thread)
     db_hold_ms: float = math.nan  # a pooled database connection's time per use, lent to returned
+    # share of the window a worker's event loop was ready to run with no CPU free for it (mean of the
+    # workers; NaN: not measured): the part of its core other processes took while it had work
+    worker_waited: float = math.nan
 
     @property
     def machine_ms(self) -> float:
@@ -54,9 +57,11 @@ def measured(
     generator_cores: float = math.nan,
     generators: int = 1,
     db_hold_ms: float = math.nan,
+    worker_waited: float = math.nan,
 ) -> Demand:
     """A run's demand from the cores its parts kept busy while it served `rps` requests per second,
-    and the connection hold it measured (`db_hold_ms`, NaN: none)."""
+    the connection hold it measured (`db_hold_ms`, NaN: none) and the share of the window its
+    workers' loops waited for a CPU (`worker_waited`, NaN: not measured)."""
     generator_ms = per_request_ms(generator_cores, rps)
     return Demand(
         worker_ms=per_request_ms(worker_cores, rps),
@@ -65,4 +70,5 @@ def measured(
         generator_ms=generator_ms if math.isfinite(generator_ms) else 0.0,
         generators=max(1, generators),
         db_hold_ms=db_hold_ms,
+        worker_waited=worker_waited,
     )

@@ -109,6 +109,20 @@ def test_isolation_follows_the_stage_locust_is_in_and_gives_every_cpu_back(tree,
     assert _affinities(neighbour) == {USABLE} and isolation.current is None
 
 
+@needs_two
+def test_a_locust_master_starts_the_stages_too(tmp_path):
+    # Locust's --processes: the master logs the spawn it hands out, not the ramp of one process
+    isolation = isolate.Isolation(os.getpid(), [_stage(_server(pinned=(USABLE[-1],)))])
+    isolation.follow = lambda stage: None  # only when the stages start is under test here
+    log = tmp_path / "locust.log"
+    log.write_text("Starting Locust\n")
+    isolation.tick(100.0, log)
+    assert isolation.started is None
+    log.write_text("Starting Locust\nSending spawn jobs of 1600 users at 1600.00 spawn rate to 2 ready workers\n")
+    isolation.tick(100.5, log)
+    assert isolation.started == 100.5
+
+
 def test_a_plan_without_a_pinned_server_moves_nothing(tmp_path):
     log = tmp_path / "locust.log"
     log.write_text("Ramping to 10 users\n")

@@ -3,7 +3,14 @@ import os
 import time
 
 from labserver.demo.work import fib
-from labserver.harness.meters import CpuMeter, MachineMeter, busy_seconds, stolen_seconds, wait_until_quiet
+from labserver.harness.meters import (
+    CpuMeter,
+    MachineMeter,
+    busy_seconds,
+    stolen_seconds,
+    wait_until_quiet,
+    waited_seconds,
+)
 
 
 def test_too_few_samples_is_nan():
@@ -38,6 +45,41 @@ def test_a_missing_process_has_no_samples():
     meter.sample()
     meter.sample()
     assert math.isnan(meter.usage(0, float("inf"))[0])
+
+
+def test_two_busy_processes_on_one_cpu_wait_for_it_in_turn():
+    import subprocess
+    import sys
+
+    import pytest
+
+    if math.isnan(waited_seconds(os.getpid())):
+        pytest.skip("this OS does not say how long a thread waited for a CPU")
+    cpu = min(os.sched_getaffinity(0))
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"
+    hogs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+    try:
+        for hog in hogs:
+            os.sched_setaffinity(hog.pid, {cpu})  # one CPU for both: each is ready while the other runs
+        meter = CpuMeter(hogs[0].pid, tree=False)
+        meter.sample()
+        time.sleep(0.3)
+        meter.sample()
+        waited = meter.waited(0, float("inf"))
+        assert set(waited) == {hogs[0].pid}
+        assert waited[hogs[0].pid] > 0
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+def test_a_missing_process_never_waited():
+    assert math.isnan(waited_seconds(2**22 + 12345))
+    meter = CpuMeter(2**22 + 12345)
+    meter.sample()
+    meter.sample()
+    assert meter.waited(0, float("inf")) == {}
 
 
 def test_machine_meter_sees_a_busy_process():

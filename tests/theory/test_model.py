@@ -277,3 +277,22 @@ def test_with_little_adds_little_s_law_beside_the_recorded_prediction():
     out = with_little(runs)
     assert out["little_rps"].iloc[0] == pytest.approx(2000.0)
     assert out["predicted_rps"].iloc[0] == 1500.0  # the run's own prediction stays
+
+
+def test_a_worker_that_waited_for_its_core_gets_that_much_less_of_it():
+    from labserver.theory.demand import Demand
+
+    # 0.5 ms of CPU per request in the loop, ready with no CPU free for a tenth of the window: 0.9 / 0.0005
+    waited = Demand(worker_ms=0.5, worker_waited=0.1)
+    p = predict("sequential", users=1600, io_ms=100, cores=2, demand=waited)
+    assert p.rps == pytest.approx(1800)
+    assert p.bottleneck == "GIL (one core per worker)"
+    unmeasured = predict("sequential", users=1600, io_ms=100, cores=2, demand=Demand(worker_ms=0.5))
+    assert unmeasured.rps == pytest.approx(2000)
+    # far below the bound, the users set the pace, waited or not
+    assert predict("sequential", users=10, io_ms=100, cores=2, demand=waited).rps == pytest.approx(10 / 0.1005)
+    # a thread pool computes on other threads than the waiting loop's; workers ≥ cores wait for each other
+    assert predict("threadpool", users=1600, io_ms=100, cores=2, demand=waited).rps == pytest.approx(
+        predict("threadpool", users=1600, io_ms=100, cores=2, demand=Demand(worker_ms=0.5)).rps
+    )
+    assert predict("sequential", users=1600, io_ms=100, workers=2, cores=2, demand=waited).rps == pytest.approx(4000)
