@@ -160,12 +160,18 @@ def throughput_bounds(
 
 
 def process_cpu(frame: pd.DataFrame, title: str, ax=None) -> plt.Figure:
-    """The server's and Locust's CPU against the rate they sustained, one line style per client: who runs out first."""
+    """The server's and Locust's CPU against the rate they sustained, one line style per client: who runs out first.
+
+    Where the runs measured how long the worker waited for a CPU (`worker_waited`), a third line
+    adds it to the worker's busy time: a worker that line puts near 1 had work all the time.
+    """
     fig, ax = axes(ax)
-    cpu = frame.melt(
-        id_vars=["client", "rps"], value_vars=["server_cpu", "locust_cpu"], var_name="process", value_name="cores"
-    )
-    cpu["process"] = cpu["process"].map({"server_cpu": "server (1 worker)", "locust_cpu": "Locust"})
+    names = {"server_cpu": "server (1 worker)", "locust_cpu": "Locust"}
+    if "worker_waited" in frame and frame["worker_waited"].notna().any():
+        frame = frame.assign(server_ready=frame["server_cpu"] + frame["worker_waited"])
+        names = {"server_ready": "server, busy or waiting for a CPU", **names}
+    cpu = frame.melt(id_vars=["client", "rps"], value_vars=list(names), var_name="process", value_name="cores")
+    cpu["process"] = cpu["process"].map(names)
     sns.lineplot(cpu, x="rps", y="cores", hue="process", style="client", marker="o", ax=ax)
     ax.axhline(SATURATED, color=INVALID, ls="--", lw=1, label=f"saturated ({SATURATED:.0%} of a core)")
     ax.set(title=title, xlabel="measured throughput (req/s)", ylabel="CPU (cores)")

@@ -100,6 +100,15 @@ def test_process_cpu_shows_the_server_and_locust_against_saturation(runs):
     ax = plots.process_cpu(runs, title="t").axes[0]
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("measured throughput (req/s)", "CPU (cores)")
     assert {"server (1 worker)", "Locust", "saturated (90% of a core)"} <= set(_labels(ax))
+    assert "server, busy or waiting for a CPU" not in _labels(ax)  # not measured: not drawn
+
+
+def test_process_cpu_adds_the_worker_s_wait_for_a_cpu_where_it_was_measured(runs):
+    runs["client"], runs["server_cpu"], runs["worker_waited"] = "fast", [0.1, 0.4, 0.1, 0.8], [0.0, 0.01, 0.0, 0.15]
+    ax = plots.process_cpu(runs, title="t").axes[0]
+    assert "server, busy or waiting for a CPU" in _labels(ax)
+    tops = [max(line.get_ydata(), default=0) for line in ax.lines if len(line.get_ydata()) > 2]
+    assert max(tops) == pytest.approx(0.95)  # the busiest run: 0.8 busy + 0.15 waiting
 
 
 def test_mark_draws_a_labelled_line_at_x(runs):
