@@ -65,4 +65,8 @@ def describe(run: pd.Series) -> str:
     """A run in one line: pattern and the parameters that set it."""
     parts = [str(run.get("pattern"))]
     parts += [f"{k}={run[k]}" for k in ("users", "tasks", "io_ms", "cpu_n", "workers") if k in run and pd.notna(run[k])]
-    return " ".join(parts) + f" ({run.get('bottleneck')})"
+    text = " ".join(parts) + f" ({run.get('bottleneck')})"
+    if pd.notna(run.get("bunched")) and pd.notna(run.get("bunched_at_random")):
+        # users in step wait for their bunch, which the model does not price (records.bunched)
+        text += f"; {run['bunched']:.0%} of replies back to back, {run['bunched_at_random']:.0%} at random"
+    return text

@@ -33,6 +33,9 @@ MIN_REQUESTS = 20
 MACHINE_BUSY = 0.95  # share of all cores
 MACHINE_LOCUST_CORES = 0.2
 MACHINE_BOUND = "cores (the machine's"  # how the model names the cores everything on the machine shares
+# Two replies this close came back to back (or within one request's CPU in the workers, if more):
+# well under a wake-up and a reply's handling in Locust, far under any sleep a pattern takes.
+BUNCH_GAP_MS = 0.3
 
 
 def collect(
@@ -100,6 +103,9 @@ def collect(
         worker_waited=worker_waited,
     )
     p = _prediction(predicted, params, cost, cores, options)
+    # Back to back: within one request's CPU in the workers of the reply before (0.3 ms at least)
+    bunch_gap_ms = max(BUNCH_GAP_MS, cost.worker_ms) if math.isfinite(cost.worker_ms) else BUNCH_GAP_MS
+    bunched, bunched_at_random = records.bunched(per_user, window, bunch_gap_ms)
     limit = None if apart else machine_limit(machine_cores, locust_cores, cores)
     if limit:
         # A run the model itself puts at the machine's shared cores measured what it predicts, and
@@ -143,6 +149,9 @@ def collect(
         "others_ms": cost.others_ms,
         # a pooled database connection's time per use in the window, which prices the connection pool
         "db_hold_ms": cost.db_hold_ms,
+        # how far the users moved in step: replies back to back, and as many at random (records.bunched)
+        "bunched": bunched,
+        "bunched_at_random": bunched_at_random,
         "generator_saturated": generator_saturated,
         "window_s": m.window_s,
         "window_start": m.window_start,

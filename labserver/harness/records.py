@@ -11,6 +11,7 @@ share of them as plain per-user lists. Both are read here and nowhere else.
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import math
 import os
@@ -141,3 +142,26 @@ def bursts(per_user: PerUser, gap_ms: float = 5.0) -> pd.DataFrame:
         else:
             rows.append({"first": end, "last": end, "size": 1})
     return pd.DataFrame(rows, columns=["first", "last", "size"])
+
+
+def bunched(per_user: PerUser, window: tuple[float, float], gap_ms: float) -> tuple[float, float]:
+    """How far the users moved in step: (the share of the window's replies that came within `gap_ms`
+    of the one before, that share for as many replies spread at random over the window); NaN, NaN
+    for fewer than three replies.
+
+    Mean-value analysis takes requests to arrive at random. Users whose requests all wait the same
+    time drift into step instead: replies that leave together come back together, and each request
+    waits for the ones ahead of it in its bunch. On the 2-core VM the course was written on, lesson
+    08's ten users at 10 ms had 56-60% of their replies within 0.3 ms of the one before, where
+    random ones would have 21-24%, and read 0.93-0.95 of the model. Spread at random at rate X, a
+    gap is shorter than g with probability 1 - exp(-X g).
+    """
+    first, last = window
+    ends = sorted(r.end for records in per_user for r in records if r.ok and first <= r.end <= last)
+    if len(ends) < 3:
+        return math.nan, math.nan
+    gaps_ms = [(b - a) * 1000 for a, b in itertools.pairwise(ends)]
+    mean_gap_ms = (ends[-1] - ends[0]) * 1000 / len(gaps_ms)
+    close = sum(g <= gap_ms for g in gaps_ms) / len(gaps_ms)
+    at_random = 1 - math.exp(-gap_ms / mean_gap_ms) if mean_gap_ms > 0 else 1.0
+    return close, at_random

@@ -54,3 +54,11 @@ def test_outside_a_git_checkout_every_run_is_judged(monkeypatch, commit):
     monkeypatch.delenv("LAB_BATCH_ID", raising=False)
     monkeypatch.setattr(fidelity, "environment", lambda: {"git_commit": commit})
     assert len(fidelity.current(_runs().assign(git_commit="abc"))) == 5
+
+
+def test_the_worst_run_says_how_far_its_users_moved_in_step():
+    runs = _runs().assign(bunched=[0.57, 0.1, 0.0, 0.0, 0.0], bunched_at_random=[0.24, 0.1, 0.04, 0.0, 0.0])
+    runs.loc[0, "ratio"] = 0.93
+    worst = fidelity.table(runs).set_index("lesson").loc["01", "worst_run"]
+    assert worst.endswith("(users); 57% of replies back to back, 24% at random")
+    assert "back to back" not in fidelity.describe(_runs().iloc[0])  # runs from before it was measured

@@ -163,3 +163,28 @@ def test_bursts_chain_through_close_replies_and_are_empty_without_any():
     chain = [[Record(1.000 + i * 0.004, 5, True) for i in range(4)]]  # each 4 ms after the last: one burst
     assert records.bursts(chain, gap_ms=5)["size"].tolist() == [4]
     assert records.bursts([], gap_ms=5).empty
+
+
+def _bunches(size: int, spacing_s: float, every_s: float, count: int, users: int = 4) -> list[list[Record]]:
+    """`count` bunches of `size` replies `spacing_s` apart, one bunch every `every_s`, dealt round the users."""
+    per_user: list[list[Record]] = [[] for _ in range(users)]
+    n = 0
+    for b in range(count):
+        for k in range(size):
+            per_user[n % users].append(Record(end=100.0 + b * every_s + k * spacing_s, ms=10.0, ok=True))
+            n += 1
+    return per_user
+
+
+def test_replies_in_bunches_are_back_to_back_far_more_than_at_random():
+    # bunches of 4 replies 0.05 ms apart every 10 ms: 3 of every 4 gaps are back to back
+    close, at_random = records.bunched(_bunches(4, 0.00005, 0.01, 200), (0, 1e9), gap_ms=0.3)
+    assert close == pytest.approx(0.75, abs=0.01)
+    assert at_random == pytest.approx(1 - 2.718281828 ** (-0.3 / 2.5), abs=0.01)  # mean gap 10 ms / 4
+
+
+def test_spread_replies_are_not_back_to_back_and_a_window_cuts_them():
+    spread = _bunches(1, 0.0, 0.002, 500)  # one reply every 2 ms
+    close, at_random = records.bunched(spread, (0, 1e9), gap_ms=0.3)
+    assert close == 0.0 and 0 < at_random < 0.2
+    assert all(map(lambda x: x != x, records.bunched(spread, (100.0, 100.003), gap_ms=0.3)))  # 2 replies: NaN
