@@ -11,7 +11,6 @@ share of them as plain per-user lists. Both are read here and nowhere else.
 from __future__ import annotations
 
 import glob
-import itertools
 import json
 import math
 import os
@@ -157,11 +156,12 @@ def bunched(per_user: PerUser, window: tuple[float, float], gap_ms: float) -> tu
     gap is shorter than g with probability 1 - exp(-X g).
     """
     first, last = window
-    ends = sorted(r.end for records in per_user for r in records if r.ok and first <= r.end <= last)
-    if len(ends) < 3:
+    groups = bursts([[r for r in records if first <= r.end <= last] for records in per_user], gap_ms)
+    replies = int(groups["size"].sum())
+    if replies < 3:
         return math.nan, math.nan
-    gaps_ms = [(b - a) * 1000 for a, b in itertools.pairwise(ends)]
-    mean_gap_ms = (ends[-1] - ends[0]) * 1000 / len(gaps_ms)
-    close = sum(g <= gap_ms for g in gaps_ms) / len(gaps_ms)
+    # every reply but a burst's first came within gap_ms of the one before
+    close = (replies - len(groups)) / (replies - 1)
+    mean_gap_ms = (groups["last"].max() - groups["first"].min()) * 1000 / (replies - 1)
     at_random = 1 - math.exp(-gap_ms / mean_gap_ms) if mean_gap_ms > 0 else 1.0
     return close, at_random
