@@ -89,9 +89,13 @@ def collect(
     per_process = server_meter.per_process(*window)
     worker_cores = sum(c for pid, c in per_process.items() if pid in served) if served and per_process else math.nan
     # How long the workers' loops were ready with no CPU free (Linux; a remote server's meter has none)
-    waits = server_meter.waited(*window) if hasattr(server_meter, "waited") else {}
-    served_waits = [w for pid, w in waits.items() if pid in served]
-    worker_waited = sum(served_waits) / len(served_waits) if served_waits else math.nan
+    waits = _served(server_meter, "waited", window, served)
+    worker_waited = sum(waits) / len(waits) if waits else math.nan
+    # What the workers' CPU went to besides running Python: the kernel's share of it, and their threads'
+    # context switches per request (lesson 07: a sync worker's threads handing the GIL across cores)
+    kernel, switches = (_served(server_meter, counter, window, served) for counter in ("kernel", "switches"))
+    worker_kernel = sum(kernel) / worker_cores if kernel and worker_cores else math.nan
+    worker_switches = sum(switches) / m.rps if switches and m.rps else math.nan
     cost = demand.measured(
         worker_cores,
         server_cpu - worker_cores,
@@ -145,6 +149,8 @@ def collect(
         "locust_ms": demand.per_request_ms(locust_cores, m.rps),
         "worker_ms": cost.worker_ms,
         "worker_waited": worker_waited,  # share of the window a worker's loop was ready with no CPU free
+        "worker_kernel": worker_kernel,  # share of the workers' CPU spent in the kernel
+        "worker_switches": worker_switches,  # context switches of the workers' threads per request (Linux)
         "pool_ms": cost.pool_ms,
         "others_ms": cost.others_ms,
         # a pooled database connection's time per use in the window, which prices the connection pool
@@ -181,6 +187,14 @@ def collect(
         "result": row,
     }
     return results.RunResult(row=row, history=history(per_user, start), path=tmp, manifest=manifest)
+
+
+def _served(meter, counter: str, window: tuple[float, float], served: dict) -> list[float]:
+    """How fast `counter` (CpuMeter.counters) grew in each worker that served a request in `window`:
+    [] for a meter without it (a remote server's) or where the OS keeps none."""
+    if not hasattr(meter, "per_second"):
+        return []
+    return [v for pid, v in meter.per_second(counter, *window).items() if pid in served]
 
 
 def _problems(status, exit_code, tmp: Path, m: measure.Measured, options: Options, saturated: bool, busiest: float):

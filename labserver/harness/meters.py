@@ -16,6 +16,7 @@ CPU seconds as the worker reported them (they may run on other machines: locustf
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 
@@ -53,20 +54,40 @@ class CpuMeter:
         self.pid = pid
         self.tree = tree
         self.samples: list[tuple[float, dict[int, float]]] = []
-        self.waits: list[tuple[float, dict[int, float]]] = []  # seconds each main thread waited for a CPU, so far
+        # Counters beside each process's CPU seconds, sampled with them (NaN where the OS does not keep one):
+        # its CPU seconds in the kernel; seconds its main thread waited for a CPU; its threads' context switches.
+        self.counters: dict[str, list[tuple[float, dict[int, float]]]] = {"kernel": [], "waited": [], "switches": []}
+        self._threads: dict[int, dict[int, int]] = {}  # each process's threads' switches at the last sample
+        self._switches: dict[int, float] = {}  # and the process's total so far
+
+    def _switched(self, pid: int) -> float:
+        """The context switches of `pid`'s threads so far, thread by thread: a thread that ends takes its
+        count with it, so each sample adds what each thread did since the last (a floor: a thread
+        born and ended between two samples, 0.25 s apart in a run, is missed)."""
+        now = thread_switches(pid)
+        if not now:
+            return math.nan
+        before = self._threads.get(pid)
+        added = sum(now.values()) if before is None else sum(n - before.get(tid, 0) for tid, n in now.items())
+        self._threads[pid] = now
+        self._switches[pid] = self._switches.get(pid, 0.0) + added
+        return self._switches[pid]
 
     def sample(self) -> None:
-        seconds, waits = {}, {}
+        seconds, kernel, waits, switches = {}, {}, {}, {}
         for p in procs.tree(self.pid)[: None if self.tree else 1]:
             try:
                 t = p.cpu_times()
-                seconds[p.pid] = t.user + t.system + t.children_user + t.children_system
             except psutil.Error:
                 continue
+            seconds[p.pid] = t.user + t.system + t.children_user + t.children_system
+            kernel[p.pid] = t.system + t.children_system
             waits[p.pid] = waited_seconds(p.pid)
+            switches[p.pid] = self._switched(p.pid)
         now = time.time()
         self.samples.append((now, seconds))
-        self.waits.append((now, waits))
+        for name, values in (("kernel", kernel), ("waited", waits), ("switches", switches)):
+            self.counters[name].append((now, values))
 
     def usage(self, t0: float, t1: float) -> tuple[float, float]:
         """(cores used by the whole tree, busiest single process's share of a core) between t0 and t1."""
@@ -82,7 +103,19 @@ class CpuMeter:
 
     def waited(self, t0: float, t1: float) -> dict[int, float]:
         """Share of the time between t0 and t1 each process's main thread was ready to run but had no CPU."""
-        inside = [s for s in self.waits if t0 <= s[0] <= t1]
+        return self.per_second("waited", t0, t1)
+
+    def kernel(self, t0: float, t1: float) -> dict[int, float]:
+        """Cores each process kept busy in the kernel between t0 and t1 (system calls, switches, page faults)."""
+        return self.per_second("kernel", t0, t1)
+
+    def switches(self, t0: float, t1: float) -> dict[int, float]:
+        """Context switches per second of each process's threads between t0 and t1 (Linux)."""
+        return self.per_second("switches", t0, t1)
+
+    def per_second(self, counter: str, t0: float, t1: float) -> dict[int, float]:
+        """How fast `counter` grew in each process between t0 and t1 (its first and last sample inside)."""
+        inside = [s for s in self.counters[counter] if t0 <= s[0] <= t1]
         if len(inside) < 2:
             return {}
         (ta, a), (tb, b) = inside[0], inside[-1]
@@ -102,6 +135,28 @@ def waited_seconds(pid: int) -> float:
             return int(f.read().split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
         return math.nan
+
+
+def thread_switches(pid: int) -> dict[int, int]:
+    """Context switches of each thread of `pid` so far, voluntary and not ({} where the OS does not say).
+
+    Each is a thread leaving a CPU: blocking (a socket, a lock, the GIL) or preempted. Linux keeps
+    them per thread (/proc/<pid>/task/<tid>/status); a process's own status has its main thread's
+    alone, and a sync endpoint's work runs on its thread pool's threads.
+    """
+    found = {}
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                # voluntary_ctxt_switches and nonvoluntary_ctxt_switches
+                found[int(tid)] = sum(int(line.split()[1]) for line in f if "ctxt_switches:" in line)
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended between listing and reading
+    return found
 
 
 class RemoteCpuMeter:

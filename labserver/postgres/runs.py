@@ -311,6 +311,29 @@ def edge_rounds(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
     return kept
 
 
+def sync_rounds(frames: dict[str, pd.DataFrame], count: int) -> pd.DataFrame:
+    """The sync SELECT's runs on any core and pinned, round by round (see `pinned_ratios` for the rounds):
+    the cores its worker kept busy, its CPU per request, the kernel's share of it, its threads'
+    context switches per request, and its throughput over the model's (one core per worker)."""
+    pairs = [("fast", "pinned"), *((f"round {r}, any", f"round {r}, pinned") for r in range(1, count))]
+    rows = []
+    for r, (anywhere, one) in enumerate(pairs):
+        for where, part in (("any core", anywhere), ("pinned", one)):
+            run = frames[part].set_index("pattern").loc["sync_select"]
+            rows.append(
+                {
+                    "round": r + 1,
+                    "server": where,
+                    "cores busy": run["server_cpu"],
+                    "CPU ms per request": run["server_ms"],
+                    "in the kernel": run.get("worker_kernel", math.nan),
+                    "switches per request": run.get("worker_switches", math.nan),
+                    "measured / model": run["ratio"],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def pinned_ratios(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
     """The sync version's CPU per request pinned / on any core, round by round.
 

@@ -9,6 +9,8 @@ and what neither explains is what the turns cost under load beyond that quiet ti
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -76,4 +78,38 @@ def explain(sweep: pd.DataFrame, thread_cost: float, fib_ms: float, converged: i
     return (
         f"The two converge (within {CONVERGED:.0%}) from fib({converged}) on: the sync version's extra CPU "
         f"per request ({at_deep['sync'] / at_deep['async']:.2f}×) is small next to fib itself."
+    )
+
+
+def per_switch_us(any_core: Mapping[str, float], pinned: Mapping[str, float]) -> float:
+    """The sync worker's extra CPU per request on any core over pinned, per extra context switch (µs).
+
+    Each maps "CPU ms per request" and "switches per request" (runs.sync_rounds). On one core a
+    thread runs until it blocks, and the next one takes the GIL there; on two, a woken thread
+    starts on the other core at once, finds the GIL held and sleeps again: more switches for the
+    same work. Whatever else the extra CPU holds (caches cold on the other core) counts here too,
+    so this is what the switches cost at most. NaN where any core did not switch more.
+    """
+    extra_switches = any_core["switches per request"] - pinned["switches per request"]
+    extra_ms = any_core["CPU ms per request"] - pinned["CPU ms per request"]
+    return extra_ms / extra_switches * 1000 if extra_switches > 0 else math.nan
+
+
+def spread(any_core: Mapping[str, float], pinned: Mapping[str, float]) -> str:
+    """Where the sync worker's CPU went on any core and pinned, in a sentence: each maps runs.sync_rounds'
+    figures (medians over the rounds)."""
+
+    def where(run: Mapping[str, float]) -> str:
+        switches = run["switches per request"]
+        counted = f", {switches:.0f} context switches per request" if math.isfinite(switches) else ""
+        return f"{run['cores busy']:.2f} cores busy, {run['in the kernel']:.0%} of its CPU in the kernel{counted}"
+
+    cost = per_switch_us(any_core, pinned)
+    each = f" Each extra switch came with at most {cost:.1f} µs of extra CPU." if math.isfinite(cost) else ""
+    return (
+        f"The sync worker on any core: {where(any_core)}; pinned: {where(pinned)}.{each} The model gives a "
+        "worker one core: one thread at a time runs Python under the GIL. Whatever its threads kept busy "
+        "beyond one core was work done without the GIL, on the other core: the kernel's (switches, sockets) "
+        f"and libpq's. On any core the sync run read {any_core['measured / model']:.2f} of the model, "
+        f"pinned {pinned['measured / model']:.2f}; how much runs beside the GIL is not priced."
     )

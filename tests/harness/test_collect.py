@@ -119,6 +119,21 @@ def test_cpu_figures_come_from_the_meters_over_the_window(tmp_path):
     assert row["locust_ms"] == pytest.approx(0.4 / 20 * 1000)
 
 
+def test_the_workers_kernel_share_and_switches_per_request_come_from_their_counters(tmp_path):
+    server = cpu_meter({7: 0.5, 8: 0.2})  # 7 served every request; 8 is a pool process
+    ticks = [t for t, _ in server.samples]
+    server.counters["kernel"] = [(t, {7: 0.2 * (t - T0), 8: 0.1 * (t - T0)}) for t in ticks]
+    server.counters["switches"] = [(t, {7: 300.0 * (t - T0), 8: 50.0 * (t - T0)}) for t in ticks]
+    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=(cpu_meter({1: 0.4}), server, machine_meter(1.0))).row
+    assert row["worker_kernel"] == pytest.approx(0.2 / 0.5)  # the served worker's alone
+    assert row["worker_switches"] == pytest.approx(300 / 20)  # per request, at 20 req/s
+
+
+def test_without_counters_the_kernel_share_and_switches_are_nan(tmp_path):
+    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path).row
+    assert math.isnan(row["worker_kernel"]) and math.isnan(row["worker_switches"])
+
+
 def test_a_given_prediction_is_the_one_compared(tmp_path):
     row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, predicted=Prediction(40.0, 50.0, "users")).row
     assert (row["predicted_rps"], row["bottleneck"]) == (40.0, "users")

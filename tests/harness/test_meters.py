@@ -8,6 +8,7 @@ from labserver.harness.meters import (
     MachineMeter,
     busy_seconds,
     stolen_seconds,
+    thread_switches,
     wait_until_quiet,
     waited_seconds,
 )
@@ -114,3 +115,35 @@ def test_steal_time_is_part_of_the_busy_time_and_never_negative():
     time.sleep(0.05)
     meter.sample()
     assert meter.stolen_cores(0, float("inf")) >= 0
+
+
+def test_switches_count_every_thread_and_keep_those_of_threads_that_ended():
+    import threading
+
+    import pytest
+
+    if not thread_switches(os.getpid()):
+        pytest.skip("this OS does not count each thread's context switches")
+    meter = CpuMeter(os.getpid(), tree=False)
+    meter.sample()
+    napped, go = threading.Event(), threading.Event()
+
+    def nap():
+        for _ in range(50):
+            time.sleep(0.001)  # each nap: a switch
+        napped.set()
+        go.wait()
+
+    napper = threading.Thread(target=nap)
+    napper.start()
+    napped.wait()
+    meter.sample()  # while it lives
+    go.set()
+    napper.join()
+    meter.sample()  # once it is gone
+    counted = meter.switches(0, float("inf"))[os.getpid()] * (meter.samples[-1][0] - meter.samples[0][0])
+    assert counted >= 50  # its naps stay counted after it ended
+
+
+def test_a_missing_process_has_no_thread_switches():
+    assert thread_switches(2**22 + 12345) == {}

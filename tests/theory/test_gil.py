@@ -1,5 +1,7 @@
 """Where a sync request's extra CPU goes in a fib sweep: the GIL's turns, its own work, and the rest."""
 
+import math
+
 import pandas as pd
 import pytest
 
@@ -43,3 +45,30 @@ def test_explain_says_why_when_the_two_converge():
 
 def test_explain_splits_the_extra_cpu_when_they_do_not():
     assert gil.explain(sweep(), 1.1, 50.0, converged=None) == gil.extra_cpu(sweep(), 1.1, 50.0).explain()
+
+
+ANY_CORE = {"cores busy": 1.1, "CPU ms per request": 0.64, "in the kernel": 0.49, "switches per request": 54.0,
+            "measured / model": 1.1}  # fmt: skip
+PINNED = {"cores busy": 0.97, "CPU ms per request": 0.35, "in the kernel": 0.28, "switches per request": 10.0,
+          "measured / model": 0.97}  # fmt: skip
+
+
+def test_per_switch_is_the_extra_cpu_over_the_extra_switches():
+    assert gil.per_switch_us(ANY_CORE, PINNED) == pytest.approx(0.29 / 44 * 1000)
+
+
+def test_per_switch_is_nan_without_more_switches():
+    assert math.isnan(gil.per_switch_us(ANY_CORE, {**PINNED, "switches per request": 54.0}))
+    assert math.isnan(gil.per_switch_us({**ANY_CORE, "switches per request": math.nan}, PINNED))
+
+
+def test_spread_gives_both_servers_figures_and_the_fit():
+    text = gil.spread(ANY_CORE, PINNED)
+    assert "1.10 cores busy, 49% of its CPU in the kernel, 54 context switches per request" in text
+    assert "pinned: 0.97 cores busy, 28% of its CPU in the kernel, 10 context switches" in text
+    assert "at most 6.6 µs" in text and "read 1.10 of the model, pinned 0.97" in text
+
+
+def test_spread_without_switch_counts_leaves_them_out():
+    text = gil.spread({**ANY_CORE, "switches per request": math.nan}, {**PINNED, "switches per request": math.nan})
+    assert "switches per request" not in text and "µs" not in text
