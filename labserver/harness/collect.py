@@ -105,6 +105,7 @@ def collect(
         generators=options.processes,
         db_hold_ms=held(window) if held is not None else math.nan,
         worker_waited=worker_waited,
+        window=window,
     )
     p = _prediction(predicted, params, cost, cores, options)
     # Back to back: within one request's CPU in the workers of the reply before (0.3 ms at least)

@@ -4,35 +4,67 @@ One request to the `blocking` pattern (time.sleep inside an `async def`) holds i
 event loop for its whole `io_ms`: every other request of that worker waits it out. Sent on a
 timer while a measurement runs, it makes a server that is fast but stalls now and then, the
 case in which a closed loop's latency misleads (coordinated omission).
+
+Each stall is kept as it happened (sent, answered), so that a run can say what share of its own
+measurement window the loop was held: a window of 8 s holds three stalls or four, by where it
+starts, which is 11% or 15% of it with a stall of 0.3 s every 2 s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import urllib.request
+from collections.abc import Iterator
 
 from labserver.checks import positive, whole
 from labserver.demo.work import IO_MS_MAX
 
 
+class Stalls:
+    """The stalls sent so far, each (sent, answered) in epoch seconds: the loop was held in between."""
+
+    def __init__(self) -> None:
+        self.held: list[tuple[float, float]] = []
+
+    def share(self, t0: float, t1: float) -> float:
+        """The share of t0..t1 the loop was held by a stall (the stalls' time inside it, over its length)."""
+        if t1 <= t0:
+            return float("nan")
+        inside = sum(max(0.0, min(end, t1) - max(start, t0)) for start, end in self.held)
+        return inside / (t1 - t0)
+
+
 @contextlib.contextmanager
-def stalls(server, every_s: float, stall_ms: int):
-    """While the block runs, stall `server`'s loop for `stall_ms` every `every_s` s (the first after `every_s`)."""
+def stalls(server, every_s: float, stall_ms: int) -> Iterator[Stalls]:
+    """While the block runs, stall `server`'s loop for `stall_ms` every `every_s` s (the first after `every_s`).
+
+    The stalls keep to the clock (at every_s, 2 every_s, ... from the start), not to the end of the
+    one before, so that one every `every_s` is what the server gets. Yields the Stalls as they come.
+    """
     positive("every_s", every_s)
     whole("stall_ms", stall_ms, 1, IO_MS_MAX)
     stop = threading.Event()
     url = f"{server.url}/blocking?io_ms={stall_ms}"
+    log = Stalls()
+    started = time.monotonic()
 
     def stall_now_and_then() -> None:
-        while not stop.wait(every_s):
+        due = started + every_s
+        while not stop.wait(max(0.0, due - time.monotonic())):
+            sent = time.time()
             with contextlib.suppress(OSError):  # a stall that failed is one stall fewer, not an error
                 urllib.request.urlopen(url, timeout=stall_ms / 1000 + 30).read()
+                log.held.append((sent, time.time()))
+            due += every_s
+            while due <= time.monotonic():  # a stall longer than every_s: the slots it covered are skipped
+                due += every_s
 
     thread = threading.Thread(target=stall_now_and_then, name="stalls", daemon=True)
     thread.start()
     try:
-        yield
+        yield log
     finally:
         stop.set()
         thread.join(timeout=stall_ms / 1000 + 31)

@@ -33,6 +33,9 @@ class Demand:
     # share of the window a worker's event loop was ready to run with no CPU free for it (mean of the
     # workers; NaN: not measured): the part of its core other processes took while it had work
     worker_waited: float = math.nan
+    # the measurement window these figures come from (epoch s; None: not from a run), for a lesson's own
+    # model that prices what happened in it (lesson 08: the share of it a stall held the loop)
+    window: tuple[float, float] | None = None
 
     @property
     def machine_ms(self) -> float:
@@ -58,10 +61,11 @@ def measured(
     generators: int = 1,
     db_hold_ms: float = math.nan,
     worker_waited: float = math.nan,
+    window: tuple[float, float] | None = None,
 ) -> Demand:
     """A run's demand from the cores its parts kept busy while it served `rps` requests per second,
     the connection hold it measured (`db_hold_ms`, NaN: none) and the share of the window its
-    workers' loops waited for a CPU (`worker_waited`, NaN: not measured)."""
+    workers' loops waited for a CPU (`worker_waited`, NaN: not measured), over `window`."""
     generator_ms = per_request_ms(generator_cores, rps)
     return Demand(
         worker_ms=per_request_ms(worker_cores, rps),
@@ -71,4 +75,5 @@ def measured(
         generators=max(1, generators),
         db_hold_ms=db_hold_ms,
         worker_waited=worker_waited,
+        window=window,
     )

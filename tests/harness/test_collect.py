@@ -134,6 +134,17 @@ def test_without_counters_the_kernel_share_and_switches_are_nan(tmp_path):
     assert math.isnan(row["worker_kernel"]) and math.isnan(row["worker_switches"])
 
 
+def test_a_lesson_s_own_model_is_given_the_run_s_window(tmp_path):
+    seen = []
+
+    def predicted(cost):
+        seen.append(cost.window)
+        return Prediction(20.0, 100.0, "users")
+
+    row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, predicted=predicted).row
+    assert seen == [(row["window_start"], row["window_start"] + row["window_s"])]
+
+
 def test_a_given_prediction_is_the_one_compared(tmp_path):
     row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, predicted=Prediction(40.0, 50.0, "users")).row
     assert (row["predicted_rps"], row["bottleneck"]) == (40.0, "users")

@@ -1,0 +1,58 @@
+"""Stalls on purpose (lesson 08): what share of a window they held the loop, and that each is kept as it came."""
+
+import math
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
+
+import pytest
+
+from labserver.harness.stalls import Stalls, stalls
+
+
+def test_the_share_counts_only_the_stalls_time_inside_the_window():
+    log = Stalls()
+    log.held = [(0.0, 0.3), (2.0, 2.3), (4.0, 4.3), (6.0, 6.3)]
+    assert log.share(0.0, 8.0) == pytest.approx(1.2 / 8)
+    assert log.share(0.5, 6.5) == pytest.approx(0.9 / 6)  # three stalls whole
+    assert log.share(2.1, 4.1) == pytest.approx(0.3 / 2)  # the ends of two: 0.2 s and 0.1 s
+
+
+def test_no_stall_is_no_share_and_an_empty_window_none():
+    assert Stalls().share(0.0, 1.0) == 0.0
+    assert math.isnan(Stalls().share(1.0, 1.0))
+
+
+class _Stall(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args):
+        pass
+
+
+def test_each_stall_is_kept_as_sent_and_answered():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Stall)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    server = SimpleNamespace(url=f"http://127.0.0.1:{httpd.server_address[1]}")
+    try:
+        with stalls(server, 0.05, 1) as log:
+            for _ in range(1000):  # up to 10 s: a hung stall fails the test instead of hanging it
+                if len(log.held) >= 3:
+                    break
+                time.sleep(0.01)
+    finally:
+        httpd.shutdown()
+    assert len(log.held) >= 3
+    assert all(sent <= answered for sent, answered in log.held)
+    assert all(a[1] <= b[0] for a, b in zip(log.held, log.held[1:], strict=False))  # one at a time, in order
+
+
+@pytest.mark.parametrize("every_s, stall_ms", [(0, 100), (1.0, 0)])
+def test_bad_settings_fail_before_any_stall(every_s, stall_ms):
+    with pytest.raises(ValueError), stalls(SimpleNamespace(url="http://127.0.0.1:9"), every_s, stall_ms):
+        pass
