@@ -75,8 +75,21 @@ def test_count_fallback_when_a_user_finishes_fewer_than_two_requests():
     per_user = [[Record(2.0, 900.0, True)], [Record(3.0, 1900.0, True)], [Record(5.0, 3900.0, True)]]
     m = measure(per_user, start=0.0, warmup_s=1.0)
     assert m.method == "count"
-    assert m.rps == pytest.approx(3 / (5.0 - 1.0))
+    assert m.rps == pytest.approx(2 / (5.0 - 2.0))  # two intervals from the first reply to the last
     assert m.window_s == pytest.approx(3.0)
+
+
+def test_counting_a_steady_one_by_one_flow_gives_its_rate_wherever_the_cut_falls():
+    # 50 users answered one at a time every 100 ms (a blocked loop): each user's next reply is 5 s off
+    for offset in (0.001, 0.05, 0.099):
+        per_user = [[Record(offset + 0.1 * k, 100.0, True)] for k in range(1, 50)]
+        m = measure(per_user, start=0.0, warmup_s=1.0)
+        assert m.method == "count"
+        assert m.rps == pytest.approx(10.0)
+
+
+def test_one_reply_after_the_warm_up_is_no_rate():
+    assert math.isnan(measure([[Record(2.0, 900.0, True)]], start=0.0, warmup_s=1.0).rps)
 
 
 def test_a_user_with_nothing_after_the_warm_up_falls_back_to_counting():
