@@ -111,7 +111,9 @@ def priced(args: dict, cost: Demand) -> Prediction:
     fib's and the rest, is the workers' CPU per request in this run; and the whole machine's,
     PostgreSQL's and Locust's included, bounds what the usable cores serve. Where the connection
     pool bounds the run, it is priced with the hold per use of a connection in this run
-    (`cost.db_hold_ms`); a run that did not measure it (NaN) keeps the lone request's.
+    (`cost.db_hold_ms`); a run that did not measure it (NaN) keeps the lone request's. An async
+    worker gets its core less the share its loop waited for a CPU (`cost.worker_waited`), as in
+    model.predict.
     """
     hold = {"hold_ms": cost.db_hold_ms}
     if not cost.known:
@@ -122,6 +124,7 @@ def priced(args: dict, cost: Demand) -> Prediction:
         "service_ms": wait_ms + cost.worker_ms,
         "cpu_ms_per_request": cost.worker_ms,
         "machine_ms": cost.machine_ms if math.isfinite(cost.machine_ms) else 0.0,
+        "waited": cost.worker_waited,  # an async worker's core, less what other processes took of it
     }
     return pools.predict(**measured, **hold)
 

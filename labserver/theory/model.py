@@ -152,10 +152,17 @@ def kept(pattern: str, workers: int, cores: int, demand: Demand | None) -> float
     Only where the loop's thread does the worker's work: a thread pool's threads compute while the
     loop waits, and where workers outnumber the cores, their waits for each other are the bound.
     """
-    if demand is None or workers >= cores or pattern in ("threadpool", "wrapped"):
+    if demand is None or pattern in ("threadpool", "wrapped"):
         return 1.0
-    waited = demand.worker_waited
-    return 1.0 - min(max(waited, 0.0), 1.0) if math.isfinite(waited) else 1.0
+    return loop_kept(demand.worker_waited, workers, cores)
+
+
+def loop_kept(waited: float, workers: int, cores: float) -> float:
+    """1 − `waited` (a worker's loop's share of the window ready with no CPU free; NaN: not measured),
+    where each worker has a core of its own; 1 where the workers outnumber the cores (see `kept`)."""
+    if workers >= cores or not math.isfinite(waited):
+        return 1.0
+    return 1.0 - min(max(waited, 0.0), 1.0)
 
 
 def in_step(pattern: str, users: int, io_s: float, compute_s: float, threads: int) -> bool:

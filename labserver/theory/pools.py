@@ -21,7 +21,7 @@ import pandas as pd
 from labserver.checks import choice
 from labserver.demo import cpus
 from labserver.demo.routes import SHOP as ENDPOINTS
-from labserver.theory.model import Prediction, cpu_ms
+from labserver.theory.model import Prediction, cpu_ms, loop_kept
 
 QUERIES = {"select": 1, "simulation": 2}  # connections one request holds at once
 POOL = "connection pool"
@@ -49,6 +49,7 @@ def limits(
     cores: float | None = None,
     machine_ms: float = 0.0,
     hold_ms: float = math.nan,
+    waited: float = math.nan,
 ) -> dict[str, float]:
     """Each bound on a database endpoint's throughput (req/s), by name: what `predict` takes the least of.
 
@@ -56,7 +57,9 @@ def limits(
     is the worker's CPU for one request (0: not CPU-bound); `machine_ms` the whole machine's CPU
     per request, PostgreSQL's and Locust's included (0: not measured), which the usable cores bound.
     `hold_ms` is a connection's time per use measured under load; NaN prices the connection pool
-    with the lone request's hold, its time alone less its CPU.
+    with the lone request's hold, its time alone less its CPU. `waited` is the share of the run an
+    async worker's loop was ready with no CPU free (model.loop_kept: its core is its less that;
+    NaN: not measured); a sync endpoint's threads compute while the loop waits, so not theirs.
     """
     choice("database endpoint", endpoint, ENDPOINTS)
     cores = cores or cpus.cores()
@@ -69,7 +72,8 @@ def limits(
     if driver(endpoint) == "sync":
         bounds["thread pool"] = workers * threads / s
     if cpu > 0:
-        bounds["CPU (one core per worker)"] = min(workers, cores) / cpu
+        kept = loop_kept(waited, workers, cores) if driver(endpoint) == "async" else 1.0
+        bounds["CPU (one core per worker)"] = min(workers, cores) * kept / cpu
     if machine_ms > 0:
         bounds["cores (the machine's, shared with PostgreSQL)"] = cores / (machine_ms / 1000)
     return bounds
