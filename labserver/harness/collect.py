@@ -53,6 +53,7 @@ def collect(
     settle: int | list[int] = 2,
     server_cores: int | None = None,
     held: Callable[[tuple[float, float]], float] | None = None,
+    arrivals: tuple[float, float] | None = None,
 ) -> results.RunResult:
     """One stage's RunResult: its figures, the prediction beside them, and whether it is a valid measurement.
 
@@ -60,12 +61,13 @@ def collect(
     `settle_requests`: the replies each user needs before it is in its loop. `server_cores` are
     the usable CPUs of a server on another machine (RemoteServer), None for one on this machine's.
     `held` gives the mean hold of a pooled database connection in a window (ms; telemetry.db_hold_ms),
-    None for a server without the database routes.
+    None for a server without the database routes. `arrivals` is an open loop's window, the requests
+    meant to leave in it (arrivals.measure): its CPU and its prediction are taken over that one.
     """
     warmup_s, lesson = options.warmup_s, options.lesson
     cut = measure.warmup_end(per_user, start, warmup_s, settle)  # once every user is in its loop
     m = measure.measure(per_user, start=start, warmup_s=warmup_s, settle_requests=settle)
-    window = (m.window_start, m.window_start + m.window_s)
+    window = arrivals or (m.window_start, m.window_start + m.window_s)
     locust_meter, server_meter, machine_meter = meters
     locust_cores, locust_busiest = locust_meter.usage(*window)
     server_cpu, _ = server_meter.usage(*window)
@@ -309,6 +311,8 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
         before = stages[i - 1].users if same_server else 0
         settle = [0 if u < before else 2 for per_file in mine.values() for u in range(len(per_file))]
         drained = max([ends, *(r.end for per_file in mine.values() for user in per_file for r in user)])
+        # An open loop is measured over the requests meant to leave from its warm-up to its drain
+        meant = (start + options.warmup_s, ends - stage.drain_s) if stage.rate else None
         result = collect(
             folder,
             run_id,
@@ -323,6 +327,7 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
             settle=settle,
             server_cores=None if getattr(stage.server, "same_machine", True) else stage.server.cores(),
             held=_held(stage.server),
+            arrivals=meant,
         )
         kept_off = isolate.others(stage.server)  # where isolate.py put Locust and the neighbours meanwhile
         if kept_off:
@@ -335,8 +340,8 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
             plan={"first_run": run_ids[0], "stage": i, "stages": len(stages)},
         )
         result.row["started_at"] = run_started
-        if stage.rate:
-            _open_loop(result, per_user, (start + options.warmup_s, ends - stage.drain_s), stage.rate)
+        if meant:
+            _open_loop(result, per_user, meant, stage.rate)
         if outcome.server_log is not None and cut_short:
             (folder / "server.log").write_text(outcome.server_log)
         # what the server's workers were doing meanwhile: telemetry.csv, the samples of the window

@@ -13,13 +13,16 @@ starts, which is 11% or 15% of it with a stall of 0.3 s every 2 s.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from labserver.checks import positive, whole
 from labserver.demo.work import IO_MS_MAX
+from labserver.theory.demand import Demand
+from labserver.theory.model import Prediction
 
 
 class Stalls:
@@ -31,9 +34,50 @@ class Stalls:
     def share(self, t0: float, t1: float) -> float:
         """The share of t0..t1 the loop was held by a stall (the stalls' time inside it, over its length)."""
         if t1 <= t0:
-            return float("nan")
+            return math.nan
         inside = sum(max(0.0, min(end, t1) - max(start, t0)) for start, end in self.held)
         return inside / (t1 - t0)
+
+    def carried(self, t0: float, t1: float) -> float:
+        """The share of an open loop's arrivals in t0..t1 answered on the other side of its edges.
+
+        A stall that runs past t1 holds the requests that came since it began until after the
+        window: (t1 − its start) of arrivals are answered outside it. One that began before t0
+        and ends inside brings (t0 − its start) of earlier arrivals in. The net share out, the
+        first less the second over the window's length: the served rate counts that many fewer.
+        """
+        if t1 <= t0:
+            return math.nan
+        out = sum(t1 - start for start, end in self.held if start < t1 < end)
+        brought = sum(t0 - start for start, end in self.held if start < t0 < end)
+        return (out - brought) / (t1 - t0)
+
+
+def predict_held(calm_rps: float, log: Stalls, planned_share: float) -> Callable[[Demand], Prediction]:
+    """The prediction of a closed loop whose server stalls (`log`), from its rate without stalls.
+
+    Each stall stops every user for its length, so the loop serves `calm_rps` less the share of its
+    measurement window the stalls held the loop; before the run (no window yet: a live view's
+    estimate), less `planned_share`.
+    """
+
+    def predict(cost: Demand) -> Prediction:
+        share = log.share(*cost.window) if cost.window else planned_share
+        return Prediction(calm_rps * (1 - share), math.nan, "users, with the loop held")
+
+    return predict
+
+
+def predict_served(rate: float, log: Stalls) -> Callable[[Demand], Prediction]:
+    """The served rate of an open loop at `rate` whose server stalls (`log`): each request is answered,
+    the stalls only delay some, but those held past the window's end are answered after it, and
+    those held from before its start inside it (Stalls.carried, over the run's window)."""
+
+    def predict(cost: Demand) -> Prediction:
+        out = log.carried(*cost.window) if cost.window else 0.0
+        return Prediction(rate * (1 - out), math.nan, "arrivals (open loop)")
+
+    return predict
 
 
 @contextlib.contextmanager

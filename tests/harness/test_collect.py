@@ -145,6 +145,17 @@ def test_a_lesson_s_own_model_is_given_the_run_s_window(tmp_path):
     assert seen == [(row["window_start"], row["window_start"] + row["window_s"])]
 
 
+def test_an_open_loop_s_prediction_is_given_its_arrivals_window(tmp_path):
+    seen = []
+
+    def predicted(cost):
+        seen.append(cost.window)
+        return Prediction(20.0, 100.0, "arrivals (open loop)")
+
+    run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, predicted=predicted, arrivals=(T0 + 1.0, T0 + 4.0))
+    assert seen == [(T0 + 1.0, T0 + 4.0)]
+
+
 def test_a_given_prediction_is_the_one_compared(tmp_path):
     row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, predicted=Prediction(40.0, 50.0, "users")).row
     assert (row["predicted_rps"], row["bottleneck"]) == (40.0, "users")

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from labserver.harness.stalls import Stalls, stalls
+from labserver.harness.stalls import Stalls, predict_held, predict_served, stalls
+from labserver.theory.demand import Demand
 
 
 def test_the_share_counts_only_the_stalls_time_inside_the_window():
@@ -56,3 +57,28 @@ def test_each_stall_is_kept_as_sent_and_answered():
 def test_bad_settings_fail_before_any_stall(every_s, stall_ms):
     with pytest.raises(ValueError), stalls(SimpleNamespace(url="http://127.0.0.1:9"), every_s, stall_ms):
         pass
+
+
+def test_the_held_loop_is_predicted_from_the_calm_rate_less_the_stalls_share_of_its_window():
+    log = Stalls()
+    log.held = [(2.0, 2.3), (4.0, 4.3), (6.0, 6.3)]
+    predict = predict_held(1000.0, log, planned_share=0.15)
+    assert predict(Demand(math.nan, window=(1.0, 7.0))).rps == pytest.approx(1000 * (1 - 0.9 / 6))
+    assert predict(Demand(math.nan)).rps == pytest.approx(850.0)  # before the run: the planned share
+    assert predict(Demand(math.nan)).bottleneck == "users, with the loop held"
+
+
+def test_arrivals_a_stall_holds_past_the_window_s_end_are_served_outside_it():
+    log = Stalls()
+    log.held = [(1.7, 2.0), (3.7, 4.0), (7.7, 8.3)]
+    assert log.carried(2.0, 8.0) == pytest.approx(0.3 / 6)  # the last one from 7.7; the first ended at 2.0
+    assert log.carried(1.8, 8.0) == pytest.approx((0.3 - 0.1) / 6.2)  # and 0.1 s of earlier arrivals brought in
+    assert log.carried(4.5, 7.0) == 0.0
+
+
+def test_an_open_loop_with_stalls_is_predicted_to_serve_its_arrivals_less_those_carried_out():
+    log = Stalls()
+    log.held = [(7.7, 8.3)]
+    predict = predict_served(800.0, log)
+    assert predict(Demand(math.nan, window=(2.0, 8.0))).rps == pytest.approx(800 * (1 - 0.3 / 6))
+    assert predict(Demand(math.nan)).rps == 800.0  # before the run: every arrival
