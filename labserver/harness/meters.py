@@ -105,16 +105,9 @@ class CpuMeter:
         """Share of the time between t0 and t1 each process's main thread was ready to run but had no CPU."""
         return self.per_second("waited", t0, t1)
 
-    def kernel(self, t0: float, t1: float) -> dict[int, float]:
-        """Cores each process kept busy in the kernel between t0 and t1 (system calls, switches, page faults)."""
-        return self.per_second("kernel", t0, t1)
-
-    def switches(self, t0: float, t1: float) -> dict[int, float]:
-        """Context switches per second of each process's threads between t0 and t1 (Linux)."""
-        return self.per_second("switches", t0, t1)
-
     def per_second(self, counter: str, t0: float, t1: float) -> dict[int, float]:
-        """How fast `counter` grew in each process between t0 and t1 (its first and last sample inside)."""
+        """How fast `counter` grew in each process between t0 and t1 (its first and last sample inside):
+        "kernel", cores busy in the kernel; "waited", see `waited`; "switches", context switches a second."""
         inside = [s for s in self.counters[counter] if t0 <= s[0] <= t1]
         if len(inside) < 2:
             return {}

@@ -38,19 +38,25 @@ class Stalls:
         inside = sum(max(0.0, min(end, t1) - max(start, t0)) for start, end in self.held)
         return inside / (t1 - t0)
 
-    def carried(self, t0: float, t1: float) -> float:
-        """The share of an open loop's arrivals in t0..t1 answered on the other side of its edges.
+    def carried(self, t0: float, t1: float, rate: float, drain_rps: float = math.inf) -> float:
+        """The share of an open loop's arrivals in t0..t1 (at `rate` a second) answered on the other side of its edges.
 
-        A stall that runs past t1 holds the requests that came since it began until after the
-        window: (t1 − its start) of arrivals are answered outside it. One that began before t0
-        and ends inside brings (t0 − its start) of earlier arrivals in. The net share out, the
-        first less the second over the window's length: the served rate counts that many fewer.
+        A stall holds every request that comes while it lasts; once it ends, the server answers
+        them at `drain_rps` (its own pace, 1 / its CPU per request) while new ones keep coming
+        at `rate`, so the backlog clears (b − a) rate / (drain_rps − rate) after a stall (a, b)
+        ends. An edge inside a stall or its catch-up leaves that many arrivals unanswered there:
+        (edge − a) rate less drain_rps (edge − b) answered since it ended. Those at t1 are answered
+        after the window, those at t0 inside it: the net share out, over the window's arrivals.
         """
-        if t1 <= t0:
+        if t1 <= t0 or not rate > 0:
             return math.nan
-        out = sum(t1 - start for start, end in self.held if start < t1 < end)
-        brought = sum(t0 - start for start, end in self.held if start < t0 < end)
-        return (out - brought) / (t1 - t0)
+        ratio = drain_rps / rate
+
+        def unanswered(edge: float) -> float:  # seconds' worth of arrivals still held at `edge`
+            since = [(edge - a, edge - b) for a, b in self.held if a < edge]
+            return sum(held if after <= 0 else max(0.0, held - ratio * after) for held, after in since)
+
+        return (unanswered(t1) - unanswered(t0)) / (t1 - t0)
 
 
 def predict_held(calm_rps: float, log: Stalls, planned_share: float) -> Callable[[Demand], Prediction]:
@@ -70,11 +76,13 @@ def predict_held(calm_rps: float, log: Stalls, planned_share: float) -> Callable
 
 def predict_served(rate: float, log: Stalls) -> Callable[[Demand], Prediction]:
     """The served rate of an open loop at `rate` whose server stalls (`log`): each request is answered,
-    the stalls only delay some, but those held past the window's end are answered after it, and
-    those held from before its start inside it (Stalls.carried, over the run's window)."""
+    the stalls only delay some, but those still held at the window's end are answered after it,
+    and those held from before its start inside it (Stalls.carried, over the run's window, the
+    backlog answered at one worker's pace: 1 / its CPU per request in the run)."""
 
     def predict(cost: Demand) -> Prediction:
-        out = log.carried(*cost.window) if cost.window else 0.0
+        drain_rps = 1000 / cost.worker_ms if cost.known else math.inf
+        out = log.carried(*cost.window, rate, drain_rps) if cost.window else 0.0
         return Prediction(rate * (1 - out), math.nan, "arrivals (open loop)")
 
     return predict

@@ -141,7 +141,7 @@ def test_switches_count_every_thread_and_keep_those_of_threads_that_ended():
     go.set()
     napper.join()
     meter.sample()  # once it is gone
-    counted = meter.switches(0, float("inf"))[os.getpid()] * (meter.samples[-1][0] - meter.samples[0][0])
+    counted = meter.per_second("switches", 0, float("inf"))[os.getpid()] * (meter.samples[-1][0] - meter.samples[0][0])
     assert counted >= 50  # its naps stay counted after it ended
 
 

@@ -71,14 +71,26 @@ def test_the_held_loop_is_predicted_from_the_calm_rate_less_the_stalls_share_of_
 def test_arrivals_a_stall_holds_past_the_window_s_end_are_served_outside_it():
     log = Stalls()
     log.held = [(1.7, 2.0), (3.7, 4.0), (7.7, 8.3)]
-    assert log.carried(2.0, 8.0) == pytest.approx(0.3 / 6)  # the last one from 7.7; the first ended at 2.0
-    assert log.carried(1.8, 8.0) == pytest.approx((0.3 - 0.1) / 6.2)  # and 0.1 s of earlier arrivals brought in
-    assert log.carried(4.5, 7.0) == 0.0
+    # answered at once when a stall ends: the last one holds 0.3 s of arrivals at 8.0; the first ended by 2.1
+    assert log.carried(2.1, 8.0, rate=800.0) == pytest.approx(0.3 / 5.9)
+    assert log.carried(1.8, 8.0, rate=800.0) == pytest.approx((0.3 - 0.1) / 6.2)  # 0.1 s of earlier ones brought in
+    assert log.carried(4.5, 7.0, rate=800.0) == 0.0
+
+
+def test_a_stall_s_backlog_is_answered_at_the_server_s_pace_after_it_ends():
+    log = Stalls()
+    log.held = [(7.7, 8.0)]
+    # 0.3 s of arrivals at 800/s, answered at 5,600/s while 800/s more come: cleared 0.05 s after the stall
+    assert log.carried(2.0, 8.02, rate=800.0, drain_rps=5600.0) == pytest.approx((0.32 - 7 * 0.02) / 6.02)
+    assert log.carried(2.0, 8.05, rate=800.0, drain_rps=5600.0) == pytest.approx(0.0)
+    assert log.carried(2.0, 8.2, rate=800.0, drain_rps=5600.0) == 0.0
 
 
 def test_an_open_loop_with_stalls_is_predicted_to_serve_its_arrivals_less_those_carried_out():
     log = Stalls()
     log.held = [(7.7, 8.3)]
     predict = predict_served(800.0, log)
-    assert predict(Demand(math.nan, window=(2.0, 8.0))).rps == pytest.approx(800 * (1 - 0.3 / 6))
+    assert predict(Demand(math.nan, window=(2.1, 8.0))).rps == pytest.approx(800 * (1 - 0.3 / 5.9))
     assert predict(Demand(math.nan)).rps == 800.0  # before the run: every arrival
+    log.held = [(7.7, 8.0)]  # the backlog, answered at one worker's pace: 1 / 0.2 ms
+    assert predict(Demand(0.2, window=(2.0, 8.02))).rps == pytest.approx(800 * (1 - (0.32 - 5000 / 800 * 0.02) / 6.02))
