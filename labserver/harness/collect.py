@@ -93,6 +93,9 @@ def collect(
     # How long the workers' loops were ready with no CPU free (Linux; a remote server's meter has none)
     waits = _served(server_meter, "waited", window, served)
     worker_waited = sum(waits) / len(waits) if waits else math.nan
+    # ... and how long they ran: a loop that does neither while requests queue waits for the GIL (lesson 07)
+    loops = _served(server_meter, "loop", window, served)
+    worker_loop = sum(loops) / len(loops) if loops else math.nan
     # What the workers' CPU went to besides running Python: the kernel's share of it, and their threads'
     # context switches per request (lesson 07: a sync worker's threads handing the GIL across cores)
     kernel, switches = (_served(server_meter, counter, window, served) for counter in ("kernel", "switches"))
@@ -152,6 +155,7 @@ def collect(
         "locust_ms": demand.per_request_ms(locust_cores, m.rps),
         "worker_ms": cost.worker_ms,
         "worker_waited": worker_waited,  # share of the window a worker's loop was ready with no CPU free
+        "worker_loop": worker_loop,  # share of the window a worker's loop ran on a CPU (its main thread)
         "worker_kernel": worker_kernel,  # share of the workers' CPU spent in the kernel
         "worker_switches": worker_switches,  # context switches of the workers' threads per request (Linux)
         "pool_ms": cost.pool_ms,

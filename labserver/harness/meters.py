@@ -55,8 +55,14 @@ class CpuMeter:
         self.tree = tree
         self.samples: list[tuple[float, dict[int, float]]] = []
         # Counters beside each process's CPU seconds, sampled with them (NaN where the OS does not keep one):
-        # its CPU seconds in the kernel; seconds its main thread waited for a CPU; its threads' context switches.
-        self.counters: dict[str, list[tuple[float, dict[int, float]]]] = {"kernel": [], "waited": [], "switches": []}
+        # its CPU seconds in the kernel; seconds its main thread waited for a CPU, and ran on one (a
+        # uvicorn worker's main thread is its event loop); its threads' context switches.
+        self.counters: dict[str, list[tuple[float, dict[int, float]]]] = {
+            "kernel": [],
+            "waited": [],
+            "loop": [],
+            "switches": [],
+        }
         self._threads: dict[int, dict[int, int]] = {}  # each process's threads' switches at the last sample
         self._switches: dict[int, float] = {}  # and the process's total so far
 
@@ -74,7 +80,7 @@ class CpuMeter:
         return self._switches[pid]
 
     def sample(self) -> None:
-        seconds, kernel, waits, switches = {}, {}, {}, {}
+        seconds, kernel, waits, loop, switches = {}, {}, {}, {}, {}
         for p in procs.tree(self.pid)[: None if self.tree else 1]:
             try:
                 t = p.cpu_times()
@@ -82,11 +88,11 @@ class CpuMeter:
                 continue
             seconds[p.pid] = t.user + t.system + t.children_user + t.children_system
             kernel[p.pid] = t.system + t.children_system
-            waits[p.pid] = waited_seconds(p.pid)
+            loop[p.pid], waits[p.pid] = main_thread_seconds(p.pid)
             switches[p.pid] = self._switched(p.pid)
         now = time.time()
         self.samples.append((now, seconds))
-        for name, values in (("kernel", kernel), ("waited", waits), ("switches", switches)):
+        for name, values in (("kernel", kernel), ("waited", waits), ("loop", loop), ("switches", switches)):
             self.counters[name].append((now, values))
 
     def usage(self, t0: float, t1: float) -> tuple[float, float]:
@@ -107,7 +113,8 @@ class CpuMeter:
 
     def per_second(self, counter: str, t0: float, t1: float) -> dict[int, float]:
         """How fast `counter` grew in each process between t0 and t1 (its first and last sample inside):
-        "kernel", cores busy in the kernel; "waited", see `waited`; "switches", context switches a second."""
+        "kernel", cores busy in the kernel; "waited", see `waited`; "loop", the share of a core its main
+        thread kept busy; "switches", context switches a second."""
         inside = [s for s in self.counters[counter] if t0 <= s[0] <= t1]
         if len(inside) < 2:
             return {}
@@ -118,16 +125,27 @@ class CpuMeter:
 def waited_seconds(pid: int) -> float:
     """Seconds the main thread of `pid` has spent ready to run, waiting for a CPU (NaN where the OS does not say).
 
-    Linux's scheduler keeps it (/proc/<pid>/schedstat: on-CPU, then run-queue time, in ns). It is
-    time the thread lost to whatever held the cores, apart from the time it had nothing to do: a
-    worker that kept 0.89 of its core busy with 1,600 users queued had waited 0.10-0.14 of the
-    window for it, while Locust's processes ran on it (lesson 00).
+    It is time the thread lost to whatever held the cores, apart from the time it had nothing to
+    do: a worker that kept 0.89 of its core busy with 1,600 users queued had waited 0.10-0.14 of
+    the window for it, while Locust's processes ran on it (lesson 00).
+    """
+    return main_thread_seconds(pid)[1]
+
+
+def main_thread_seconds(pid: int) -> tuple[float, float]:
+    """Seconds the main thread of `pid` has run on a CPU, and waited for one while ready (NaN, NaN where
+    the OS does not say): Linux's scheduler keeps both (/proc/<pid>/schedstat, in ns).
+
+    A uvicorn worker's main thread is its event loop, so the two and the time left (asleep) say
+    what held a worker back where its threads share the GIL (lesson 07): a loop that neither runs
+    nor waits for a CPU while requests queue is waiting for the GIL.
     """
     try:
         with open(f"/proc/{pid}/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return math.nan
+            on_cpu, waited = f.read().split()[:2]
+        return int(on_cpu) / 1e9, int(waited) / 1e9
+    except (OSError, ValueError):
+        return math.nan, math.nan
 
 
 def thread_switches(pid: int) -> dict[int, int]:

@@ -317,7 +317,8 @@ def edge_rounds(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
 def sync_rounds(frames: dict[str, pd.DataFrame], count: int) -> pd.DataFrame:
     """The sync SELECT's runs on any core and pinned, round by round (see `pinned_ratios` for the rounds):
     the cores its worker kept busy, its CPU per request, the kernel's share of it, its threads'
-    context switches per request, and its throughput over the model's (one core per worker)."""
+    context switches per request, the share of the window its loop's thread ran and waited for a
+    CPU, and its throughput over the model's (one core per worker)."""
     pairs = [("fast", "pinned"), *((f"round {r}, any", f"round {r}, pinned") for r in range(1, count))]
     rows = []
     for r, (anywhere, one) in enumerate(pairs):
@@ -331,6 +332,8 @@ def sync_rounds(frames: dict[str, pd.DataFrame], count: int) -> pd.DataFrame:
                     "CPU ms per request": run["server_ms"],
                     "in the kernel": run.get("worker_kernel", math.nan),
                     "switches per request": run.get("worker_switches", math.nan),
+                    "loop ran": run.get("worker_loop", math.nan),
+                    "loop waited for a CPU": run.get("worker_waited", math.nan),
                     "measured / model": run["ratio"],
                 }
             )

@@ -96,8 +96,8 @@ def per_switch_us(any_core: Mapping[str, float], pinned: Mapping[str, float]) ->
 
 
 def spread(any_core: Mapping[str, float], pinned: Mapping[str, float]) -> str:
-    """Where the sync worker's CPU went on any core and pinned, in a sentence: each maps runs.sync_rounds'
-    figures (medians over the rounds)."""
+    """Where the sync worker's CPU went on any core and pinned, and what its loop's thread did, in a
+    sentence: each maps runs.sync_rounds' figures (medians over the rounds)."""
 
     def where(run: Mapping[str, float]) -> str:
         switches = run["switches per request"]
@@ -111,5 +111,19 @@ def spread(any_core: Mapping[str, float], pinned: Mapping[str, float]) -> str:
         "worker one core: one thread at a time runs Python under the GIL. Whatever its threads kept busy "
         "beyond one core was work done without the GIL, on the other core: the kernel's (switches, sockets) "
         f"and libpq's. On any core the sync run read {any_core['measured / model']:.2f} of the model, "
-        f"pinned {pinned['measured / model']:.2f}; how much runs beside the GIL is not priced."
+        f"pinned {pinned['measured / model']:.2f}; how much runs beside the GIL is not priced.{_asleep(any_core)}"
+    )
+
+
+def _asleep(any_core: Mapping[str, float]) -> str:
+    """What the loop's thread did on any core, where the run measured it (Linux): every request passes
+    through it, so the time it neither ran nor waited for a CPU, with requests queued, is what held
+    the worker back; "" where it was not measured."""
+    ran, waited = any_core.get("loop ran", math.nan), any_core.get("loop waited for a CPU", math.nan)
+    if not (math.isfinite(ran) and math.isfinite(waited)):
+        return ""
+    return (
+        f" Every request passes through the worker's event loop, one thread: on any core it ran {ran:.0%} of "
+        f"the time and waited {waited:.0%} for a CPU; the other {max(0.0, 1 - ran - waited):.0%} it slept, with "
+        "requests queued: on the GIL, while other threads held it or handed it on, or for a request to come in."
     )

@@ -124,14 +124,16 @@ def test_the_workers_kernel_share_and_switches_per_request_come_from_their_count
     ticks = [t for t, _ in server.samples]
     server.counters["kernel"] = [(t, {7: 0.2 * (t - T0), 8: 0.1 * (t - T0)}) for t in ticks]
     server.counters["switches"] = [(t, {7: 300.0 * (t - T0), 8: 50.0 * (t - T0)}) for t in ticks]
+    server.counters["loop"] = [(t, {7: 0.4 * (t - T0), 8: 0.9 * (t - T0)}) for t in ticks]
     row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=(cpu_meter({1: 0.4}), server, machine_meter(1.0))).row
     assert row["worker_kernel"] == pytest.approx(0.2 / 0.5)  # the served worker's alone
     assert row["worker_switches"] == pytest.approx(300 / 20)  # per request, at 20 req/s
+    assert row["worker_loop"] == pytest.approx(0.4)  # the share of the window its main thread ran
 
 
 def test_without_counters_the_kernel_share_and_switches_are_nan(tmp_path):
     row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path).row
-    assert math.isnan(row["worker_kernel"]) and math.isnan(row["worker_switches"])
+    assert all(math.isnan(row[k]) for k in ("worker_kernel", "worker_switches", "worker_loop"))
 
 
 def test_a_lesson_s_own_model_is_given_the_run_s_window(tmp_path):

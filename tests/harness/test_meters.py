@@ -7,6 +7,7 @@ from labserver.harness.meters import (
     CpuMeter,
     MachineMeter,
     busy_seconds,
+    main_thread_seconds,
     stolen_seconds,
     thread_switches,
     wait_until_quiet,
@@ -75,8 +76,21 @@ def test_two_busy_processes_on_one_cpu_wait_for_it_in_turn():
             hog.wait()
 
 
+def test_the_main_thread_s_cpu_time_grows_as_it_runs():
+    import pytest
+
+    ran, waited = main_thread_seconds(os.getpid())
+    if math.isnan(ran):
+        pytest.skip("this OS does not say how long a thread ran")
+    started = time.process_time()
+    while time.process_time() - started < 0.05:  # this thread computes for 50 ms
+        pass
+    assert main_thread_seconds(os.getpid())[0] >= ran + 0.04 and waited >= 0
+
+
 def test_a_missing_process_never_waited():
     assert math.isnan(waited_seconds(2**22 + 12345))
+    assert all(math.isnan(x) for x in main_thread_seconds(2**22 + 12345))
     meter = CpuMeter(2**22 + 12345)
     meter.sample()
     meter.sample()

@@ -353,15 +353,16 @@ def test_edge_rounds_give_what_is_left_of_the_async_edge_round_by_round():
 
 
 def test_sync_rounds_set_each_rounds_sync_runs_side_by_side():
-    def part(ms, cores, kernel, switches, ratio):
+    def part(ms, cores, kernel, switches, loop, waited, ratio):
         row = dict(server_ms=ms, server_cpu=cores, worker_kernel=kernel, worker_switches=switches, ratio=ratio)
+        row.update(worker_loop=loop, worker_waited=waited)
         return pd.DataFrame([{"pattern": "async_select", "server_ms": 0.3}, {"pattern": "sync_select", **row}])
 
     frames = {
-        "fast": part(0.64, 1.1, 0.49, 54.0, 1.1),
-        "pinned": part(0.35, 0.97, 0.28, 10.0, 0.97),
-        "round 1, any": part(0.66, 1.12, 0.5, 55.0, 1.12),
-        "round 1, pinned": part(0.36, 0.98, 0.29, 11.0, 0.98),
+        "fast": part(0.64, 1.1, 0.49, 54.0, 0.39, 0.19, 1.1),
+        "pinned": part(0.35, 0.97, 0.28, 10.0, 0.3, 0.6, 0.97),
+        "round 1, any": part(0.66, 1.12, 0.5, 55.0, 0.4, 0.18, 1.12),
+        "round 1, pinned": part(0.36, 0.98, 0.29, 11.0, 0.31, 0.62, 0.98),
     }
     table = runs.sync_rounds(frames, 2)
     assert table[["round", "server"]].values.tolist() == [
@@ -371,11 +372,12 @@ def test_sync_rounds_set_each_rounds_sync_runs_side_by_side():
         [2, "pinned"],
     ]
     assert table["switches per request"].tolist() == [54.0, 10.0, 55.0, 11.0]
-    assert table.loc[3].drop(["round", "server"]).tolist() == pytest.approx([0.98, 0.36, 0.29, 11.0, 0.98])
+    assert table.loc[3].drop(["round", "server"]).tolist() == pytest.approx([0.98, 0.36, 0.29, 11.0, 0.31, 0.62, 0.98])
 
 
 def test_sync_rounds_without_the_counters_say_nan():
     row = dict(pattern="sync_select", server_ms=0.5, server_cpu=1.0, ratio=1.0)
     frames = {"fast": pd.DataFrame([row]), "pinned": pd.DataFrame([row])}
     table = runs.sync_rounds(frames, 1)
-    assert table["in the kernel"].isna().all() and table["switches per request"].isna().all()
+    counted = ["in the kernel", "switches per request", "loop ran", "loop waited for a CPU"]
+    assert table[counted].isna().all().all()

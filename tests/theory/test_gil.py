@@ -72,3 +72,11 @@ def test_spread_gives_both_servers_figures_and_the_fit():
 def test_spread_without_switch_counts_leaves_them_out():
     text = gil.spread({**ANY_CORE, "switches per request": math.nan}, {**PINNED, "switches per request": math.nan})
     assert "switches per request" not in text and "µs" not in text
+
+
+def test_spread_says_what_the_loop_did_where_it_was_measured():
+    measured = {**ANY_CORE, "loop ran": 0.39, "loop waited for a CPU": 0.19}
+    text = gil.spread(measured, PINNED)
+    assert "on any core it ran 39% of the time and waited 19% for a CPU; the other 42% it slept" in text
+    assert "slept" not in gil.spread({**measured, "loop ran": math.nan}, PINNED)
+    assert "slept" not in gil.spread(ANY_CORE, PINNED)  # runs from before the loop was measured
