@@ -138,7 +138,7 @@ def main_thread_seconds(pid: int) -> tuple[float, float]:
 
     A uvicorn worker's main thread is its event loop, so the two and the time left (asleep) say
     what held a worker back where its threads share the GIL (lesson 07): a loop that neither runs
-    nor waits for a CPU while requests queue is waiting for the GIL.
+    nor waits for a CPU while requests queue is asleep, on the GIL's lock or waiting for a request.
     """
     try:
         with open(f"/proc/{pid}/schedstat") as f:
