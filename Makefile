@@ -23,7 +23,7 @@ test: setup
 	$(PY) -m pytest
 
 test-stress: setup
-	$(PY) -m pytest -m stress tests/test_stress.py
+	$(PY) -m pytest -m stress tests/harness/test_stress.py
 
 # Lesson 01 (smoke profile) run in JupyterLab in a real browser (tests/browser/): Debian's Chromium,
 # driven by Playwright (the `browser` extra, installed once, like setup). Playwright never downloads

@@ -9,7 +9,7 @@ from __future__ import annotations
 from labserver.checks import choice
 
 PROFILES: dict[str, dict[str, dict]] = {
-    "00_start_here": {
+    "98_the_instrument": {
         "quick": {},
         "full": {"users": [50, 100, 200, 400, 800], "duration_s": 15},
         "smoke": {"users": [5, 10], "requests_users": [10], "ceiling_users": 20, "duration_s": 2},

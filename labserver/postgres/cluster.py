@@ -161,14 +161,31 @@ def _forget_orphans() -> None:
 
 
 def reachable_binaries(bin_dir: Path, who: Account) -> Path:
+    """`bin_dir`, or a copy of its install that `who` can reach, with the libraries its binaries load."""
     if reachable(bin_dir / "postgres", who):
         return bin_dir
-    copy = FALLBACK / f"pginstall-{major_version(bin_dir)}"
-    if not (copy / "bin" / "postgres").exists():
+    install = bin_dir.parent
+    package = install.parent
+    # A wheel repaired by auditwheel loads its libraries from `<package>.libs` beside the package,
+    # through an RPATH relative to each binary ($ORIGIN/../../../pgserver.libs): the copy keeps
+    # that layout, so the copied binaries find the copied libraries.
+    copy = FALLBACK / f"postgres-{major_version(bin_dir)}"
+    copied_bin = copy / package.name / install.name / "bin"
+    if not (copied_bin / "postgres").exists():
         _public_dir(FALLBACK)
         print(f"{who.name} cannot reach {bin_dir} (a parent folder is private): copying PostgreSQL to {copy}")
-        shutil.copytree(bin_dir.parent, copy, symlinks=True, dirs_exist_ok=True)
-    return copy / "bin"
+        partial = FALLBACK / f".{copy.name}-{os.getpid()}"  # renamed into place whole: no half copy is ever used
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(install, partial / package.name / install.name, symlinks=True)
+        libs = package.parent / f"{package.name}.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, partial / libs.name, symlinks=True)
+        partial.chmod(0o755)
+        try:
+            partial.rename(copy)
+        except OSError:  # another run copied it first
+            shutil.rmtree(partial, ignore_errors=True)
+    return copied_bin
 
 
 def _public_dir(path: Path) -> None:

@@ -2,6 +2,7 @@
 
 import ast
 import json
+import math
 
 import nbformat
 import pytest
@@ -73,13 +74,39 @@ def test_lesson_uses_the_course_kernel(path):
     assert json.loads(path.read_text())["metadata"]["kernelspec"]["name"] == KERNEL
 
 
+def _verdict_sites(nb) -> int:
+    """How many calls in the lesson's code record a verdict (`needs_cpus` only guards one of them)."""
+    calls = [
+        node
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for node in ast.walk(ast.parse(cell.source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    ]
+    return sum(1 for c in calls if ast.unparse(c.func.value) == "claims" and c.func.attr in VERDICT_METHODS)
+
+
+VERDICT_METHODS = {"between", "near", "ratio", "valid"}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
-def test_lesson_runs_under_papermill(path, tmp_path):
+def test_lesson_runs_under_papermill_and_reaches_every_verdict(path, tmp_path, monkeypatch):
     import papermill
 
+    verdicts_file = tmp_path / "claims.jsonl"
+    monkeypatch.setenv("LAB_CLAIMS_FILE", str(verdicts_file))  # the kernel inherits it, as in a batch
     params = {**profiles.parameters(path.stem, "smoke"), "strict": False}
     papermill.execute_notebook(
         str(path), str(tmp_path / path.name), parameters=params, kernel_name=KERNEL, cwd=str(NOTEBOOKS),
         progress_bar=False,
     )  # fmt: skip
+    # Smoke runs are too small to hold the claims, so pass or fail is not asked: only that every claim
+    # was checked and came to a verdict (or said why this machine cannot show it).
+    verdicts = [json.loads(line) for line in verdicts_file.read_text().splitlines()] if verdicts_file.exists() else []
+    sites = _verdict_sites(nbformat.read(path, as_version=4))
+    assert len(verdicts) >= sites > 0, f"{path.stem}: {len(verdicts)} verdicts from {sites} claim checks"
+    names = [v["claim"] for v in verdicts]
+    assert len(set(names)) == len(names), f"{path.stem}: a claim checked twice: {names}"
+    undecided = [v["claim"] for v in verdicts if not v["skipped"] and not math.isfinite(v["measured"])]
+    assert not undecided, f"{path.stem}: claims with nothing measured: {undecided}"

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import psutil
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
@@ -169,7 +170,8 @@ def test_cluster_as_the_other_kind_of_user():
     if python is None:
         pytest.skip(f"no Python {sys.version_info.major}.{sys.version_info.minor} that {who.name} can run")
     folder = _folder()
-    os.chown(folder, who.uid, who.gid)  # the normal user's own data folder
+    os.chown(folder, who.uid, who.gid)  # the normal user's own data folder, private to it
+    folder.chmod(0o700)
     script = textwrap.dedent(f"""
         import os, psutil, psycopg
         from labserver.postgres.database import Database
@@ -209,6 +211,33 @@ def test_private_folder_moves_the_cluster_rather_than_widening_permissions():
         shutil.rmtree(folder, ignore_errors=True)
         if moved is not None:
             shutil.rmtree(moved, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_binaries_in_a_private_folder_are_copied_with_their_libraries(monkeypatch):
+    """Root with the venv in a private folder (a clone under /root or mktemp -d): the database user cannot
+    reach the wheel's binaries, so the lab copies them, and the libraries they load, where it can."""
+    if os.geteuid() != 0:
+        pytest.skip("only a root run has a separate database user")
+    wheel = pg.binaries()
+    package = wheel.parent.parent
+    if not (package.parent / f"{package.name}.libs").is_dir():
+        pytest.skip("these binaries load no libraries of their own (not the pgserver wheel)")
+    private = Path(tempfile.mkdtemp(prefix="lab-pg-private-"))  # 0700, like a root's home or mktemp -d
+    public = Path(tempfile.mkdtemp(prefix="lab-pg-fallback-", dir="/var/tmp"))
+    public.chmod(0o755)
+    try:
+        shutil.copytree(package / wheel.parent.name, private / package.name / wheel.parent.name, symlinks=True)
+        shutil.copytree(package.parent / f"{package.name}.libs", private / f"{package.name}.libs", symlinks=True)
+        monkeypatch.setenv("LAB_PG_BIN", str(private / package.name / wheel.parent.name / "bin"))
+        monkeypatch.setattr(pg, "FALLBACK", public / "lab")
+        with pgdb.Database(root=private / "db") as database, psycopg.connect(database.url) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert (public / "lab" / f"postgres-{pg.major_version(wheel)}" / f"{package.name}.libs").is_dir()
+        assert oct(private.stat().st_mode & 0o777) == "0o700"  # untouched
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+        shutil.rmtree(public, ignore_errors=True)
 
 
 def test_database_url_is_used_as_is(monkeypatch):

@@ -151,10 +151,14 @@ def test_the_server_s_own_cpu_caps_one_worker():
     assert predict("sequential", users=10, io_ms=100, server_ms=0.5).rps == pytest.approx(10 / 0.1005)
 
 
-def test_without_server_cpu_the_model_is_unchanged():
+def test_server_cpu_moves_the_model_only_as_far_as_it_costs():
+    kw = dict(users=80, tasks=2, io_ms=50, cpu_n=20, cores=2, cpu_ms_per_task=5)
     for pattern in ("sequential", "gather", "threadpool", "processpool", "blocking"):
-        kw = dict(users=80, tasks=2, io_ms=50, cpu_n=20, cores=2, cpu_ms_per_task=5)
-        assert predict(pattern, **kw) == predict(pattern, **kw, server_ms=0.0)
+        base = predict(pattern, **kw)
+        assert predict(pattern, **kw, server_ms=1e-6).rps == pytest.approx(base.rps, rel=1e-4)
+        # a second of the worker's own CPU per request caps it at one request a second, whatever the pattern
+        heavy = predict(pattern, **kw, server_ms=1000.0)
+        assert heavy.rps <= 1.0 + 1e-9 < base.rps
 
 
 def test_process_pool_workers_still_pay_for_the_framework():
