@@ -43,6 +43,7 @@ __all__ = [
     "run_plan",
     "running",
     "serve",
+    "show_diff",
     "show_source",
     "sweep",
 ]
@@ -59,6 +60,7 @@ _WHERE = {
     "run_plan": "labserver.harness.load",
     "running": "labserver.harness.launcher",
     "serve": "labserver.harness.launcher",
+    "show_diff": "labserver.course.source",
     "show_source": "labserver.course.source",
     "sweep": "labserver.harness.load",
 }

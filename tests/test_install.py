@@ -15,9 +15,7 @@ from labserver.paths import ROOT
 
 
 def _subpackages() -> list[str]:
-    return ["labserver"] + [
-        m.name for m in pkgutil.walk_packages(labserver.__path__, prefix="labserver.") if m.ispkg
-    ]
+    return ["labserver"] + [m.name for m in pkgutil.walk_packages(labserver.__path__, prefix="labserver.") if m.ispkg]
 
 
 @pytest.mark.slow

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import pandas as pd
 
 from labserver.charts.plots import COLORS, INVALID
+from labserver.labels import client_label, pattern_label
 from labserver.theory.cores import SATURATED
 
 # A client thread pool is a thread pool, and aiohttp gathers: the same colours as those server patterns.
@@ -13,8 +16,9 @@ CLIENT_COLORS = {"loop": "#8c8c8c", "threadpool": COLORS["threadpool"], "aiohttp
 
 
 def label(frame: pd.DataFrame) -> pd.Series:
-    """A short name per run for chart axes: client, requests in flight, requests sent."""
-    return frame["client"] + "\n×" + frame["users"].astype(str) + " · " + frame["requests"].astype(str)
+    """A short name per run for chart axes: client (as a learner reads it), requests in flight, requests sent."""
+    clients = frame["client"].map(lambda c: textwrap.fill(client_label(c), 18))
+    return clients + "\n×" + frame["users"].astype(str) + " · " + frame["requests"].astype(str)
 
 
 def throughput_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
@@ -32,7 +36,11 @@ def throughput_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
         for i, r in runs.iterrows():
             ax.annotate(f"{r.client_cpu:.2f}", (i, r.rps), ha="center", va="bottom", fontsize="x-small")
         ax.set_xticks(list(x), label(runs), fontsize="x-small")
-        ax.set(yscale="log", title=f"/{pattern}", xlabel="client, ×in flight · requests sent (on the bars: client CPU)")
+        ax.set(
+            yscale="log",
+            title=f"/{pattern}: {pattern_label(pattern)}",
+            xlabel="client, ×in flight · requests sent (on the bars: client CPU)",
+        )
     axes[0][0].set_ylabel("throughput (req/s, log scale)")
     axes[0][0].legend(fontsize="small", loc="upper left")
     fig.suptitle(title, fontweight="bold")
@@ -43,7 +51,7 @@ def cpu_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
     """Client CPU against the rate it drove: where it reaches one core, the client measures itself."""
     fig, ax = plt.subplots(layout="constrained")
     for client, runs in frame.groupby("client", sort=False):
-        ax.scatter(runs["rps"], runs["client_cpu"], s=60, color=CLIENT_COLORS[client], label=client)
+        ax.scatter(runs["rps"], runs["client_cpu"], s=60, color=CLIENT_COLORS[client], label=client_label(client))
     ax.axhline(SATURATED, color=INVALID, ls="--", lw=1, label=f"saturated ({SATURATED:.0%} of a core)")
     ax.set(xscale="log", title=title, xlabel="measured throughput (req/s), log scale", ylabel="client CPU (cores)")
     ax.set_ylim(0, max(1.1, float(frame["client_cpu"].max()) * 1.1))

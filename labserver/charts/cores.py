@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from labserver.charts.plots import COLORS, throughput
+from labserver.charts.plots import LABEL_COLORS, named, throughput
 
 # Lesson 03's two endpoints on one chart: fib alone, and fib followed by a sleep.
 ENDPOINT_COLORS = ["#4c72b0", "#dd8452"]
@@ -21,7 +21,7 @@ ENDPOINT_COLORS = ["#4c72b0", "#dd8452"]
 def server_cpu(usage: pd.DataFrame, title: str, cores: int) -> plt.Figure:
     """Cores each run's server kept busy, per pattern, against one core (one GIL) and the machine's cores."""
     fig, ax = plt.subplots()
-    sns.barplot(usage, x="pattern", y="server_cpu", hue="pattern", palette=COLORS, ax=ax)
+    sns.barplot(named(usage), x="pattern", y="server_cpu", hue="pattern", palette=LABEL_COLORS, ax=ax)
     ax.axhline(1, color="grey", ls=":", lw=1)
     ax.axhline(cores, color="grey", ls="--", lw=1)
     ax.annotate("one core", (-0.45, 1), xytext=(0, 3), textcoords="offset points", color="grey")
@@ -33,7 +33,7 @@ def server_cpu(usage: pd.DataFrame, title: str, cores: int) -> plt.Figure:
 def endpoints(runs: pd.DataFrame, title: str) -> plt.Figure:
     """Mean req/s per pattern, one bar per `endpoint` (e.g. fib alone, fib + sleep) side by side."""
     fig, ax = plt.subplots()
-    sns.barplot(runs, x="pattern", y="rps", hue="endpoint", palette=ENDPOINT_COLORS, errorbar=None, ax=ax)
+    sns.barplot(named(runs), x="pattern", y="rps", hue="endpoint", palette=ENDPOINT_COLORS, errorbar=None, ax=ax)
     ax.set(title=title, xlabel="pattern", ylabel="throughput (req/s)")
     return fig
 

@@ -26,6 +26,7 @@ from matplotlib.ticker import MaxNLocator
 
 from labserver.charts import plots
 from labserver.harness.feed import RunSoFar, Snapshot
+from labserver.labels import pattern_label
 
 SIZE = (9.0, 3.4)  # inches, at a screen's resolution: a frame is small to draw and to send
 DPI = 80
@@ -64,6 +65,7 @@ class Chart:
             self.ticks = [self._marks(ax, "_", 400, PREDICTED, 3) for ax in self.axes]  # the predictions
             self.invalid = [self._marks(ax, "X", 70, plots.INVALID, 4) for ax in self.axes]
         self.layout = None  # what the background shows: runs' labels, patterns, y-axis tops
+        self.legend = None  # the patterns', over both charts
         self.background = None
 
     @staticmethod
@@ -109,9 +111,20 @@ class Chart:
         if layout[1] != (self.layout or (None, None))[1]:
             handles = [Patch(color=plots.COLORS.get(p, "grey"), label=p) for p in patterns]
             tick = Line2D([], [], color=PREDICTED, marker="_", ms=12, mew=2.5, ls="")
-            above = {"loc": "lower left", "bbox_to_anchor": (0, 1), "fontsize": "x-small", "frameon": False}
-            self.axes[0].legend(handles=[*handles, tick], labels=[*patterns, "predicted"], ncol=8, **above)
-            self.axes[1].legend(handles=[tick], labels=["predicted mean latency"], **above)
+            if self.legend is not None:
+                self.legend.remove()
+            # one legend over both charts: the patterns' labels are too long for the left one's width
+            self.legend = self.fig.legend(
+                handles=[*handles, tick],
+                labels=[*map(pattern_label, patterns), "predicted"],
+                loc="lower left",
+                bbox_to_anchor=(0.075, 0.745),
+                ncol=4,
+                fontsize="x-small",
+                frameon=False,
+                handlelength=1.2,
+                columnspacing=1.0,
+            )
 
     def _bars(self, k: int, ax, runs: tuple[RunSoFar, ...], heights: list[float]) -> list:
         bars = self.bars[k]

@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from labserver.labels import pattern_label
 from labserver.theory.cores import SATURATED
 
 # One colour per pattern across every lesson, so "gather" is always the same green.
@@ -26,6 +28,7 @@ COLORS = dict(
         strict=True,
     )
 )
+COLORS["offload"] = sns.color_palette("colorblind", 10)[9]  # light blue: the ninth, yellow, fades on white
 INVALID = "#d62728"
 
 
@@ -40,6 +43,25 @@ def _color(pattern: str):
     return COLORS.get(pattern, "grey")
 
 
+def _name(key, hue: str) -> str:
+    """A legend's name for `key`, a value of column `hue`: a pattern as a learner reads it, others as they are."""
+    return pattern_label(key) if hue == "pattern" else str(key)
+
+
+def tick_label(pattern: str) -> str:
+    """A pattern as a learner reads it, on two lines where it is long: eight fit side by side on an axis."""
+    return textwrap.fill(pattern_label(pattern), 16)
+
+
+def named(frame: pd.DataFrame, column: str = "pattern") -> pd.DataFrame:
+    """A copy of `frame` to draw, its `column` of patterns as `tick_label`s: seaborn labels what it is given."""
+    return frame.assign(**{column: frame[column].map(tick_label)})
+
+
+# COLORS by tick_label, for a chart drawn from a `named` frame
+LABEL_COLORS = {tick_label(pattern): color for pattern, color in COLORS.items()}
+
+
 def _mark_invalid(ax, frame: pd.DataFrame, x: str, y: str) -> None:
     bad = frame[~frame["valid"].astype(bool)]
     if not bad.empty:
@@ -51,8 +73,9 @@ def throughput(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "pa
     fig, ax = axes(ax)
     for key, group in frame.sort_values(x).groupby(hue, sort=False):
         color = _color(key) if hue == "pattern" else None
-        line = ax.plot(group[x], group["rps"], "o-", color=color, label=f"{key} measured")[0]
-        ax.plot(group[x], group["predicted_rps"], "--", color=line.get_color(), alpha=0.8, label=f"{key} predicted")
+        name = _name(key, hue)
+        line = ax.plot(group[x], group["rps"], "o-", color=color, label=f"{name} measured")[0]
+        ax.plot(group[x], group["predicted_rps"], "--", color=line.get_color(), alpha=0.8, label=f"{name} predicted")
     _mark_invalid(ax, frame, x, "rps")
     ax.set(title=title, xlabel=_label(x), ylabel="throughput (req/s)")
     ax.set_ylim(bottom=0)
@@ -65,9 +88,12 @@ def latency(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "patte
     fig, ax = axes(ax)
     for key, group in frame.sort_values(x).groupby(hue, sort=False):
         color = _color(key) if hue == "pattern" else None
-        line = ax.plot(group[x], group["p95_ms"], "o-", color=color, label=f"{key} p95")[0]
-        ax.plot(group[x], group["p50_ms"], ":", color=line.get_color(), label=f"{key} p50")
-        ax.plot(group[x], group["predicted_ms"], "--", color=line.get_color(), alpha=0.6, label=f"{key} predicted mean")
+        name = _name(key, hue)
+        line = ax.plot(group[x], group["p95_ms"], "o-", color=color, label=f"{name} p95")[0]
+        ax.plot(group[x], group["p50_ms"], ":", color=line.get_color(), label=f"{name} p50")
+        ax.plot(
+            group[x], group["predicted_ms"], "--", color=line.get_color(), alpha=0.6, label=f"{name} predicted mean"
+        )
     _mark_invalid(ax, frame, x, "p95_ms")
     ax.set(title=title, xlabel=_label(x), ylabel="latency (ms)")
     ax.set_ylim(bottom=0)
@@ -76,10 +102,10 @@ def latency(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "patte
 
 
 def history(histories: dict[str, pd.DataFrame], title: str, ax=None) -> plt.Figure:
-    """Requests finished per second over each run: a flat line is a steady state."""
+    """Requests finished per second over each run: a flat line is a steady state (a pattern shows as its label)."""
     fig, ax = axes(ax)
     for label, h in histories.items():
-        ax.plot(h["second"], h["rps"], "o-", ms=3, label=label)
+        ax.plot(h["second"], h["rps"], "o-", ms=3, label=pattern_label(label))
     ax.set(title=title, xlabel="time since the run started (s)", ylabel="requests finished (req/s)")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize="small")
@@ -91,6 +117,8 @@ def bars(frame: pd.DataFrame, title: str, x: str = "pattern", ax=None) -> plt.Fi
     fig, ax = axes(ax)
     tidy = frame.melt(id_vars=[x], value_vars=["rps", "predicted_rps"], var_name="what", value_name="req/s")
     tidy["what"] = tidy["what"].map({"rps": "measured", "predicted_rps": "predicted"})
+    if x == "pattern":
+        tidy = named(tidy)
     sns.barplot(tidy, x=x, y="req/s", hue="what", ax=ax, palette=["#4c72b0", "#c4c4c4"])
     ax.set(title=title, xlabel=_label(x), ylabel="throughput (req/s)")
     return fig
@@ -106,6 +134,7 @@ def axes(ax):
 
 def _label(column: str) -> str:
     return {
+        "pattern": "endpoint",
         "users": "concurrent users",
         "cpu_n": "CPU work per sub-task: fib(cpu_n)",
         "workers": "uvicorn workers",
@@ -190,9 +219,9 @@ def mark(fig: plt.Figure, x: float, label: str) -> plt.Figure:
 def ratio_bars(frame: pd.DataFrame, title: str, hue: str = "source", ax=None) -> plt.Figure:
     """measured / predicted req/s per pattern, one bar per `hue` (an article's table, ours); 1 is the model."""
     fig, ax = axes(ax)
-    sns.barplot(frame, x="pattern", y="ratio", hue=hue, ax=ax, palette=["#c4c4c4", "#4c72b0"])
+    sns.barplot(named(frame), x="pattern", y="ratio", hue=hue, ax=ax, palette=["#c4c4c4", "#4c72b0"])
     ax.axhline(1, color="black", lw=1, ls="--")
-    ax.set(title=title, xlabel="endpoint (pattern)", ylabel="measured / predicted throughput", ylim=(0, 1.2))
+    ax.set(title=title, xlabel="endpoint", ylabel="measured / predicted throughput", ylim=(0, 1.2))
     ax.legend(loc="lower right", fontsize="small")
     return fig
 
@@ -207,7 +236,7 @@ def latency_bars(frame: pd.DataFrame, title: str, ax=None) -> plt.Figure:
     tidy = frame.rename(columns=LATENCIES).melt(
         id_vars=["pattern"], value_vars=list(LATENCIES.values()), var_name="what"
     )
-    sns.barplot(tidy, x="pattern", y="value", hue="what", ax=ax, palette=["#4c72b0", "#dd8452", "#c4c4c4"])
-    ax.set(title=title, xlabel="endpoint (pattern)", ylabel="latency (ms)")
+    sns.barplot(named(tidy), x="pattern", y="value", hue="what", ax=ax, palette=["#4c72b0", "#dd8452", "#c4c4c4"])
+    ax.set(title=title, xlabel="endpoint", ylabel="latency (ms)")
     ax.legend(title=None, fontsize="small")
     return fig

@@ -14,6 +14,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from labserver.labels import pattern_label
+
 KEYS = ["run_id", "pattern", "users", "workers"]
 
 
@@ -78,7 +80,11 @@ def bars(spread: pd.DataFrame, title: str, panel: str = "pattern") -> plt.Figure
                 bar = ax.bar(i - 0.4 + (rank + 0.5) * width, n, width, color=palette[rank])
                 ax.bar_label(bar, labels=[f"pid {pid}"], label_type="center", rotation=90, fontsize="x-small")
         ax.set_xticks(range(len(settings)), [str(w) for w in settings])
-        ax.set(title=str(name), xlabel="uvicorn workers", ylabel="requests served (after warm-up)")
+        ax.set(
+            title=pattern_label(name) if panel == "pattern" else str(name),
+            xlabel="uvicorn workers",
+            ylabel="requests served (after warm-up)",
+        )
     fig.suptitle(title, fontweight="bold")
     fig.tight_layout()
     return fig

@@ -8,6 +8,8 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import pandas as pd
 
+from labserver.labels import client_label, pattern_label
+
 
 def chart(runs: pd.DataFrame, heads: pd.DataFrame, title: str, good: float = 0.25) -> plt.Figure:
     """Top: every valid run's measured / predicted, per lesson and pattern. Bottom: each headline, theirs and ours."""
@@ -21,9 +23,11 @@ def chart(runs: pd.DataFrame, heads: pd.DataFrame, title: str, good: float = 0.2
         frame["ratio"] = pd.to_numeric(frame["ratio"], errors="coerce")  # a run without a prediction holds None
         frame = frame.dropna(subset=["ratio"])
         # pandas keeps a missing value missing through astype(str): fill first
-        frame["group"] = frame["lesson"].fillna("--").astype(str).str[:2] + " · " + frame["pattern"].fillna("?")
+        frame["group"] = (
+            frame["lesson"].fillna("--").astype(str).str[:2] + " · " + frame["pattern"].fillna("?").map(pattern_label)
+        )
         if "client" in frame:
-            frame["group"] += frame["client"].map(lambda c: f" · {c}" if isinstance(c, str) and c else "")
+            frame["group"] += frame["client"].map(lambda c: f" · {client_label(c)}" if isinstance(c, str) and c else "")
         frame = frame.sort_values("group", ascending=False)  # lesson 00 at the top
         top.scatter(frame["ratio"], frame["group"], s=18, alpha=0.6, color="#4c72b0", label="one run")
         medians = frame.groupby("group", sort=False)["ratio"].median()
@@ -33,7 +37,7 @@ def chart(runs: pd.DataFrame, heads: pd.DataFrame, title: str, good: float = 0.2
     top.axvspan(1 - good, 1 + good, color="grey", alpha=0.1)
     top.set(
         xlabel=f"measured / predicted throughput (1 = the model; band ±{good:.0%})",
-        ylabel="lesson · pattern · client",
+        ylabel="lesson · endpoint · client",
         title="every run against the model",
     )
     y = [textwrap.fill(f"seed {r.seed} · {r.lesson}: {r.what}", 50) for r in shown.itertuples()][::-1]

@@ -21,6 +21,7 @@ import pandas as pd
 from labserver.harness import isolate, pauses, procs, results
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.meters import MachineMeter, tree_seconds, wait_until_quiet
+from labserver.labels import client_label, pattern_label
 from labserver.paths import ROOT
 from labserver.theory.clients import LIBRARY, Cost, check_run, predict_client, slots
 from labserver.theory.cores import SATURATED
@@ -289,8 +290,15 @@ COLUMNS = [
 
 
 def table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The columns a reader of lesson 06 needs, rounded for the eye."""
-    return frame[[c for c in COLUMNS if c in frame]].round(
+    """The columns a reader of lesson 06 needs, rounded for the eye, each endpoint and client also by its label.
+
+    The labels are for the eye only: `pattern` and `client` stay the names the code filters on.
+    """
+    shown = frame[[c for c in COLUMNS if c in frame]].copy()
+    for column, name, label in (("pattern", "label", pattern_label), ("client", "client_label", client_label)):
+        if column in shown:
+            shown.insert(shown.columns.get_loc(column) + 1, name, shown[column].map(label))
+    return shown.round(
         {
             "rps": 1,
             "predicted_rps": 1,

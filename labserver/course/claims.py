@@ -103,9 +103,12 @@ class Claims:
         usable = cpus.cores()
         if usable >= cpus_needed:
             return True
-        detail = f"needs {cpus_needed:g} usable CPUs, this process may use {usable:g}: {why}"
-        self._record(Verdict(self.lesson, claim, math.nan, f"needs {cpus_needed:g} CPUs", True, detail, skipped=True))
+        self.cannot_show(claim, f"needs {cpus_needed:g} usable CPUs, this process may use {usable:g}: {why}")
         return False
+
+    def cannot_show(self, claim: str, why: str) -> Verdict:
+        """Record `claim` as not shown by this run, and why: stated, neither passed nor failed."""
+        return self._record(Verdict(self.lesson, claim, math.nan, "not shown here", True, why, skipped=True))
 
     def _record(self, verdict: Verdict) -> Verdict:
         self.verdicts.append(verdict)

@@ -22,7 +22,7 @@ import yaml
 
 from labserver.course import executed
 from labserver.course.executed import Lesson
-from labserver.paths import data_dir
+from labserver.paths import NOTEBOOKS, data_dir
 
 TITLE = "Concurrency Lab"
 LESSONS = "lessons"  # the lessons' folder inside the book
@@ -69,12 +69,16 @@ def config() -> dict:
     }
 
 
+PAGES = [NOTEBOOKS / "glossary.md", NOTEBOOKS / "articles.md"]  # the course's pages that are not lessons
+
+
 def toc(found: list[Lesson]) -> dict:
     """The book's _toc.yml: the index, then every executed lesson in order."""
     return {
         "format": "jb-book",
         "root": "index",
-        "chapters": [{"file": f"{LESSONS}/{lesson.name}"} for lesson in found if lesson.executed],
+        "chapters": [{"file": f"{LESSONS}/{lesson.name}"} for lesson in found if lesson.executed]
+        + [{"file": f"{LESSONS}/{page.stem}"} for page in PAGES],
     }
 
 
@@ -172,6 +176,8 @@ def write_book(out: Path, found: list[Lesson]) -> Path:
     (out / "_config.yml").write_text(yaml.safe_dump(config(), sort_keys=False, allow_unicode=True))
     (out / "_toc.yml").write_text(yaml.safe_dump(toc(found), sort_keys=False))
     (out / "index.md").write_text(index(found))
+    for page in PAGES:  # beside the lessons, where their links to glossary.md and articles.md point
+        shutil.copyfile(page, out / LESSONS / page.name)
     for lesson in found:
         if lesson.executed:
             (out / LESSONS / f"{lesson.name}.ipynb").write_text(json.dumps(lesson_copy(lesson), ensure_ascii=False))

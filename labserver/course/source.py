@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from pathlib import Path
 
 from IPython.display import Code
 
 from labserver.demo.patterns import PATTERNS, check_pattern
+from labserver.labels import pattern_label
 
 PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -23,3 +25,30 @@ def source(what) -> str:
 def show_source(what) -> Code:
     """`what`'s source (see `source`), highlighted as Python in JupyterLab and in executed copies."""
     return Code(source(what), language="python")
+
+
+def diff(a, b, *, context: int = 1) -> str:
+    """What changes from `a`'s source to `b`'s (see `source`), as a unified diff headed by each one's label."""
+    lines = difflib.unified_diff(
+        source(a).splitlines(keepends=True),
+        source(b).splitlines(keepends=True),
+        fromfile=_heading(a),
+        tofile=_heading(b),
+        n=context,
+    )
+    return "".join(lines)
+
+
+def show_diff(a, b, *, context: int = 1) -> Code:
+    """Only what changes between two patterns (or modules, functions): a highlighted diff, plain text outside Jupyter.
+
+    `context` is the number of unchanged lines kept around each change, so that a change reads in its place.
+    """
+    return Code(diff(a, b, context=context), language="diff")
+
+
+def _heading(what) -> str:
+    if isinstance(what, str):
+        return f"{what}.py · {pattern_label(what)}"
+    name = getattr(what, "__qualname__", None)  # a function's or a class's; a module has only its __name__
+    return f"{what.__module__}.{name}" if name else what.__name__

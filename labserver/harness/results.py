@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from labserver.demo import cpus
+from labserver.labels import pattern_label
 from labserver.paths import ROOT, runs_dir
 
 PACKAGES = ("fastapi", "uvicorn", "starlette", "anyio", "locust", "pandas", "seaborn", "papermill")
@@ -164,9 +165,12 @@ COLUMNS = [
 
 
 def table(frame: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:
-    """The columns a reader needs, rounded for the eye."""
+    """The columns a reader needs, rounded for the eye, with each pattern's `label` (how it is written) beside it."""
     cols = [c for c in [*(extra or []), *COLUMNS] if c in frame.columns]
-    return frame[cols].round(
+    shown = frame[cols].copy()
+    if "pattern" in cols:  # for the eye only: `pattern` stays the name the code filters on
+        shown.insert(cols.index("pattern") + 1, "label", shown["pattern"].map(pattern_label))
+    return shown.round(
         {
             "rps": 1,
             "predicted_rps": 1,

@@ -100,7 +100,7 @@ def predict(
 
     limits = {"users": users / service}
     cpu_per_request = tasks * cpu
-    if pattern in ("threadpool", "wrapped"):
+    if pattern in ("threadpool", "wrapped", "offload"):
         limits["threads"] = workers * threads / service
     if pattern == "blocking":
         limits["event loop"] = workers / service  # the loop is held for the whole request

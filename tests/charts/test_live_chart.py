@@ -97,3 +97,12 @@ def test_each_frame_replaces_the_last_and_a_cell_keeps_its_plans_in_one_chart(ke
     assert other is not view and other.before == ()
     other(Snapshot(runs(1), 0, 1, 1, 5))
     assert len(shown.shown) == 2
+
+
+def test_the_legend_names_each_pattern_as_a_learner_reads_it():
+    chart = live.Chart()
+    live.png(Snapshot(runs(), 2, 3, 1.5, 5), chart=chart)
+    names = [t.get_text() for t in chart.legend.get_texts()]
+    assert names == ["async def + gather", "def (thread pool)", "predicted"]
+    live.png(Snapshot(runs(1), 0, 3, 1.5, 5), chart=chart)
+    assert len(chart.fig.legends) == 1  # a new set of patterns replaces the legend

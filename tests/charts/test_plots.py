@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 
 from labserver.charts import plots
+from labserver.demo.patterns import PATTERNS
+from labserver.labels import PATTERN_LABELS
 
 
 @pytest.fixture
@@ -39,14 +41,16 @@ def test_throughput_shows_prediction_and_invalid_runs(runs):
     assert ax.get_ylabel() == "throughput (req/s)"
     assert ax.get_xlabel() == "concurrent users"
     labels = _labels(ax)
-    assert {"threadpool measured", "threadpool predicted", "sequential measured", "sequential predicted"} <= set(labels)
+    thread, loop = PATTERN_LABELS["threadpool"], PATTERN_LABELS["sequential"]
+    assert {f"{thread} measured", f"{thread} predicted", f"{loop} measured", f"{loop} predicted"} <= set(labels)
+    assert not [label for label in labels if label.startswith(("threadpool", "sequential"))]  # the names, never
     assert "invalid run (see problems)" in labels
 
 
 def test_latency_has_units(runs):
     ax = plots.latency(runs, title="t").axes[0]
     assert ax.get_ylabel() == "latency (ms)"
-    assert "sequential predicted mean" in _labels(ax)
+    assert "async def + await predicted mean" in _labels(ax)
 
 
 def test_history_bars_and_generator_cpu(runs):
@@ -130,3 +134,26 @@ def test_latency_bars_show_p50_p95_and_the_predicted_mean(runs):
     ax = plots.latency_bars(runs[runs["users"] == 80], title="t").axes[0]
     assert ax.get_ylabel() == "latency (ms)"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == list(plots.LATENCIES.values())
+
+
+def test_a_pattern_shows_as_a_learner_reads_it_on_legends_and_axes(runs):
+    # the legend of a chart by pattern, and the ticks of the bars by pattern: the label, never the name alone
+    legend = _labels(plots.throughput(runs, title="t").axes[0])
+    assert "def (thread pool) measured" in legend and "async def + await predicted" in legend
+    runs["ratio"] = runs["rps"] / runs["predicted_rps"]
+    both = pd.concat([runs.assign(source="article"), runs.assign(source="ours")])
+    for fig in (plots.bars(runs, title="t"), plots.ratio_bars(both, title="t"), plots.latency_bars(runs, title="t")):
+        ticks = [t.get_text().replace("\n", " ") for t in fig.axes[0].get_xticklabels()]
+        assert ticks == ["def (thread pool)", "async def + await"]
+        assert fig.axes[0].get_xlabel() == "endpoint"
+    assert list(runs["pattern"].unique()) == ["threadpool", "sequential"]  # the frame drawn is left as it was
+
+
+def test_a_hue_other_than_pattern_is_shown_as_it_is(runs):
+    runs["client"] = ["threadpool", "threadpool", "fast", "fast"]  # a value that is also a pattern's name
+    assert "threadpool measured" in _labels(plots.throughput(runs, title="t", hue="client").axes[0])
+
+
+def test_every_pattern_has_its_colour():
+    assert set(plots.COLORS) == set(PATTERNS)
+    assert len(set(plots.LABEL_COLORS)) == len(PATTERNS)  # two lines or one, no two labels alike

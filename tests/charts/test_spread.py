@@ -52,7 +52,7 @@ def test_busiest_share():
 def test_bars_draws_one_panel_per_value_and_one_bar_per_pid():
     tidy = spread.per_worker(pd.concat([_runs(), _runs().assign(pattern="threadpool")], ignore_index=True))
     fig = spread.bars(tidy, title="who served what")
-    assert [ax.get_title() for ax in fig.axes] == ["sequential", "threadpool"]
+    assert [ax.get_title() for ax in fig.axes] == ["async def + await", "def (thread pool)"]  # as a learner reads them
     assert fig.axes[0].get_ylabel().startswith("requests")
     heights = sorted(round(p.get_height()) for p in fig.axes[0].patches)
     assert heights == [30, 40, 90]  # pid 11 and 22 of the 2-worker run, pid 5 of the 1-worker run

@@ -313,6 +313,15 @@ def test_findings_on_partial_runs_are_nan_not_an_error():
     assert math.isnan(found.aio["sequential"]) and math.isnan(found.aiohttp_ms)
 
 
+def test_the_table_labels_each_endpoint_and_client_and_keeps_their_names():
+    from labserver.clients.runs import table
+
+    shown = table(_lesson_runs())
+    assert list(shown.columns)[:4] == ["pattern", "label", "client", "client_label"]
+    row = shown[(shown["pattern"] == "threadpool") & (shown["client"] == "threadpool")].iloc[0]
+    assert (row["label"], row["client_label"]) == ("def (thread pool)", "requests in a client thread pool")
+
+
 # --- real runs against a real server ---------------------------------------------------------
 
 
@@ -348,7 +357,7 @@ def test_a_sweep_against_a_real_server_is_saved_and_leaves_nothing(data_dir):
     assert (runs["alone_ms"] > 20).all() and runs.groupby(["library", "pattern"])["alone_ms"].nunique().eq(1).all()
     on_disk = load_runs("test_clients")
     assert set(on_disk["run_id"]) == set(runs["run_id"])
-    assert list(table(runs).columns)[:4] == ["pattern", "client", "users", "requests"]
+    assert list(table(runs).columns)[:6] == ["pattern", "label", "client", "client_label", "users", "requests"]
     throughput_chart(runs, "t")
     cpu_chart(runs, "t")
 

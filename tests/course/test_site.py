@@ -99,7 +99,8 @@ def test_a_machine_says_when_fewer_cores_were_usable():
 
 def test_a_new_lesson_gets_a_page_and_a_line_without_edits(batch):
     chapters = [c["file"] for c in site.toc(batch)["chapters"]]
-    assert chapters == ["lessons/00_start_here", "lessons/08_new_lesson"]  # 09 has not run: no page
+    # 09 has not run: no page; the glossary and the articles follow the lessons
+    assert chapters == ["lessons/00_start_here", "lessons/08_new_lesson", "lessons/glossary", "lessons/articles"]
     index = site.index(batch)
     assert "[08 · A new lesson](lessons/08_new_lesson.ipynb)" in index
     assert "| 09 · Later |  | not run in this batch |" in index
@@ -162,7 +163,8 @@ def test_write_book_starts_from_nothing(batch, tmp_path):
     (out / "lessons").mkdir(parents=True)
     (out / "lessons" / "05_gone.ipynb").write_text("{}")
     site.write_book(out, batch)
-    assert sorted(p.name for p in (out / "lessons").iterdir()) == ["00_start_here.ipynb", "08_new_lesson.ipynb"]
+    pages = ["00_start_here.ipynb", "08_new_lesson.ipynb", "articles.md", "glossary.md"]
+    assert sorted(p.name for p in (out / "lessons").iterdir()) == pages
     assert yaml.safe_load((out / "_toc.yml").read_text())["root"] == "index"
     assert yaml.safe_load((out / "_config.yml").read_text())["execute"]["execute_notebooks"] == "off"
 

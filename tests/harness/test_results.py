@@ -103,7 +103,15 @@ def test_table_and_compare():
          "valid": True, "extra": 1}
     )  # fmt: skip
     t = results.table(frame)
-    assert list(t.columns) == ["pattern", "users", "rps", "valid"]
+    assert list(t.columns) == ["pattern", "label", "users", "rps", "valid"]
     assert t["rps"].iloc[0] == 100.0
     c = results.compare(frame, "rps", "a", "b")
     assert list(c["ratio"]) == [pytest.approx(2.0008), pytest.approx(4.0)]
+
+
+def test_the_table_shows_each_patterns_label_and_keeps_its_name():
+    frame = pd.DataFrame({"pattern": ["threadpool", "gather"], "users": [10, 10], "rps": [99.0, 98.0], "valid": True})
+    t = results.table(frame)
+    assert list(t["label"]) == ["def (thread pool)", "async def + gather"]
+    assert list(t["pattern"]) == ["threadpool", "gather"]  # the name the code filters on
+    assert "label" not in frame  # the runs themselves are left as they were

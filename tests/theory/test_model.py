@@ -300,3 +300,11 @@ def test_a_worker_that_waited_for_its_core_gets_that_much_less_of_it():
         predict("threadpool", users=1600, io_ms=100, cores=2, demand=Demand(worker_ms=0.5)).rps
     )
     assert predict("sequential", users=1600, io_ms=100, workers=2, cores=2, demand=waited).rps == pytest.approx(4000)
+
+
+def test_offloading_the_blocking_call_restores_the_thread_pool_s_bound():
+    blocked = predict("blocking", users=120, io_ms=100, threads=40)
+    offloaded = predict("offload", users=120, io_ms=100, threads=40)
+    assert blocked.rps == pytest.approx(10)  # one request at a time on the loop
+    assert offloaded.rps == pytest.approx(400) and offloaded.bottleneck == "threads"  # 40 threads / 0.1 s
+    assert predict("offload", users=20, io_ms=100, threads=40).rps == pytest.approx(200)  # below it, the users

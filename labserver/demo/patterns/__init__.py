@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from labserver.checks import choice
-from labserver.demo.patterns import blocking, dependent, gather, mixed, processpool, sequential, threadpool, wrapped
+from labserver.demo.patterns import (
+    blocking,
+    dependent,
+    gather,
+    mixed,
+    offload,
+    processpool,
+    sequential,
+    threadpool,
+    wrapped,
+)
 
 PATTERNS: dict[str, Callable] = {
     "sequential": sequential.endpoint,
@@ -16,6 +26,7 @@ PATTERNS: dict[str, Callable] = {
     "dependent": dependent.endpoint,
     "mixed": mixed.endpoint,
     "wrapped": wrapped.endpoint,
+    "offload": offload.endpoint,
 }
 
 

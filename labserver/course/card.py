@@ -1,0 +1,224 @@
+"""The decision card (lesson 99): what to write in an endpoint, its ceiling, and the ratio that shows it here.
+
+`ROWS` is the card as data: a situation, the pattern to write, its ceiling as the model
+(`labserver.theory.model.predict`) prices it, and the lessons whose runs show it. `card` reads
+each row's ratio from the runs on disk (`load_runs`), "not measured yet" where they are missing;
+`markdown` prints the card as a table for the README and the site.
+
+The ceilings' symbols: io is a request's wait and cpu its CPU in the worker (the server's own
+included), both in seconds; threads is the thread pool's size (40, AnyIO's default), per worker.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+SETTING = ("users", "tasks", "io_ms", "cpu_n", "workers", "threads")  # two patterns compare at the same setting
+COLUMNS = ["situation", "write", "ceiling", "measured", "lesson"]
+NOT_YET = "not measured yet"
+
+
+@dataclass(frozen=True)
+class Measured:
+    ratio: float  # NaN: no runs on disk show it
+    text: str  # the ratio in words, e.g. "2.9× (async / def at 120 users)"
+
+
+def _lesson(runs: pd.DataFrame, prefix: str, pattern: str | tuple[str, ...]) -> pd.DataFrame:
+    """The valid runs of lesson `prefix` and `pattern`(s): closed loops, none that expected failures."""
+    if runs.empty or "lesson" not in runs or "pattern" not in runs:
+        return runs.iloc[0:0]
+    keep = runs["lesson"].fillna("").astype(str).str.startswith(prefix)
+    keep &= runs["pattern"].isin([pattern] if isinstance(pattern, str) else pattern)
+    if "valid" in runs:
+        keep &= runs["valid"].fillna(False).astype(bool)
+    if "failures" in runs:  # a valid run with failures expected them (lesson 05's timeouts): its rps counts give-ups
+        keep &= runs["failures"].fillna(0) == 0
+    if "rate" in runs:  # an open loop's rps is the rate it was sent
+        keep &= runs["rate"].isna()
+    return runs[keep]
+
+
+def _wide(runs: pd.DataFrame, patterns: tuple[str, ...]) -> pd.DataFrame:
+    """Median rps of each of `patterns` at every setting all of them were run at, one row per setting."""
+    keys = [k for k in SETTING if k in runs]
+    if runs.empty or not keys:
+        return pd.DataFrame(columns=[*keys, *patterns])
+    wide = runs.pivot_table(index=keys, columns="pattern", values="rps", aggfunc="median")
+    if any(p not in wide for p in patterns):
+        return pd.DataFrame(columns=[*keys, *patterns])
+    return wide[list(patterns)].dropna().reset_index()
+
+
+def _span(values: pd.Series) -> str:
+    low, high = values.min(), values.max()
+    return f"{low:g}" if low == high else f"{low:g}–{high:g}"
+
+
+def _bound(runs: pd.DataFrame, prefix: str, pattern: str, slots: str, label: str) -> Measured:
+    """Median rps / (`slots` / (tasks × io)) of `pattern`'s runs with at least as many users as slots.
+
+    `slots` is "threads" (workers × threads: a thread pool's) or "workers" (one per blocked loop);
+    `label` names the pattern as a learner reads it.
+    """
+    rows = _lesson(runs, prefix, pattern)
+    if rows.empty or "io_ms" not in rows:
+        return Measured(math.nan, NOT_YET)
+    count = rows["workers"] * (rows["threads"] if slots == "threads" else 1)
+    rows = rows[(rows["users"] >= count) & (rows["io_ms"] > 0)]
+    if rows.empty:
+        return Measured(math.nan, NOT_YET)
+    ceiling = count[rows.index] / (rows["tasks"] * rows["io_ms"] / 1000)
+    ratio = float((rows["rps"] / ceiling).median())
+    what = "threads / io" if slots == "threads" else "workers / io"
+    return Measured(ratio, f"{ratio:.2f} of {what} ({label} at {_span(rows['users'])} users)")
+
+
+def async_over_def(runs: pd.DataFrame) -> Measured:
+    """Lesson 01: async / def throughput at 3× the thread pool or more, the smallest (its claim 2)."""
+    wide = _wide(_lesson(runs, "01", ("sequential", "threadpool")), ("sequential", "threadpool"))
+    wide = wide[wide["users"] >= 3 * wide["workers"] * wide["threads"]] if len(wide) else wide
+    if wide.empty:
+        return Measured(math.nan, NOT_YET)
+    ratios = wide["sequential"] / wide["threadpool"]
+    low = wide.loc[ratios.idxmin()]
+    return Measured(float(ratios.min()), f"{ratios.min():.1f}× (async / def at {low['users']:g} users)")
+
+
+def def_at_threads(runs: pd.DataFrame) -> Measured:
+    """Lesson 01: the `def` endpoint's throughput over threads / io, where the users outnumber the threads."""
+    return _bound(runs, "01", "threadpool", "threads", "def")
+
+
+def offload_at_threads(runs: pd.DataFrame) -> Measured:
+    """Lesson 05: `async def` handing its blocking call to a thread, over threads / io."""
+    return _bound(runs, "05", "offload", "threads", "offload")
+
+
+def gather_over_sequential(runs: pd.DataFrame) -> Measured:
+    """Lesson 02: gather / sequential throughput at the same setting (the model: tasks ×)."""
+    wide = _wide(_lesson(runs, "02", ("gather", "sequential")), ("gather", "sequential"))
+    if wide.empty:
+        return Measured(math.nan, NOT_YET)
+    top = wide.loc[wide["users"].idxmax()]
+    ratio = float(top["gather"] / top["sequential"])
+    return Measured(ratio, f"{ratio:.1f}× (gather / sequential, {top['tasks']:g} waits, {top['users']:g} users)")
+
+
+def pool_and_workers(runs: pd.DataFrame) -> Measured:
+    """Lesson 03: process pool / one-core patterns on fib alone; lesson 04: as many workers as cores / one."""
+    parts, ratio = [], math.nan
+    one_core = ("threadpool", "sequential")
+    wide = _wide(_lesson(runs, "03", ("processpool", *one_core)), ("processpool", *one_core))
+    wide = wide[(wide["io_ms"] == 0) & (wide["cpu_n"] > 0)] if len(wide) else wide
+    if len(wide):
+        ratio = float((wide["processpool"] / wide[list(one_core)].mean(axis=1)).median())
+        parts.append(f"{ratio:.1f}× (process pool / one-core patterns, fib({_span(wide['cpu_n'])}))")
+    gain = _workers_gain(_lesson(runs, "04", "sequential"))
+    if gain is not None:
+        ratio = gain[1] if math.isnan(ratio) else ratio
+        parts.append(f"{gain[1]:.1f}× ({gain[0]} workers / 1)")
+    return Measured(ratio, "; ".join(parts) or NOT_YET)
+
+
+def _workers_gain(rows: pd.DataFrame) -> tuple[int, float] | None:
+    """(cores, CPU-bound rps of `cores` workers / one worker's), or None without both or with one core."""
+    if rows.empty or "usable_cores" not in rows:
+        return None
+    rows = rows[(rows["cpu_n"] > 0) & (rows["io_ms"] == 0)]
+    rps = rows.groupby("workers")["rps"].median()
+    usable = rows["usable_cores"].dropna()
+    cores = int(usable.min()) if len(usable) else 0
+    at = max((w for w in rps.index if w <= cores), default=0)
+    if at < 2 or 1 not in rps.index:
+        return None
+    return int(at), float(rps[at] / rps[1])
+
+
+def blocked_loop(runs: pd.DataFrame) -> Measured:
+    """Lesson 05: `time.sleep` in `async def`, its throughput over workers / io at every number of users."""
+    return _bound(runs, "05", "blocking", "workers", "time.sleep in async def")
+
+
+@dataclass(frozen=True)
+class Row:
+    situation: str
+    write: str
+    ceiling: str  # as the model prices it (theory.model.predict)
+    shows: str  # the measured ratio that shows it
+    lessons: tuple[str, ...]
+    measure: Callable[[pd.DataFrame], Measured]
+
+
+ROWS = [
+    Row(
+        "Awaitable I/O: an async driver, `asyncio.sleep`, httpx",
+        "`async def` + `await`",
+        "users / (io + cpu), until the worker's core runs out: 1 / cpu per worker",
+        "async / def at ≥ 3× the thread pool",
+        ("01",),
+        async_over_def,
+    ),
+    Row(
+        "A blocking library: requests, a sync database driver",
+        "a plain `def` (FastAPI runs it in its thread pool)",
+        "threads / io = 40 / io",
+        "def / (threads / io)",
+        ("01",),
+        def_at_threads,
+    ),
+    Row(
+        "A blocking call inside `async def` that you cannot change",
+        "hand it to a thread: `await run_in_threadpool(f, ...)` or `await asyncio.to_thread(f, ...)`",
+        "threads / io, as a plain `def`",
+        "offload / (threads / io)",
+        ("05",),
+        offload_at_threads,
+    ),
+    Row(
+        "Independent waits in one request",
+        "`await asyncio.gather(...)`",
+        "tasks × sequential's: users / io instead of users / (tasks × io)",
+        "gather / sequential",
+        ("02",),
+        gather_over_sequential,
+    ),
+    Row(
+        "CPU-bound work",
+        "a process pool (`loop.run_in_executor(pool, f, ...)`), or `--workers` up to the usable cores",
+        "cores / cpu: one core per pool process or worker, up to the usable cores",
+        "process pool / one-core patterns; as many workers as cores / one",
+        ("03", "04"),
+        pool_and_workers,
+    ),
+    Row(
+        "Never: `time.sleep` (or any blocking call) in `async def`",
+        "never; a plain `def`, or hand the call to a thread",
+        "workers / io: 1 / io per worker, whatever the users",
+        "time.sleep in async def / (workers / io)",
+        ("05",),
+        blocked_loop,
+    ),
+]
+
+
+def card(runs: pd.DataFrame) -> pd.DataFrame:
+    """The decision card with each row's ratio measured on this machine, from `runs` (one row per run)."""
+    out = []
+    for row in ROWS:
+        got = row.measure(runs)
+        measured = got.text if got.text != NOT_YET else f"{NOT_YET} ({row.shows})"
+        out.append([row.situation, row.write, row.ceiling, measured, ", ".join(row.lessons)])
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """`frame` (from `card`) as a Markdown table."""
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    for values in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in values) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,41 @@
+"""Names as a learner reads them: each pattern and client strategy by how its code is written.
+
+The code, the URLs and the data on disk keep the short names (`/threadpool`, `pattern ==
+"gather"`); charts and tables show these labels beside or instead of them. Lesson 06 puts a
+client strategy beside an endpoint, and both were once called `threadpool`: no label here
+names both. This module sits beside checks.py, outside the layers, because the demo server's
+registry (demo/patterns/) imports every pattern and FastAPI, and the charts, the harness's
+tables and the clients would pay for that only to read a name.
+"""
+
+from __future__ import annotations
+
+# One per module of labserver/demo/patterns/ (tests/test_labels.py checks).
+PATTERN_LABELS: dict[str, str] = {
+    "sequential": "async def + await",
+    "gather": "async def + gather",
+    "threadpool": "def (thread pool)",
+    "processpool": "async def + process pool",
+    "blocking": "async def + time.sleep",
+    "dependent": "async def + dependent awaits",
+    "mixed": "async def + await, then time.sleep",
+    "wrapped": "def + anyio.run",
+    "offload": "async def + run_in_threadpool",
+}
+
+# One per strategy of labserver/clients/strategies.py.
+CLIENT_LABELS: dict[str, str] = {
+    "loop": "requests, one at a time",
+    "threadpool": "requests in a client thread pool",
+    "aiohttp": "aiohttp",
+}
+
+
+def pattern_label(name: str) -> str:
+    """How pattern `name` is written, e.g. "def (thread pool)"; a name it does not know, as given."""
+    return PATTERN_LABELS.get(name, name)
+
+
+def client_label(name: str) -> str:
+    """How client strategy `name` sends its requests, e.g. "requests, one at a time"; an unknown name, as given."""
+    return CLIENT_LABELS.get(name, name)

@@ -1,0 +1,113 @@
+"""The decision card (lesson 99): each row's ratio read from a small hand-made frame of runs."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from labserver.course import card
+
+
+def _run(lesson, pattern, users, rps, **row):
+    setting = {"tasks": 1, "io_ms": 100, "cpu_n": 0, "workers": 1, "threads": 40, "usable_cores": 2}
+    setting |= {"timeout_s": 60.0, "failures": 0}  # every run has a client timeout; a valid one, no failures
+    return {"lesson": lesson, "pattern": pattern, "users": users, "rps": rps, "valid": True, **setting, **row}
+
+
+L01, L02, L03, L04, L05 = "01_async_vs_sync", "02_sequential_vs_gather", "03_cpu_bound", "04_workers", "05_blocking"
+RUNS = pd.DataFrame([
+    _run(L01, "threadpool", 10, 99.0),  # below the pool: not a run of its ceiling
+    _run(L01, "sequential", 10, 99.5),
+    _run(L01, "threadpool", 120, 390.0),
+    _run(L01, "sequential", 120, 1170.0),
+    _run(L01, "threadpool", 160, 392.0),
+    _run(L01, "sequential", 160, 1560.0),
+    _run(L01, "sequential", 120, 99999.0, valid=False),  # invalid: never read
+    _run(L02, "sequential", 100, 160.0, tasks=3, io_ms=200, workers=2),
+    _run(L02, "gather", 100, 480.0, tasks=3, io_ms=200, workers=2),
+    *(_run(L03, p, 20, rps, io_ms=0, cpu_n=25, procs=2) for p, rps in [("threadpool", 80.0), ("sequential", 84.0),
+                                                                       ("processpool", 156.0)]),
+    _run(L03, "processpool", 20, 40.0, io_ms=50, cpu_n=25),  # fib + sleep: paired with nothing, left out
+    _run(L04, "sequential", 20, 80.0, io_ms=0, cpu_n=25, workers=1),
+    _run(L04, "sequential", 20, 150.0, io_ms=0, cpu_n=25, workers=2),
+    _run(L04, "sequential", 20, 150.0, io_ms=0, cpu_n=25, workers=3),  # past the cores
+    _run(L04, "sequential", 100, 990.0, workers=2),  # I/O-bound: not the CPU's
+    _run(L05, "blocking", 5, 9.9),
+    _run(L05, "blocking", 50, 10.1),
+    _run(L05, "blocking", 50, 40.0, timeout_s=2.0, failures=60),  # its rps counts the give-ups: left out
+    _run(L01, "sequential", 120, 5000.0, rate=5000.0),  # an open loop: its rps is the rate sent, not read
+])  # fmt: skip
+
+
+def test_the_card_has_its_columns_and_a_row_each():
+    frame = card.card(RUNS)
+    assert list(frame.columns) == card.COLUMNS
+    assert len(frame) == len(card.ROWS)
+    assert list(frame["lesson"]) == ["01", "01", "05", "02", "03, 04", "05"]
+
+
+def test_async_over_def_is_the_smallest_ratio_at_three_times_the_pool():
+    got = card.async_over_def(RUNS)
+    assert got.ratio == pytest.approx(1170 / 390)
+    assert got.text == "3.0× (async / def at 120 users)"
+
+
+def test_the_def_endpoint_is_read_against_threads_over_io():
+    got = card.def_at_threads(RUNS)
+    assert got.ratio == pytest.approx((390 / 400 + 392 / 400) / 2)
+    assert "of threads / io (def at 120–160 users)" in got.text
+
+
+def test_gather_over_sequential():
+    got = card.gather_over_sequential(RUNS)
+    assert got.ratio == pytest.approx(3.0)
+    assert got.text == "3.0× (gather / sequential, 3 waits, 100 users)"
+
+
+def test_the_pool_and_the_workers_each_give_their_ratio():
+    got = card.pool_and_workers(RUNS)
+    assert got.ratio == pytest.approx(156 / 82)
+    assert got.text == "1.9× (process pool / one-core patterns, fib(25)); 1.9× (2 workers / 1)"
+
+
+def test_the_blocked_loop_is_read_against_one_over_io_without_the_timeout_run():
+    got = card.blocked_loop(RUNS)
+    assert got.ratio == pytest.approx(1.0)
+    assert got.text == "1.00 of workers / io (time.sleep in async def at 5–50 users)"
+
+
+def test_a_row_without_runs_says_not_measured_yet():
+    assert math.isnan(card.offload_at_threads(RUNS).ratio)
+    offload = card.card(RUNS).iloc[2]
+    assert offload["measured"].startswith("not measured yet")
+    measured = card.card(RUNS)["measured"]
+    assert sum(m.startswith("not measured yet") for m in measured) == 1
+
+
+def test_offload_is_read_once_its_runs_are_on_disk():
+    runs = pd.concat([RUNS, pd.DataFrame([_run(L05, "offload", 50, 388.0)])], ignore_index=True)
+    assert card.card(runs).iloc[2]["measured"] == "0.97 of threads / io (offload at 50 users)"
+
+
+def test_no_runs_at_all():
+    frame = card.card(pd.DataFrame())
+    assert frame["measured"].str.startswith("not measured yet").all()
+
+
+def test_markdown_is_a_table_with_a_line_per_row():
+    text = card.markdown(card.card(RUNS))
+    lines = text.splitlines()
+    assert lines[0] == "| situation | write | ceiling | measured | lesson |"
+    assert lines[1] == "|---|---|---|---|---|"
+    assert len(lines) == 2 + len(card.ROWS)
+    assert all(line.startswith("| ") and line.endswith(" |") for line in lines[2:])
+
+
+def test_markdown_escapes_a_pipe_in_a_cell():
+    frame = pd.DataFrame([["a | b", "x", "y", "z", "01"]], columns=card.COLUMNS)
+    assert "a \\| b" in card.markdown(frame)
+
+
+def test_workers_without_their_cores_recorded_are_not_read():
+    runs = RUNS.assign(usable_cores=float("nan"))
+    assert card.pool_and_workers(runs).text == "1.9× (process pool / one-core patterns, fib(25))"

@@ -1,0 +1,62 @@
+"""Lessons 03 and 04 sized for 1 to 64 usable cores: what each would run, and whether the model says
+its claims can show there (the claims' own bounds, asked of the model's prediction)."""
+
+import pytest
+
+from labserver.course import sizing
+from labserver.theory import cores as core_model
+from labserver.theory.model import predict
+
+CORE_COUNTS = [1, 2, 4, 8, 16, 64]
+FIB_MS = 15.0  # fib(25) on a laptop core: the price only sets where the bounds cross, not which binds
+LESSON_03_IO_MS = 50
+
+
+def test_set_sizes_are_kept():
+    assert sizing.cpu_users(7, cores=16) == 7
+    assert sizing.worker_counts([1, 4], cores=16) == [1, 4]
+
+
+@pytest.mark.parametrize("cores", CORE_COUNTS)
+def test_users_grow_with_the_cores(cores):
+    users = sizing.cpu_users(0, cores)
+    assert users >= sizing.LEAST_USERS
+    assert users >= sizing.USERS_PER_CORE * cores
+    assert sizing.cpu_users(0, 2) == 20  # the 2-core course as it was measured
+
+
+@pytest.mark.parametrize("cores", CORE_COUNTS)
+@pytest.mark.parametrize("io_ms", [0, LESSON_03_IO_MS])
+def test_lesson_03_pool_can_keep_every_core_busy(cores, io_ms):
+    """Claims: the pool keeps ≥ 0.85 of its usable cores busy; pool / one-core patterns ≈ the core count."""
+    users = sizing.cpu_users(0, cores)
+    kw = dict(io_ms=io_ms, cpu_ms_per_task=FIB_MS, cores=cores)
+    pool = predict("processpool", users, procs=cores, **kw)
+    one_core = predict("sequential", users, **kw)
+    usable = core_model.usable("processpool", workers=1, procs=cores, cores=cores)
+    assert pool.rps * FIB_MS / 1000 / usable >= 0.95  # share of its cores the pool keeps busy
+    assert pool.rps / one_core.rps == pytest.approx(cores, rel=0.05)
+
+
+@pytest.mark.parametrize("cores", [16, 64])
+def test_lesson_03_at_two_core_size_could_not_show_it(cores):
+    """Why the sizing exists: 20 users with 50 ms of I/O leave a big machine's pool mostly idle."""
+    pool = predict("processpool", 20, io_ms=LESSON_03_IO_MS, cpu_ms_per_task=FIB_MS, procs=cores, cores=cores)
+    assert pool.rps * FIB_MS / 1000 / cores < 0.85
+
+
+@pytest.mark.parametrize("cores", CORE_COUNTS)
+def test_lesson_04_compares_one_worker_the_cores_and_one_past(cores):
+    workers = sizing.worker_counts([], cores)
+    assert core_model.check_workers(workers) == workers
+    assert workers[0] == 1 and workers[-1] == cores + 1  # "up to the cores and not past them" is shown
+    assert len(workers) <= 3  # the run stays as short on 64 cores as on 2
+    users = sizing.cpu_users(0, cores)
+    rps = {w: predict("sequential", users, cpu_ms_per_task=FIB_MS, workers=w, cores=cores).rps for w in workers}
+    assert rps[cores] / rps[1] == pytest.approx(cores, rel=0.05)  # every worker has a core's work
+    assert rps[cores + 1] == pytest.approx(rps[cores], rel=0.05)  # and one more has none
+
+
+def test_fractional_quota_counts_whole_cores():
+    assert sizing.worker_counts([], 1.5) == [1, 2]
+    assert sizing.cpu_users(0, 1.5) == 20
