@@ -39,7 +39,7 @@ def test_a_failed_lesson_is_written_aside_then_lands_under_its_final_name(tmp_pa
         raise papermill.PapermillExecutionError(0, 1, "", "ValueError", "boom", [])
 
     monkeypatch.setattr(papermill, "execute_notebook", execute_notebook)
-    lesson = batch.lessons(["00"])[0]
+    lesson = batch.lessons(["01"])[0]
     _, error, _ = batch.run_lesson(lesson, "quick", tmp_path)
     assert error == "ValueError: boom"
     assert written[0].parent == tmp_path and written[0].name.startswith(".partial-")  # never the final name
