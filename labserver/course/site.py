@@ -1,11 +1,12 @@
 """`python -m labserver.course.site`: the executed lessons of the last batch as a Jupyter Book, for `make site`.
 
 Writes the book's source into data/site/book/: _config.yml, _toc.yml, an index page that lists
-every lesson with its claims and when and where it was measured, and a copy of each executed
-lesson (data/executed/) with that note under its title. Everything is generated from what is on
-disk, so a new lesson appears once a batch has run it. `make site` then builds the HTML into
-data/site/_build/html/ with Jupyter Book 1.x, which runs nothing again (execute_notebooks: off)
-and fetches nothing: the site opens from the disk, without a network.
+every lesson with its claims and when and where it was measured, the decision card read from the
+batch's runs, and a copy of each executed lesson (data/executed/) with that note under its title.
+Everything is generated from what is on disk, so a new lesson appears once a batch has run it.
+`make site` then builds the HTML into data/site/_build/html/ with Jupyter Book 1.x, which runs
+nothing again (execute_notebooks: off) and fetches nothing: the site opens from the disk, without
+a network.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
-from labserver.course import executed
+from labserver.course import card, executed, summary
 from labserver.course.executed import Lesson
-from labserver.paths import NOTEBOOKS, data_dir
+from labserver.harness.results import load_runs
+from labserver.paths import NOTEBOOKS, data_dir, runs_dir
 
 TITLE = "Concurrency Lab"
 LESSONS = "lessons"  # the lessons' folder inside the book
@@ -70,14 +73,16 @@ def config() -> dict:
 
 
 PAGES = [NOTEBOOKS / "glossary.md", NOTEBOOKS / "articles.md"]  # the course's pages that are not lessons
+CARD = "card"  # the decision card's page, beside the glossary: its links to glossary.md resolve there
 
 
 def toc(found: list[Lesson]) -> dict:
-    """The book's _toc.yml: the index, then every executed lesson in order."""
+    """The book's _toc.yml: the index, the decision card, then every executed lesson in order."""
     return {
         "format": "jb-book",
         "root": "index",
-        "chapters": [{"file": f"{LESSONS}/{lesson.name}"} for lesson in found if lesson.executed]
+        "chapters": [{"file": f"{LESSONS}/{CARD}"}]
+        + [{"file": f"{LESSONS}/{lesson.name}"} for lesson in found if lesson.executed]
         + [{"file": f"{LESSONS}/{page.stem}"} for page in PAGES],
     }
 
@@ -125,8 +130,35 @@ def index(found: list[Lesson]) -> str:
         "Each lesson's page says under its title when and where it ran; its claims table is at its",
         "*Check the claims* section. A lesson the batch has not run is listed without a page.",
         "",
+        f"What to write in an endpoint, with the ratios this batch measured: [the decision card]({LESSONS}/{CARD}.md).",
+        "",
     ]
     return "\n".join(lines)
+
+
+CARD_INTRO = """\
+Each row: a situation you meet in an endpoint, the pattern to write, its ceiling (a
+[throughput](glossary.md) in requests per second, as the lab's model gives it), and the ratio the
+batch measured in the lesson that shows it; lesson 99 shows the same card. `io`: how long one request
+waits, in seconds; `cpu`: the CPU one request spends in its [worker](glossary.md); `threads`: FastAPI's
+[thread pool](glossary.md) size per worker, 40 by default; `tasks`: the waits in one request;
+`users`: the [Locust users](glossary.md) sending at once."""
+
+
+def card_page(found: list[Lesson], runs: pd.DataFrame) -> str:
+    """The decision card's page, read from the runs of the executed lessons' batch (all runs if none is named)."""
+    lines = ["# What to write: the decision card", "", CARD_INTRO, ""]
+    batches = list(dict.fromkeys(b for lesson in found for b in lesson.batches))
+    # Lesson 99 keeps the current commit's runs; the site shows the batch, whichever commit is checked out now.
+    if batches and "batch" in runs:
+        runs = runs[runs["batch"].isin(batches)]
+    runs = summary.lesson_runs(runs)
+    if runs.empty:
+        how = f"No runs of the batch are on disk in `{runs_dir()}`: `make figures` runs every lesson and keeps them."
+        return "\n".join([*lines, how, ""])
+    source = f"{len(runs)} runs" + (f" of batch {', '.join(batches)}" if batches else "")
+    machines = "; ".join(str(m) for m in executed.machines(found)) or "machine unknown"
+    return "\n".join([*lines, f"**Measured:** {source}, on {machines}.", "", card.markdown(card.card(runs))])
 
 
 def note(lesson: Lesson) -> str:
@@ -161,21 +193,70 @@ def _html_only(output: dict) -> dict:
     return {**output, "data": {k: v for k, v in data.items() if k != "text/latex"}}
 
 
+# A collapsed block, in the two forms the lessons write: a whole cell, or a solution in a list item,
+# indented to the item's text. The HTML keeps each tag's line as it is and parses the text between as
+# Markdown, because blank lines set it apart (a CommonMark HTML block ends at a blank line): the
+# browser's own <details> collapses it, inside its list item. Text glued to a tag would show unparsed.
+CELL = re.compile(r"<details>\n<summary>(?P<title>[^\n]+)</summary>\n\n(?P<body>.+?)\n\n</details>\n*", re.DOTALL)
+ITEM = re.compile(
+    r"^(?P<indent>[ ]{2,})<details><summary>(?P<title>[^\n]+)</summary>\n\n(?P<body>.+?)\n\n(?P=indent)</details>"
+    r"(?=\n\n|\n*\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+TAG = re.compile(r"</?(?:details|summary)\b", re.IGNORECASE)
+FORMS = (
+    "a whole cell `<details>\\n<summary>Title</summary>\\n\\ntext\\n\\n</details>`, or in a list item, "
+    "indented to its text, `<details><summary>Solution</summary>`, a blank line, the text, a blank line, `</details>`"
+)
+
+
+def collapsed(source: str, where: str = "markdown") -> list[str]:
+    """The titles of the collapsed blocks in a Markdown cell; a ValueError naming `where` for any other form."""
+    whole = CELL.fullmatch(source)
+    blocks = [whole] if whole else list(ITEM.finditer(source))
+    # A tag outside every block, or inside a block's text (nested), is a form the site does not know;
+    # so is an item's text line indented less than its tags, which would end the item and leave the block.
+    wrong = [t.start() for t in TAG.finditer(source) if not any(b.start() <= t.start() < b.end() for b in blocks)]
+    wrong += [b.start("body") + t.start() for b in blocks for t in TAG.finditer(b["body"])]
+    for b in blocks if not whole else []:
+        at = b.start("body")
+        for line in b["body"].splitlines(keepends=True):
+            wrong += [at] if line.strip() and not line.startswith(b["indent"]) else []
+            at += len(line)
+    if wrong:
+        line = source.count("\n", 0, min(wrong)) + 1
+        text = source.splitlines()[line - 1].strip()
+        raise ValueError(
+            f"{where}, line {line}: a collapsed block the site cannot show ({text!r}); write it as {FORMS}"
+        )
+    return [re.sub(r"<[^>]+>", "", b["title"]).strip() for b in blocks]
+
+
 def lesson_copy(lesson: Lesson) -> dict:
-    """The executed notebook for the site: the note under its title, and no LaTeX forms of outputs."""
+    """The executed notebook for the site: the note under its title, and no LaTeX forms of outputs.
+
+    Its collapsed blocks stay as the lesson writes them (see CELL): a ValueError names a cell with another form.
+    """
     nb = json.loads(lesson.notebook.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        if cell.get("cell_type") == "markdown":
+            collapsed("".join(cell["source"]), f"{lesson.notebook.name}, cell {cell.get('id', i)}")
     cells = [{**c, "outputs": [_html_only(o) for o in c["outputs"]]} if "outputs" in c else c for c in nb["cells"]]
     return {**nb, "cells": _under_title(cells, note(lesson))}
 
 
-def write_book(out: Path, found: list[Lesson]) -> Path:
-    """The book's source, from nothing: a lesson gone from the batch leaves no page behind."""
+def write_book(out: Path, found: list[Lesson], runs: pd.DataFrame | None = None) -> Path:
+    """The book's source, from nothing: a lesson gone from the batch leaves no page behind.
+
+    `runs` (`load_runs`) fill the decision card; without them its page says how to make them.
+    """
     if out.exists():
         shutil.rmtree(out)
     (out / LESSONS).mkdir(parents=True)
     (out / "_config.yml").write_text(yaml.safe_dump(config(), sort_keys=False, allow_unicode=True))
     (out / "_toc.yml").write_text(yaml.safe_dump(toc(found), sort_keys=False))
     (out / "index.md").write_text(index(found))
+    (out / LESSONS / f"{CARD}.md").write_text(card_page(found, pd.DataFrame() if runs is None else runs))
     for page in PAGES:  # beside the lessons, where their links to glossary.md and articles.md point
         shutil.copyfile(page, out / LESSONS / page.name)
     for lesson in found:
@@ -217,23 +298,98 @@ def remote_assets(html_dir: Path) -> list[str]:
     return found
 
 
+class _Dropdowns(HTMLParser):
+    """The collapsed blocks in a page's article, and how many of them hold parsed text (a <p>).
+
+    A block is a <details> without a class (the lessons' own, see CELL) or a sphinx-design dropdown;
+    the theme's navigation and myst-nb's hidden cells have <details> of their own classes.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.article = False
+        self.open: list[int | None] = []  # per open <details>: its index in `rendered`, or None if not a block
+        self.rendered: list[bool] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.article |= tag == "article"
+        classes = (dict(attrs).get("class") or "").split()
+        if tag == "details":
+            block = self.article and (not classes or "sd-dropdown" in classes)
+            self.open.append(len(self.rendered) if block else None)
+            self.rendered += [False] if block else []
+        elif tag == "p" and self.open and self.open[-1] is not None:
+            self.rendered[self.open[-1]] = True
+
+    def handle_endtag(self, tag):
+        self.article &= tag != "article"
+        if tag == "details" and self.open:
+            self.open.pop()
+
+
+LEAK = re.compile(r"&lt;/?(?:details|summary)\b", re.IGNORECASE)  # a tag shown as text: unparsed Markdown
+
+
+def dropdowns(html_dir: Path) -> tuple[dict[str, int], list[str]]:
+    """Each lesson page's collapsed blocks, and "page: problem" where they differ from its source's.
+
+    The source is the copy Sphinx keeps beside the HTML (_sources/), the notebook the page was built from.
+    """
+    counts, problems = {}, []
+    for page in sorted((html_dir / LESSONS).glob("*.html")):
+        name, sources = page.relative_to(html_dir), html_dir / "_sources" / LESSONS
+        source = sources / f"{page.stem}.ipynb"
+        if not source.is_file():
+            # A Markdown page (the glossary, the articles, the card) is no lesson; a page with no source goes unchecked.
+            problems += [] if (sources / f"{page.stem}.md").is_file() else [f"{name}: no source beside it to count"]
+            continue
+        cells = json.loads(source.read_text())["cells"]
+        want = sum(len(collapsed("".join(c["source"]), str(name))) for c in cells if c["cell_type"] == "markdown")
+        parser = _Dropdowns()
+        parser.feed(page.read_text(errors="replace"))
+        counts[page.stem] = len(parser.rendered)
+        if len(parser.rendered) != want or not all(parser.rendered):
+            problems.append(
+                f"{name}: {want} collapsed blocks in its source, {len(parser.rendered)} in the page, "
+                f"{sum(parser.rendered)} of them with parsed text"
+            )
+    for page in sorted(html_dir.rglob("*.html")):
+        if LEAK.search(page.read_text(errors="replace")):
+            problems.append(f"{page.relative_to(html_dir)}: a <details> or <summary> tag shown as text")
+    return counts, problems
+
+
+def check(html_dir: Path) -> int:
+    """The built site's check: nothing remote, and each lesson's collapsed blocks collapsed, with their text."""
+    remote = remote_assets(html_dir)
+    counts, problems = dropdowns(html_dir)
+    for line in remote:
+        print(f"remote asset: {line}", file=sys.stderr)
+    for line in problems:
+        print(f"collapsed blocks: {line}", file=sys.stderr)
+    pages = sum(1 for _ in html_dir.rglob("*.html"))
+    print(f"{pages} pages in {html_dir}: " + (f"{len(remote)} remote assets" if remote else "nothing remote"))
+    if counts:
+        print("collapsed blocks: " + ", ".join(f"{name} {n}" for name, n in counts.items()))
+    return 1 if remote or problems or not pages else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labserver.course.site", description=__doc__)
     parser.add_argument("--out", type=Path, default=None, help="the book's source folder (default: data/site/book)")
-    parser.add_argument("--check", type=Path, metavar="HTML_DIR", help="only check a built site loads nothing remote")
+    parser.add_argument("--check", type=Path, metavar="HTML_DIR", help="only check a built site (see `check`)")
     args = parser.parse_args(argv)
     if args.check:
-        remote = remote_assets(args.check)
-        for line in remote:
-            print(f"remote asset: {line}", file=sys.stderr)
-        pages = sum(1 for _ in args.check.rglob("*.html"))
-        print(f"{pages} pages in {args.check}: " + (f"{len(remote)} remote assets" if remote else "nothing remote"))
-        return 1 if remote or not pages else 0
+        return check(args.check)
     found = executed.lessons()
     if not any(lesson.executed for lesson in found):
         print(f"no executed lesson in {data_dir() / 'executed'}: run `make figures` first", file=sys.stderr)
         return 1
-    out = write_book(args.out or data_dir() / "site" / "book", found)
+    try:
+        out = write_book(args.out or data_dir() / "site" / "book", found, load_runs())
+    except ValueError as error:  # a lesson's collapsed block in a form the site cannot show: which, and where
+        print(error, file=sys.stderr)
+        return 1
     print(f"book source: {out} ({sum(lesson.executed for lesson in found)} lessons)")
     return 0
 

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -99,8 +100,14 @@ def test_a_machine_says_when_fewer_cores_were_usable():
 
 def test_a_new_lesson_gets_a_page_and_a_line_without_edits(batch):
     chapters = [c["file"] for c in site.toc(batch)["chapters"]]
-    # 09 has not run: no page; the glossary and the articles follow the lessons
-    assert chapters == ["lessons/00_start_here", "lessons/08_new_lesson", "lessons/glossary", "lessons/articles"]
+    # the decision card right after the index; 09 has not run: no page; the glossary and the articles follow
+    assert chapters == [
+        "lessons/card",
+        "lessons/00_start_here",
+        "lessons/08_new_lesson",
+        "lessons/glossary",
+        "lessons/articles",
+    ]
     index = site.index(batch)
     assert "[08 · A new lesson](lessons/08_new_lesson.ipynb)" in index
     assert "| 09 · Later |  | not run in this batch |" in index
@@ -163,7 +170,7 @@ def test_write_book_starts_from_nothing(batch, tmp_path):
     (out / "lessons").mkdir(parents=True)
     (out / "lessons" / "05_gone.ipynb").write_text("{}")
     site.write_book(out, batch)
-    pages = ["00_start_here.ipynb", "08_new_lesson.ipynb", "articles.md", "glossary.md"]
+    pages = ["00_start_here.ipynb", "08_new_lesson.ipynb", "articles.md", "card.md", "glossary.md"]
     assert sorted(p.name for p in (out / "lessons").iterdir()) == pages
     assert yaml.safe_load((out / "_toc.yml").read_text())["root"] == "index"
     assert yaml.safe_load((out / "_config.yml").read_text())["execute"]["execute_notebooks"] == "off"
@@ -206,9 +213,142 @@ def test_no_executed_lesson_is_an_error_that_says_what_to_run(tmp_path, monkeypa
     assert "make figures" in capsys.readouterr().err
 
 
+DEEPER = (
+    "<details>\n<summary><b>Deeper:</b> the model behind the <code>predicted_rps</code> column</summary>\n\n"
+    "Little's law, with `io_ms` in seconds.\n\n- one\n- two\n\n</details>"
+)
+EXERCISES = """## Exercises
+
+1. Set `workers` to 1. Which endpoints change?
+
+   <details><summary>Solution</summary>
+
+   Only the `def` endpoint.
+
+   ```python
+   # a comment, not a heading
+   await asyncio.gather(a(), b())
+   ```
+
+   </details>
+
+2. Why?
+
+   <details><summary>Solution</summary>
+
+   Because.
+
+   </details>
+"""
+
+
+def test_a_whole_cell_collapsed_block_is_read_with_its_title_as_plain_text():
+    assert site.collapsed(DEEPER) == ["Deeper: the model behind the predicted_rps column"]
+    assert site.collapsed("No block here: a `<b>` is not one.") == []
+
+
+def test_solutions_indented_in_list_items_are_read_where_they_stand():
+    assert site.collapsed(EXERCISES) == ["Solution", "Solution"]
+
+
+UNKNOWN = {
+    "text glued to the summary": "<details>\n<summary>T</summary>\ntext\n\n</details>",
+    "an attribute": "<details open>\n<summary>T</summary>\n\ntext\n\n</details>",
+    "text before a whole-cell block": "Intro.\n\n<details>\n<summary>T</summary>\n\ntext\n\n</details>",
+    "a solution not indented": "1. Q\n\n<details><summary>Solution</summary>\n\ntext\n\n</details>",
+    "a solution's line out of its item": "1. Q\n\n   <details><summary>Solution</summary>\n\n   a\nb\n\n   </details>",
+    "an item right after the close": "1. Q\n\n   <details><summary>S</summary>\n\n   a\n\n   </details>\n2. R",
+    "no close": "<details>\n<summary>T</summary>\n\ntext",
+    "nested": "<details>\n<summary>T</summary>\n\n<details>\n<summary>U</summary>\n\nx\n\n</details>\n\n</details>",
+}
+
+
+@pytest.mark.parametrize("source", UNKNOWN.values(), ids=UNKNOWN.keys())
+def test_a_collapsed_block_of_another_form_is_an_error_naming_the_lesson_and_cell(batch, source):
+    lesson = batch[0]
+    nb = json.loads(lesson.notebook.read_text())
+    nb["cells"].append({"cell_type": "markdown", "id": "odd-one", "metadata": {}, "source": source})
+    lesson.notebook.write_text(json.dumps(nb))
+    with pytest.raises(ValueError, match=r"^00_start_here\.ipynb, cell odd-one, line \d+: a collapsed block"):
+        site.lesson_copy(lesson)
+
+
+def test_the_copy_keeps_collapsed_blocks_as_the_lesson_writes_them(batch):
+    lesson = batch[0]
+    nb = json.loads(lesson.notebook.read_text())
+    nb["cells"] += [
+        {"cell_type": "markdown", "id": i, "metadata": {}, "source": s} for i, s in [("d", DEEPER), ("e", EXERCISES)]
+    ]
+    lesson.notebook.write_text(json.dumps(nb))
+    assert [c["source"] for c in site.lesson_copy(lesson)["cells"][-2:]] == [DEEPER, EXERCISES]
+
+
+def _runs(batch_id: str, gather_rps: float) -> list[dict]:
+    setting = {"users": 100, "tasks": 3, "io_ms": 200, "cpu_n": 0, "workers": 2, "threads": 40, "valid": True}
+    lesson = {"lesson": "02_sequential_vs_gather", "batch": batch_id, **setting}
+    return [{**lesson, "pattern": "sequential", "rps": 160.0}, {**lesson, "pattern": "gather", "rps": gather_rps}]
+
+
+def test_the_card_page_reads_the_runs_of_the_lessons_batch(batch):
+    runs = pd.DataFrame(_runs("b2", 480.0) + _runs("b1", 800.0))  # b1: an earlier batch, not the site's
+    page = site.card_page(batch, runs)
+    assert page.startswith("# What to write: the decision card\n")
+    assert "**Measured:** 2 runs of batch b2, on 2 CPUs, Linux-x86_64, Python 3.11.7." in page
+    assert "3.0× (gather / sequential, 3 waits, 100 users)" in page and "5.0×" not in page
+    assert "[the decision card](lessons/card.md)" in site.index(batch)
+
+
+def test_the_card_page_without_runs_says_how_to_make_them(batch, tmp_path):
+    for runs in (pd.DataFrame(), pd.DataFrame(_runs("b1", 800.0))):  # nothing on disk; only another batch's
+        assert "`make figures` runs every lesson" in site.card_page(batch, runs)
+    site.write_book(tmp_path / "book", batch)
+    assert "`make figures`" in (tmp_path / "book" / "lessons" / "card.md").read_text()
+
+
+def _built(html: Path, page: str, cells: list[str]) -> None:
+    """A built lesson page as the check reads it: its HTML, and its source where Sphinx keeps it."""
+    (html / "lessons").mkdir(parents=True, exist_ok=True)
+    (html / "lessons" / "a.html").write_text(page)
+    (html / "_sources" / "lessons").mkdir(parents=True, exist_ok=True)
+    nb = {"cells": [{"cell_type": "markdown", "source": c} for c in cells]}
+    (html / "_sources" / "lessons" / "a.ipynb").write_text(json.dumps(nb))
+
+
+NAV = '<nav><details><summary>Lessons</summary><a href="a.html">a</a></details></nav>'  # the theme's own
+RAW = "<details>\n<summary>Solution</summary>\n<p>Because.</p>\n</details>"
+DROPDOWN = '<details class="sd-sphinx-override sd-dropdown sd-card"><summary>T</summary><p>x</p></details>'
+HIDDEN = '<details class="hide above-input"><summary>Show code</summary><pre>x</pre></details>'  # myst-nb's cell
+PAGE = f"{NAV}<article class='bd-article'>{RAW}{DROPDOWN}{HIDDEN}</article>"  # two collapsed blocks
+
+
+def test_check_counts_each_lessons_collapsed_blocks_against_its_source(tmp_path, capsys):
+    _built(tmp_path, PAGE, [DEEPER, DEEPER])
+    assert site.main(["--check", str(tmp_path)]) == 0
+    assert "collapsed blocks: a 2" in capsys.readouterr().out
+    _built(tmp_path, PAGE, [DEEPER, EXERCISES])  # three in the source
+    assert site.dropdowns(tmp_path) == (
+        {"a": 2},
+        ["lessons/a.html: 3 collapsed blocks in its source, 2 in the page, 2 of them with parsed text"],
+    )
+
+
+def test_check_fails_on_unparsed_text_a_tag_shown_as_text_and_a_page_without_source(tmp_path, capsys):
+    _built(tmp_path, PAGE.replace("<p>Because.</p>", "Because."), [DEEPER, DEEPER])  # Markdown left as text
+    assert site.dropdowns(tmp_path)[1] == [
+        "lessons/a.html: 2 collapsed blocks in its source, 2 in the page, 1 of them with parsed text"
+    ]
+    _built(tmp_path, PAGE, [DEEPER, DEEPER])
+    (tmp_path / "lessons" / "b.html").write_text("<pre>&lt;details&gt;</pre>")
+    assert site.main(["--check", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "collapsed blocks: lessons/b.html: no source beside it to count" in err
+    assert "collapsed blocks: lessons/b.html: a <details> or <summary> tag shown as text" in err
+
+
 @pytest.mark.slow
 def test_the_built_site_loads_nothing_from_the_network(batch, tmp_path):
-    """Jupyter Book builds the book of two lessons, one with show_source's three forms, and no page fetches anything."""
+    """Jupyter Book builds the book of two lessons, one with show_source's three forms and collapsed blocks of both
+    forms, and no page fetches anything: the blocks collapse in the page, their Markdown parsed."""
     pytest.importorskip("jupyter_book", reason="the `site` extra is not installed (make site installs it)")
     lesson = batch[0]
     nb = json.loads(lesson.notebook.read_text())
@@ -220,6 +360,9 @@ def test_the_built_site_loads_nothing_from_the_network(batch, tmp_path):
     nb["cells"][1]["outputs"].append(
         {"output_type": "execute_result", "execution_count": 1, "data": forms, "metadata": {}}
     )
+    nb["cells"] += [
+        {"cell_type": "markdown", "id": i, "metadata": {}, "source": s} for i, s in [("d", DEEPER), ("e", EXERCISES)]
+    ]
     lesson.notebook.write_text(json.dumps(nb))
     book = site.write_book(tmp_path / "book", batch)
     jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
@@ -231,3 +374,6 @@ def test_the_built_site_loads_nothing_from_the_network(batch, tmp_path):
     page = (html / "lessons" / "00_start_here.html").read_text()
     assert "Measured" in page and "def f(): pass" in page
     assert "08 · A new lesson" in (html / "index.html").read_text()
+    assert site.dropdowns(html) == ({"00_start_here": 3, "08_new_lesson": 0}, [])
+    assert "<li><p>Set <code" in page and "</details>\n</li>" in page  # a solution stays inside its list item
+    assert "What to write: the decision card" in (html / "lessons" / "card.html").read_text()
