@@ -27,7 +27,7 @@ next one: the users stay spread as the closed loop spread them, and the server i
 between stages; a user that joins (or comes back) starts at a random moment within one
 request's wait instead. When a stage only computes, every user first waits until the stages
 before have drained: their requests would compete with the new ones for the same cores and
-GIL (an event loop's queue of fib(26) took 4 s to drain behind 32 new threads of fib(28)).
+GIL, and a queue left on an event loop drains slowly behind new threads that compute.
 Either way the lab's warm-up, cut from every stage's window, starts only once the last
 request of the stages before is answered (labserver/harness/collect.py). Starting Locust once per plan
 instead of once per measurement saves its start-up, spawn and report on every run but the
@@ -77,10 +77,9 @@ REPORTS_WAIT_S = 10.0  # how long a master waits for its workers' records after 
 # The youngest objects are collected every 5,000 net allocations, not Python's 700 nor the server's
 # 100,000 (labserver/demo/app.py). At 700, hundreds of users holding a request's objects reach the
 # count by chance many times a second, and each pass walks their live objects to free nothing. But
-# `requests` (HttpUser) leaves ~45 objects of cyclic garbage per request: at 100,000 they piled up
-# for a second and one pass freed ~88,000 of them in 54-110 ms, a stall in which no reply was read
-# and every user waited (HttpUser at 200 users: 0.86-0.91 of the model, 8-12 ms of extra latency).
-# At 5,000 the same GC time (~370 ms over two runs) came in passes of 6 ms at most: 0.96-0.97.
+# `requests` (HttpUser) leaves cyclic garbage on every request: at 100,000 it piles up and one long
+# pass frees it all, a stall in which no reply is read and every user waits. At 5,000 the same
+# collecting comes in passes of a few ms (docs/evidence.md).
 GC_THRESHOLD0 = 5_000
 # A worker sends load only to the hosts named here (set by `python -m labserver worker`): the
 # master's own host unless its user allowed more. Not a Locust option, which a master could override.
@@ -149,7 +148,7 @@ def start_plan(stages: list[dict]) -> float:
         stage["path"] = stage.get("host", "") + query
         start += stage["duration_s"]
     PLAN[:] = stages
-    # A full garbage collection walks every object Locust's imports made: 20-80 ms here, during
+    # A full garbage collection walks every object Locust's imports made, tens of ms during
     # which no reply is read. Every request in flight waits it out, and a closed loop of equal
     # waits repeats the gap forever after. Frozen objects are left out of every collection.
     gc.freeze()
@@ -404,11 +403,10 @@ class ArrivalUser(PatternMixin, FastHttpUser):
     drawn uniformly over the seconds, which is what a Poisson process is, given its count. The
     gaps stay exponential-like, as independent clients' are, and the rate a run asks for is
     the rate it gets. (A free Poisson count strays by √n: one standard deviation is 2% of a
-    10 s run at 200 req/s, and the first free schedule tried here drew 6% too many, enough to
-    push a queue at ρ = 0.95 past its capacity.) When the process itself falls behind (its CPU
-    busy), the requests due leave at once and keep their `intended` time: the lab then measures
-    latency from when they should have left, and judges the run by the arrival rate it
-    achieved (collect.py).
+    10 s run at 200 req/s, and a count 5.3% high, under three of them, takes a queue at ρ = 0.95
+    past its capacity.) When the process itself falls behind (its CPU busy), the requests due
+    leave at once and keep their `intended` time: the lab then measures latency from when they
+    should have left, and judges the run by the arrival rate it achieved (collect.py).
     """
 
     concurrency = 10_000  # connections it may open: every request in flight holds one, queued ones too

@@ -51,7 +51,7 @@ def _client(
     try:
         proc = procs.spawn(cmd, log, cwd=ROOT)
         # A pinned server's client runs on the other cores (isolate.apart), placed before its
-        # clock starts: it imports its library first, 0.1-0.2 s.
+        # clock starts: it imports its library first.
         isolate.place([proc.pid], isolate.others(server))
         status, deadline = "ok", time.monotonic() + timeout_s
         try:

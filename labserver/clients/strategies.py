@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from labserver.checks import choice
 
 # Each run is a fresh process that needs one of the two libraries: importing only that one saves
-# 0.1-0.2 s per run, paid outside the measurement (lesson 06 starts 14 of them).
+# the other's import on every run, paid outside the measurement (lesson 06 starts 14 of them).
 if TYPE_CHECKING:
     import aiohttp
 

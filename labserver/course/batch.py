@@ -110,8 +110,9 @@ def run_batch(notebooks: list[Path], profile: str, out_dir: Path) -> tuple[list[
 def _stolen(before_s: float, wall_s: float) -> str:
     """What the host took of the CPUs the lab may use while a lesson ran (steal time), when it is worth saying."""
     share = (stolen_seconds() - before_s) / (wall_s * cpus.cores()) if wall_s > 0 else 0.0
-    # A quiet host takes well under 1%; one busy with other guests took 9-19% for minutes on end,
-    # and lessons that passed an hour before failed claims by the handful: say so beside them.
+    # A quiet host takes well under 1%; one busy with other guests takes a tenth of the CPUs or more
+    # for minutes on end, enough to fail claims that pass on a quiet one: say so beside them
+    # (docs/evidence.md).
     return (
         f" (the host took {share:.0%} of the CPUs meanwhile: steal time, not a quiet machine)" if share >= 0.02 else ""
     )

@@ -48,10 +48,10 @@ def _boot_id() -> str | None:
 BOOT_ID = _boot_id()
 NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
 # Python collects its youngest objects every 700 net allocations. Under load that count keeps
-# reaching 700 by chance while nothing is garbage: at 200 users the server ran 60-90 passes a
-# second, each walking the live objects of the requests in flight (up to 20,000) and freeing none
-# (DEBUG_SAVEALL found no cyclic garbage), 6-9% of its time in pauses of 1-6 ms. Cyclic garbage
-# is still collected, once 100,000 objects have piled up.
+# reaching 700 by chance while nothing is garbage: the server runs dozens of passes a second, each
+# walking the live objects of the requests in flight and freeing none (its requests leave no
+# cyclic garbage: gc.DEBUG_SAVEALL keeps none), a share of its time in pauses (docs/evidence.md).
+# Cyclic garbage is still collected, once 100,000 objects have piled up.
 GC_THRESHOLD0 = 100_000
 
 

@@ -118,11 +118,11 @@ def collect(
     bunched, bunched_at_random = records.bunched(per_user, window, bunch_gap_ms)
     limit = None if apart else machine_limit(machine_cores, locust_cores, cores)
     if limit:
-        # A run the model itself puts at the machine's shared cores measured what it predicts, and
-        # so did one whose server kept the cores it can use busy: it set the pace, whatever the
-        # generator waited for (lesson 07's pinned server: 0.97 of its core, with Locust and the
-        # database on the other, 1.93 of 2 cores busy in all). One put anywhere else, its server
-        # with CPU to spare, had the generator wait for CPU it did not count on: a floor.
+        # A run the model itself puts at the machine's shared cores measures what it predicts, and
+        # so does one whose server keeps the cores it can use busy: it sets the pace, whatever the
+        # generator waits for (lesson 07's pinned server, with Locust and the database on the other
+        # core; docs/evidence.md). One put anywhere else, its server with CPU to spare, has the
+        # generator wait for CPU it does not count on: a floor.
         pinned = [c for c in str(params.get("cpus") or "").split(",") if c]
         its_cores = usable(params["pattern"], params["workers"], params["procs"], len(pinned) or cores)
         server_set_pace = server_cpu / its_cores >= SATURATED  # NaN compares False

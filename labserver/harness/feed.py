@@ -37,7 +37,7 @@ LIVE_FILE = "live"  # Locust's --live-file prefix in the plan's folder: live.<pi
 EVERY_S = 1.0
 # LAB_LIVE_EVERY_S sets another beat; "inf" draws a plan's first and last frames only, which is
 # what `make figures` does: a frame costs ~20 ms of CPU, which a run that fills both cores feels
-# (`make bench`: 0.926 -> 0.888 of the model at 400 users), and an executed copy needs only the last.
+# (docs/evidence.md), and an executed copy needs only the last.
 LIVE_EVERY_ENV = "LAB_LIVE_EVERY_S"
 
 

@@ -2,10 +2,9 @@
 
 A server pinned to one core (lesson 07's `cpus=[n]`) is meant to be measured on that core. The
 processes that share the machine with it are not pinned: Locust and PostgreSQL float over every
-core, and the kernel puts them on the pinned one too. On the 2-core VM lesson 07 was written on,
-they took 7–12% of it: the pinned server kept 0.87–0.93 of its core busy with 1,000 users
-waiting, and measured that share of what its CPU per request predicts. With Locust and the
-database kept on the other cores during its runs, it kept 0.96–0.98 busy.
+core, and the kernel puts them on the pinned one too. Whatever share of its core they take, the
+server loses while its users wait, and it serves that much less than its CPU per request
+predicts (docs/evidence.md).
 
 So while a stage of a plan loads a pinned server on this machine, the load generator's processes
 and the server's `neighbours` (LabServer.neighbours: a database's, say) run on the usable CPUs
@@ -40,10 +39,9 @@ def apart() -> list[int] | None:
     """A core of its own for a server whose client runs on the others: the first usable CPU, where two or more are.
 
     Lesson 06's client and server each keep one core busy in bursts. Left to float, the kernel
-    often wakes one on the core the other just ran on, and the two take turns on it: on the 2-core
-    VM, aiohttp's 100 requests in flight came back in waves that spread a little more each time,
-    from 10 ms to 29-44 ms over ten waves (the run 0.92-0.94 of the model), and kept to 12-20 ms,
-    the run at 0.97-0.98, with the server on CPU 0 and the client on CPU 1. None (LabServer's
+    often wakes one on the core the other just ran on, and the two take turns on it: a wave of
+    replies spreads a little more each time, and the run falls short of the model; with the server
+    on one core and the client on another the waves keep close (docs/evidence.md). None (LabServer's
     "wherever the OS puts it") where one CPU is usable, nothing to keep apart, or the OS cannot pin.
     """
     usable = cpus.usable_cpus()

@@ -255,7 +255,7 @@ class LabServer(Server):
         clean = self.alive and self.ready_s is not None
         if self.proc is not None:
             # uvicorn's own grace (1 s, above) and then its shutdown; past that, a blocked loop is
-            # still running the requests its users abandoned (lesson 05's mixed: 4.9 s), so SIGKILL.
+            # still running the requests its users abandoned (lesson 05's mixed, for seconds), so SIGKILL.
             procs.stop_tree(self.proc, grace_s=STOP_GRACE_S)
         _running.discard(self)
         self._remove_telemetry()  # every run took its share while the server ran; a dead one's log stays

@@ -83,7 +83,7 @@ def measure(
         # then the flow is spread out, and the whole flow's rate is fair: its N − 1 intervals from
         # the first reply to the last. N replies over the time from the cut counts one interval
         # too many, and only part of the one the cut fell in: 3% over the rate of 30 replies a
-        # blocked loop sent one by one every 100 ms (lesson 05, 1.023-1.032 of the model).
+        # blocked loop sends one by one every 100 ms (lesson 05's; docs/evidence.md).
         rps = (len(flat) - 1) / (last - first) if last > first else math.nan
         method = "count"
     return Measured(

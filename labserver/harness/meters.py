@@ -125,9 +125,9 @@ class CpuMeter:
 def waited_seconds(pid: int) -> float:
     """Seconds the main thread of `pid` has spent ready to run, waiting for a CPU (NaN where the OS does not say).
 
-    It is time the thread lost to whatever held the cores, apart from the time it had nothing to
-    do: a worker that kept 0.89 of its core busy with 1,600 users queued had waited 0.10-0.14 of
-    the window for it, while Locust's processes ran on it (lesson 00).
+    It is time the thread loses to whatever holds the cores, apart from the time it has nothing to
+    do: a worker with requests queued that keeps less than its whole core busy has waited for the
+    rest while other processes (Locust's) ran on it (lesson 00's busiest run; docs/evidence.md).
     """
     return main_thread_seconds(pid)[1]
 

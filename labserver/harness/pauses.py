@@ -3,17 +3,16 @@
 A virtual machine can be descheduled by its host: every process in it, the server, Locust and
 the clock readers alike, stops for a few hundred milliseconds and carries on as if nothing
 happened. A closed-loop run then measures the pause: all its users get one slow request at the
-same moment, while no process of the lab was busy (two runs of lesson 04 read 0.80 and 0.88 of
-the model so, against 0.98-0.99 for their twins). Nothing inside the lab sees it coming, so a
-process of its own watches: it asks for 10 ms of sleep over and over and writes down each time
-it woke more than RECORD_MS late. It is a process, not a thread, so that no GIL held by the
-notebook (a chart being drawn) reads as a pause; it sleeps nearly all the time, so that it takes
-next to no CPU from the run it watches (0.5% of a core, measured).
+same moment, while no process of the lab is busy, and the run falls well short of its twins.
+Nothing inside the lab sees it coming, so a process of its own watches: it asks for 10 ms of
+sleep over and over and writes down each time it woke more than RECORD_MS late. It is a process,
+not a thread, so that no GIL held by the notebook (a chart being drawn) reads as a pause; it
+sleeps nearly all the time, so that it takes next to no CPU from the run it watches.
 
-A wake PAUSE_MS late or later is a pause: the scheduler wakes a sleeper promptly even on two busy
-cores (over the 500 runs of five batches, its latest wake inside a run was 56 ms late; 90 ms on a
-host busy with other guests), and a CPU quota's throttling, the one other way it could be held
-back that long, is counted apart (MachineMeter.throttled_s).
+A wake PAUSE_MS late or later is a pause: the scheduler wakes a sleeper well within that even on
+two busy cores and on a host busy with other guests, and a CPU quota's throttling, the one other
+way it could be held back that long, is counted apart (MachineMeter.throttled_s). What the
+watcher costs and how late it wakes: docs/evidence.md.
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ from pathlib import Path
 
 # A host can also take part of the machine's CPUs for a while, for its other guests, without
 # stopping it: steal time (/proc/stat). Each run records it (`stolen_cpu`); from this much on, its
-# row says so. It is a note, not a verdict: how much it costs a run depends on what the run asked of
-# the CPUs (in one batch, runs that lost 0.1-0.6 of a core read 0.84 to 0.99 of their prediction).
+# row says so. It is a note, not a verdict: how much it costs a run depends on what the run asks of
+# the CPUs (docs/evidence.md).
 STOLEN_CORES = 0.1
 FILE = "pauses.log"  # in a plan's first run folder, beside locust.log
 TICK_S = 0.01

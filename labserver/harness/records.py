@@ -150,10 +150,9 @@ def bunched(per_user: PerUser, window: tuple[float, float], gap_ms: float) -> tu
 
     Mean-value analysis takes requests to arrive at random. Users whose requests all wait the same
     time drift into step instead: replies that leave together come back together, and each request
-    waits for the ones ahead of it in its bunch. On the 2-core VM the course was written on, lesson
-    08's ten users at 10 ms had 56-60% of their replies within 0.3 ms of the one before, where
-    random ones would have 21-24%, and read 0.93-0.95 of the model. Spread at random at rate X, a
-    gap is shorter than g with probability 1 - exp(-X g).
+    waits for the ones ahead of it in its bunch, so a run whose replies bunch far more than random
+    ones reads short of the model (docs/evidence.md). Spread at random at rate X, a gap is shorter
+    than g with probability 1 - exp(-X g).
     """
     first, last = window
     groups = bursts([[r for r in records if first <= r.end <= last] for records in per_user], gap_ms)

@@ -294,9 +294,9 @@ def sweep_rounds(server: LabServer, endpoints: list[str], base: pd.DataFrame, co
     """`count` more rounds of the sweep's shallowest and deepest depths, `endpoints` in mirrored order.
 
     Parts named "sweep round r" (r from 1), for run_parts; `load` is plan's. The sync version's
-    CPU per request at the deepest depth moves from run to run (its threads' turns on the GIL:
-    43 or 59 ms at fib(28) on the 2-core VM), so a claim on the two ends takes the median over
-    the rounds (see `edge_rounds`).
+    CPU per request at the deepest depth moves from run to run (its threads' turns on the GIL
+    settle at one level or another), so a claim on the two ends takes the median over the rounds
+    (see `edge_rounds`; docs/evidence.md).
     """
     ends = [min(depths), max(depths)]
     return {f"sweep round {r}": plan(server, endpoints if r % 2 == 0 else endpoints[::-1], [users], base,

@@ -80,9 +80,8 @@ def client_core_s(requests: int, threads: int, send_s: float, read_s: float, wai
     read its reply; a thread whose reply is read sends again at once. The core takes whatever is
     ready first, in turn (the GIL, handed to the thread that asked first). A burst sends first and
     reads later, so the replies of the requests before the last are read while the last one
-    waits: the batch ends sooner than all its CPU and then one wait. In lesson 06, 100 `requests`
-    threads sent 100 requests (0.79 ms of client CPU each, 72% of it sending) in 109-114 ms, where
-    all their CPU and then one wait come to 127-129 ms; this gives 107-109 ms.
+    waits: the batch ends sooner than all its CPU and then one wait. Lesson 06 prices a burst of
+    `requests` threads so; docs/evidence.md sets this and all the CPU then one wait beside its runs.
     """
     ready = [(0.0, i, True) for i in range(min(threads, requests))]  # (since when, order, a send?)
     heapq.heapify(ready)
@@ -137,10 +136,9 @@ def predict_client(
     one = io + c + s  # one request alone, in s
     if cost is not None and cost.known and math.isfinite(cost.alone_ms):
         # A request's time beyond its io does not shrink as the load rises, though its CPU does
-        # (one wake-up of each side's loop reads more replies): on the 2-core VM, aiohttp's lone
-        # request took 51.6 ms at io 50 and its waves of 10 and of 100 came back every 52 ms,
-        # while c + s under those loads was 0.3-0.8 ms. A wake-up (~0.3 ms each on this VM) is no
-        # CPU, and each request still waits for its own: its sleep's timer, its reply's read.
+        # (one wake-up of each side's loop reads more replies), so a wave takes at least what a
+        # lone request took: a wake-up is no CPU, and each request still waits for its own, its
+        # sleep's timer and its reply's read (docs/evidence.md).
         one = max(one, cost.alone_ms / 1000)
     if one <= 0:
         return Prediction(math.nan, math.nan, "no work to model")
@@ -148,19 +146,19 @@ def predict_client(
     # at the pace of the slower side, and every wave inherits that spread. Where the server is
     # the slower side (s ≥ c), its loop reads them one by one, those beyond its slots included.
     # Where the client is, its burst leaves c apart, whether the server's slots wait for it
-    # (aiohttp opens all its connections first: lesson 06 saw its first reply from 40 threads at
-    # 77-80 ms, not 50) or not: a `requests` thread pool of 10 started its threads 15 ms apart
-    # (9 x its 1.65 ms per request), and its last thread ended 15 ms after its first. If the
-    # spread outlasts a request (a slot frees before the slots fill, or the client's core is
-    # busy from one wave to the next), no wave forms at all: the CPU bound below takes over, as it
-    # does for a lone burst at the client's pace (its CPU for the whole batch, then one wait).
+    # (aiohttp opens all its connections first, so even its first wave's replies come late) or
+    # not (a `requests` thread pool starts its threads c apart, and its last ends that much after
+    # its first). If the spread outlasts a request (a slot frees before the slots fill, or the
+    # client's core is busy from one wave to the next), no wave forms at all: the CPU bound below
+    # takes over, as it does for a lone burst at the client's pace (its CPU for the whole batch,
+    # then one wait).
     # Where the slower side is a `requests` thread pool, its threads do not take the burst as one:
     # a thread whose reply came sends again while the others still send, so a slot that frees is
     # taken at once, and the last request waits only for those before it in the last wave, in
     # position (n - 1) mod in_flight (a pool of 100 threads against 40 server threads sends its
     # 100th request in the third wave, 19 places in). As in_flight x c reaches S, waves plus
     # spread reach S + (n - 1) x c, the CPU bound's n x c + io give or take s: the two meet with no
-    # jump (counted from `wanted`, the wall jumped by 2.5 S at that edge, and two runs read 1.56-1.58).
+    # jump, where counting the spread from `wanted` would make the wall jump at that edge.
     pace = max(c, s)
     lone_burst = c > s and in_flight >= wanted and requests <= in_flight
     burst = (requests - 1) % in_flight if client == "threadpool" and c > s else wanted - 1

@@ -144,9 +144,8 @@ def kept(pattern: str, workers: int, cores: int, demand: Demand | None) -> float
 
     One core per worker is the bound where each worker has a core to itself. On a machine shared
     with the load generator, the scheduler sometimes runs a Locust process on the worker's core
-    while the worker has work: lesson 00's busiest run, one worker and two Locust processes on
-    2 cores, kept 0.85-0.96 of the core busy with 1,600 requests queued, and its loop waited in
-    the run queue for 0.10-0.14 of the window (on-CPU plus waiting: 0.99-1.00). Each run measures
+    while the worker has work: its loop then waits in the run queue, and its time on the CPU plus
+    that wait fill the window (lesson 00's busiest run; docs/evidence.md). Each run measures
     that wait (`worker_waited`, Linux); a worker that idles for lack of work is not excused by it.
 
     Only where the loop's thread does the worker's work: a thread pool's threads compute while the
@@ -170,9 +169,9 @@ def in_step(pattern: str, users: int, io_s: float, compute_s: float, threads: in
 
     A computation shorter than the switch interval (5 ms) finishes within its turn, so the threads
     compute one after the other and their waits stay spread; a longer one is cut into turns
-    shared with every other computing thread, and they all end together (lesson 03: on fib(25)
-    with a 50 ms sleep, 20 users' replies came back in bursts of up to 20 within 2 ms, every
-    ~260 ms). Users beyond the threads queue instead, which this does not price.
+    shared with every other computing thread, and they all end together: the replies come back
+    in one burst a round (lesson 03's fib + sleep). Users beyond the threads queue instead, which
+    this does not price.
     """
     return pattern == "threadpool" and io_s > 0 and compute_s >= sys.getswitchinterval() and users <= threads
 
@@ -230,9 +229,8 @@ def server_cpu_ms(frame: pd.DataFrame) -> float:
 
     Each run measures it (the server's CPU seconds over the requests it served), and it falls as
     the load rises: with few requests in flight every one wakes the event loop on its own, with
-    many one wake-up serves several (here 0.45 ms at 25 users, 0.16 ms at 800). The ceiling
-    1 / D is reached where the worker is busiest, so that run's D sets it; a light run's D would
-    put the ceiling at a third of what one worker serves.
+    many one wake-up serves several. The ceiling 1 / D is reached where the worker is busiest, so
+    that run's D sets it; a light run's D would put the ceiling far below what one worker serves.
     """
     measured = frame.dropna(subset=["server_cpu", "rps"])
     measured = measured[measured["rps"] > 0]
