@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PROFILE ?= quick
 KERNEL := concurrency-lab
 
-.PHONY: setup test test-stress test-browser figures lab bench db lint format lock clean site reference
+.PHONY: setup test test-stress test-browser figures lab live bench db lint format lock clean site reference
 
 setup: $(STAMP)
 
@@ -57,9 +57,16 @@ figures: setup
 # adds it and says so. `id -u` is asked only when `lab` runs (these are `=` variables, not `:=`).
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
 LAB_ROOT_NOTE = make lab: running as root (id -u is 0), so it adds --allow-root; Jupyter refuses to start as root without it
+LAB_DIR ?= notebooks/
 lab: setup
 	$(if $(LAB_ROOT),@echo '$(LAB_ROOT_NOTE)')
-	env -u JUPYTER_TOKEN -u JUPYTER_TOKEN_FILE $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(LAB_ROOT) notebooks/ $(LAB_ARGS)
+	env -u JUPYTER_TOKEN -u JUPYTER_TOKEN_FILE $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(LAB_ROOT) $(LAB_DIR) $(LAB_ARGS)
+
+# For an instructor in front of a class: the lessons with the `live` profile written in (every run
+# cell about 20 s), in data/live/, opened in JupyterLab like `make lab`.
+live: setup
+	$(PY) -m labserver.course.classroom --out data/live
+	@$(MAKE) --no-print-directory lab LAB_DIR=data/live/
 
 bench: setup
 	$(PY) -m labserver.course.bench

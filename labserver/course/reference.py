@@ -25,6 +25,7 @@ DEFAULT = "throughput.png"  # most lessons' headline chart; a new lesson that dr
 CHOSEN = {
     "03_cpu_bound": "fib_throughput.png",
     "08_overload": "overload.png",
+    "09_stalls_and_shedding": "omission.png",
     "07_database": "bounds.png",
     "99_summary": "summary.png",
 }

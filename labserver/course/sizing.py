@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from labserver.demo.settings import WORKERS_MAX
+
 # A fib request's CPU is a fraction of its round trip through Locust and the loop: ten users per core
 # keep a process pool's cores busy with room to spare, also with lesson 03's 50 ms of I/O per request
 # (fib(25)'s ~15 ms needs (15 + 50) / 15 ≈ 4.3 users per core).
@@ -24,8 +26,12 @@ def cpu_users(users: int, cores: float) -> int:
 
 
 def worker_counts(workers: list[int], cores: float) -> list[int]:
-    """`workers` if given, else 1 (the baseline), the whole usable cores, and one past them."""
+    """`workers` if given, else 1 (the baseline), the whole usable cores, and one past them.
+
+    No count passes the server's bound: where the cores reach it, "one past them" is not run
+    and lesson 04 says its claim on it cannot be shown.
+    """
     if workers:
         return list(workers)
     whole = max(1, math.floor(cores + 1e-9))
-    return sorted({1, whole, whole + 1})
+    return sorted({min(n, WORKERS_MAX) for n in (1, whole, whole + 1)})

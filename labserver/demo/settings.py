@@ -13,7 +13,7 @@ from labserver.checks import whole
 from labserver.demo.cpus import check_cpus, whole_cores
 
 THREADS_DEFAULT = 40  # AnyIO's own default thread-pool size
-WORKERS_MAX = 16
+WORKERS_MAX = 64  # uvicorn workers of one server: one past the cores of a 63-core machine
 THREADS_MAX = 1000
 PROCS_MAX = 32
 DB_POOL_DEFAULT = 20  # connections in each of the database lesson's two pools (per worker)

@@ -32,5 +32,5 @@ def test_parameters_are_a_copy():
 
 
 def test_unknown_profile_lists_the_choices():
-    with pytest.raises(ValueError, match="quick, full, smoke"):
+    with pytest.raises(ValueError, match="quick, live, full, smoke"):
         profiles.parameters("98_the_instrument", "fast")

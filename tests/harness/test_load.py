@@ -56,7 +56,7 @@ def test_unknown_user_class_lists_the_choices():
     ("args", "kwargs", "name"),
     [
         ((["gather"], [10]), {"workers": 0}, "workers"),
-        ((["gather"], [10]), {"workers": 17}, "workers"),
+        ((["gather"], [10]), {"workers": 65}, "workers"),
         ((["gather"], [10]), {"threads": 0}, "threads"),
         ((["gather"], [0]), {}, "users"),
         ((["gather", "nope"], [10]), {}, "pattern"),

@@ -1,0 +1,305 @@
+"""Each lesson's parameters, checked before any process starts, and the values its notebook goes on to use.
+
+A lesson's setup cell makes one call here, with its parameters by name. A bad value is a
+ValueError that names the parameter, its bounds and the value given (labserver/checks.py). A
+lone number where a list goes is a list of one; a list passed as text (papermill's `-p`) is an
+error that says how to pass it. Sizes that follow the machine take its cores as an argument,
+so that a test can ask for any count.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pandas as pd
+
+from labserver import checks
+from labserver.course import sizing
+from labserver.demo import cpus
+from labserver.demo.settings import Settings
+from labserver.harness.load import check_arrivals, check_load, check_sweep
+from labserver.postgres import runs as database_runs
+from labserver.theory import clients as client_model
+from labserver.theory import cores as core_model
+
+BLOCKING_CONTRAST = ("mixed", "wrapped", "offload", "sequential")  # lesson 05 runs these at its largest users only
+
+
+def async_vs_sync(
+    *,
+    patterns: list[str],
+    users: list[int] | int,
+    io_ms: int,
+    threads: int,
+    duration_s: int,
+) -> list[int]:
+    """Lesson 01: every run of the sweep, with users both below the thread pool and at 3× it; `users` as a list."""
+    users = checks.parameter("users", users, list[int])
+    check_sweep(patterns, users, threads=threads, io_ms=io_ms, duration_s=duration_s)
+    if min(users) >= threads or max(users) < 3 * threads:  # the claims compare the two sides of the pool
+        raise ValueError(
+            f"users needs a value below threads ({threads}) and one of at least 3 × threads ({3 * threads}), "
+            f"got {users}"
+        )
+    return users
+
+
+def sequential_vs_gather(
+    *,
+    patterns: list[str],
+    users: list[int] | int,
+    tasks: int,
+    io_ms: int,
+    workers: int,
+    threads: int,
+    duration_s: int,
+) -> list[int]:
+    """Lesson 02: every endpoint at every users value, on the server's workers and threads; `users` as a list."""
+    users = checks.parameter("users", users, list[int])
+    check_sweep(patterns, users, workers=workers, threads=threads, tasks=tasks, io_ms=io_ms, duration_s=duration_s)
+    return users
+
+
+class CpuBound(NamedTuple):
+    users: int  # users of the fib and fib + sleep runs; the parameter's 0 sized to the cores
+    threads: int  # a thread per user, so that threads never set the limit (AnyIO's default is 40)
+    sweep_cpu_n: list[int]
+    sweep: list[int]  # fib depths of the sweep, cpu_n the deepest
+
+
+def cpu_bound(
+    *,
+    patterns: list[str],
+    users: int,
+    cpu_n: int,
+    io_ms: int,
+    sweep_users: int,
+    sweep_cpu_n: list[int] | int,
+    rounds: int,
+    duration_s: int,
+    cores: float | None = None,
+) -> CpuBound:
+    """Lesson 03: the fib and fib + sleep runs at users enough for `cores`, the one-core sweep, and the rounds."""
+    users = sizing.cpu_users(checks.parameter("users", users, int), cpus.cores() if cores is None else cores)
+    threads = max(40, users)
+    sweep_cpu_n = checks.parameter("sweep_cpu_n", sweep_cpu_n, list[int])
+    sweep = sorted({*sweep_cpu_n, cpu_n})
+    for io in (0, io_ms):  # fib, then fib + sleep
+        check_sweep(patterns, [users], cpu_n=cpu_n, io_ms=io, threads=threads, duration_s=duration_s)
+    for n in sweep:  # async alone: the sweep runs on one core whatever the machine
+        check_sweep(["sequential"], [sweep_users], cpu_n=n, io_ms=io_ms, duration_s=duration_s)
+    checks.whole("rounds", rounds, 1, 5)
+    return CpuBound(users, threads, sweep_cpu_n, sweep)
+
+
+class Workers(NamedTuple):
+    workers: list[int]  # the worker counts to compare; the parameter's [] sized to the cores
+    users: int  # users of the CPU-bound runs; the parameter's 0 sized to the cores
+
+
+def workers(
+    *,
+    pattern: str,
+    workers: list[int] | int,
+    users: int,
+    cpu_n: int,
+    io_users: int,
+    io_ms: int,
+    rounds: int,
+    duration_s: int,
+    cores: float | None = None,
+) -> Workers:
+    """Lesson 04: the CPU-bound and I/O-bound runs at each worker count (sized to `cores`), and the rounds."""
+    cores = cpus.cores() if cores is None else cores
+    workers = sizing.worker_counts(checks.parameter("workers", workers, list[int]), cores)
+    users = sizing.cpu_users(checks.parameter("users", users, int), cores)
+    for w in workers:
+        check_sweep([pattern], [users], workers=w, cpu_n=cpu_n, duration_s=duration_s)
+        check_sweep([pattern], [io_users], workers=w, io_ms=io_ms, duration_s=duration_s)
+    core_model.check_workers(workers)
+    checks.whole("rounds", rounds, 1, 5)
+    return Workers(workers, users)
+
+
+class Blocking(NamedTuple):
+    users: list[int]
+    top: int  # the largest users value, where the contrast runs
+    plan: list[tuple[str, int]]  # (pattern, users): blocking at every users value, the contrast at the top
+    service_s: float  # how long one request holds a blocked loop
+    cap: float  # the blocked workers' req/s, workers / service_s
+
+
+def blocking(
+    *,
+    users: list[int] | int,
+    io_ms: int,
+    tasks: int,
+    workers: int,
+    threads: int,
+    duration_s: int,
+    timeout_s: float,
+    timeout_run_s: int,
+) -> Blocking:
+    """Lesson 05: every endpoint at every users value, the timeout run at the largest, and its timeout."""
+    users = checks.parameter("users", users, list[int])
+    check_sweep(
+        ["blocking", *BLOCKING_CONTRAST],
+        users,
+        workers=workers,
+        threads=threads,
+        tasks=tasks,
+        io_ms=io_ms,
+        duration_s=duration_s,
+    )
+    top = max(users)
+    check_sweep(["blocking"], [top], workers=workers, tasks=tasks, io_ms=io_ms, duration_s=timeout_run_s)
+    checks.positive("timeout_s", timeout_s, " s")
+    plan = [("blocking", u) for u in sorted(users)] + [(p, top) for p in BLOCKING_CONTRAST]
+    service_s = tasks * io_ms / 1000
+    return Blocking(users, top, plan, service_s, workers / service_s)
+
+
+class ClientSide(NamedTuple):
+    counts: list[int]
+    concurrency: list[int]
+    planned: pd.DataFrame  # every run and its expected length; `run` is false for the runs left out as too long
+
+
+def client_side(
+    *,
+    clients: list[str],
+    patterns: list[str],
+    counts: list[int] | int,
+    concurrency: list[int] | int,
+    io_ms: int,
+    threads: int,
+    max_run_s: float,
+) -> ClientSide:
+    """Lesson 06: every client × endpoint × concurrency × count, the server's threads, and the longest run."""
+    counts = checks.parameter("counts", counts, list[int])
+    concurrency = checks.parameter("concurrency", concurrency, list[int])
+    planned = client_model.plan(clients, patterns, counts, concurrency, io_ms, max_run_s, threads)
+    return ClientSide(counts, concurrency, planned)
+
+
+class Database(NamedTuple):
+    sweep_cpu_n: list[int]
+    plan: list[database_runs.Part]  # the three parts: (endpoints, users, io_ms per query, fib depth or depths)
+
+
+def database(
+    *,
+    selects: list[str],
+    simulations: list[str],
+    scale: float,
+    threads: int,
+    db_pool: int,
+    slow_io_ms: int,
+    slow_users: int,
+    seed_users: int,
+    sweep_users: int,
+    sweep_cpu_n: list[int] | int,
+    pinned_rounds: int,
+    sweep_rounds: int,
+    duration_s: int,
+) -> Database:
+    """Lesson 07: the server and its pools, the data's scale, the three parts' runs, and the rounds."""
+    sweep_cpu_n = checks.parameter("sweep_cpu_n", sweep_cpu_n, list[int])
+    plan = [
+        (selects, slow_users, slow_io_ms, 0),
+        (selects, seed_users, 0, 0),
+        (simulations, sweep_users, 0, sweep_cpu_n),
+    ]
+    # part 2 runs 2 s longer than the others: its thousand users connect at once
+    database_runs.check(plan, duration_s + 2, scale=scale, threads=threads, db_pool=db_pool)
+    checks.whole("pinned_rounds", pinned_rounds, 1, 9)
+    checks.whole("sweep_rounds", sweep_rounds, 1, 9)
+    return Database(sweep_cpu_n, plan)
+
+
+class Instrument(NamedTuple):
+    users: list[int]
+    requests_users: list[int]
+    generators: int  # Locust processes of the busiest run
+    ceiling: str  # the busiest run's client, as its rows and charts name it
+
+
+def the_instrument(
+    *,
+    users: list[int] | int,
+    requests_users: list[int] | int,
+    ceiling_users: int,
+    io_ms: int,
+    duration_s: int,
+    whole_cores: int | None = None,
+) -> Instrument:
+    """Lesson 98: the runs of each user class, and the busiest run over as many Locust processes as `whole_cores`."""
+    users = checks.parameter("users", users, list[int])
+    requests_users = checks.parameter("requests_users", requests_users, list[int])
+    check_sweep(["sequential"], users + requests_users, io_ms=io_ms, duration_s=duration_s)
+    # Two Locust processes for the busiest run, one per usable CPU: where the lab may use one, one process.
+    generators = min(2, cpus.whole_cores() if whole_cores is None else whole_cores)
+    check_sweep(["sequential"], [ceiling_users], io_ms=io_ms, duration_s=duration_s, processes=generators)
+    return Instrument(
+        users, requests_users, generators, f"FastHttpUser, {generators} process" + "es" * (generators > 1)
+    )
+
+
+class Overload(NamedTuple):
+    rhos: list[float]
+    guess_s: float  # S before it is measured: the wait alone
+
+
+def overload(
+    *, io_ms: int, threads: int, rhos: object, overload: float, overload_s: int, drain_s: int, duration_s: int
+) -> Overload:
+    """Lesson 08: ρs below 1, an overload above it, run lengths, the server and its open loops."""
+    rhos = checks.parameter("rhos", rhos, list[float])
+    if not all(0 < rho < 1 for rho in rhos):
+        raise ValueError(f"rhos are utilisations below capacity, each above 0 and below 1, got {rhos}")
+    _above_capacity("overload", overload)
+    for name, value in {"overload_s": overload_s, "drain_s": drain_s, "duration_s": duration_s}.items():
+        checks.whole(name, value, 1, 600)
+    if drain_s >= overload_s:
+        raise ValueError(f"drain_s must be shorter than overload_s ({overload_s}), got {drain_s}")
+    Settings(threads=threads).check()
+    check_load("threadpool", 1, duration_s, 1, io_ms, 0)
+    guess_s = io_ms / 1000
+    for rho in [*rhos, overload]:
+        check_arrivals(rho * threads / guess_s, "arrivals", 1)
+    return Overload(rhos, guess_s)
+
+
+def stalls_and_shedding(
+    *,
+    stall_users: int,
+    stall_io_ms: int,
+    stall_ms: int,
+    stall_every_s: float,
+    io_ms: int,
+    threads: int,
+    shed_rho: float,
+    queue_limit: int,
+    duration_s: int,
+) -> float:
+    """Lesson 09: the stalling server's closed loop and stalls, the shedding server and its rate; S's guess."""
+    checks.whole("duration_s", duration_s, 1, 600)
+    checks.positive("stall_every_s", stall_every_s)
+    check_load("sequential", stall_users, duration_s, 1, stall_io_ms, 0)
+    check_load("blocking", 1, duration_s, 1, stall_ms, 0)
+    _above_capacity("shed_rho", shed_rho)
+    Settings(threads=threads, queue_limit=queue_limit).check()
+    check_load("threadpool", 1, duration_s, 1, io_ms, 0)
+    guess_s = io_ms / 1000  # S before it is measured: the wait alone
+    check_arrivals(shed_rho * threads / guess_s, "arrivals", 1)
+    return guess_s
+
+
+def _above_capacity(name: str, rho: object) -> None:
+    if checks.positive(name, rho) <= 1:
+        raise ValueError(f"{name} is a utilisation above capacity: more than 1, got {rho!r}")
+
+
+def summary(*, lessons: list[str] | str) -> list[str]:
+    """Lesson 99: the lesson prefixes to include, as a list (one prefix alone is a list of one)."""
+    return checks.parameter("lessons", lessons, list[str])
