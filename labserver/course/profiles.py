@@ -37,7 +37,7 @@ PROFILES: dict[str, dict[str, dict]] = {
     },
     "05_blocking": {
         "quick": {},
-        "live": {"users": [50], "duration_s": 2, "timeout_run_s": 3},
+        "live": {"users": [50], "timeout_run_s": 3},
         "full": {"users": [5, 50, 100], "duration_s": 15, "timeout_run_s": 30},
         "smoke": {"users": [2, 5], "duration_s": 2, "timeout_s": 0.3, "timeout_run_s": 3},
     },
@@ -50,14 +50,14 @@ PROFILES: dict[str, dict[str, dict]] = {
     # 06 counts requests, not seconds: `max_run_s` bounds each run's expected length instead.
     "06_client_side": {
         "quick": {},
-        "live": {"counts": [100], "max_run_s": 1.0},
+        "live": {},  # its quick run cell takes about 20 s already
         "full": {"counts": [100, 1000], "concurrency": [10, 40, 100, 1000], "max_run_s": 60.0},
         "smoke": {"counts": [20, 40], "concurrency": [4], "io_ms": 20, "max_run_s": 1.0},
     },
     # 07 builds its data once per scale: `full` is seed 001's size (a few minutes, about 2 GB, the first time).
     "07_database": {
         "quick": {},
-        "live": {"sweep_cpu_n": [15, 26], "duration_s": 2, "pinned_rounds": 1, "sweep_rounds": 1},
+        "live": {"sweep_cpu_n": [15, 26], "duration_s": 2, "pinned": False, "sweep_rounds": 1},
         "full": {"scale": 1.0, "seed_users": 2000, "sweep_cpu_n": [15, 20, 25, 30], "duration_s": 10},
         "smoke": {
             "scale": 0.001,
