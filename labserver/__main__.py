@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from labserver import config
 from labserver.demo.settings import THREADS_DEFAULT, Settings
 
 LOOPBACK = "127.0.0.1"
@@ -110,7 +111,7 @@ def join(parser: argparse.ArgumentParser, master: str, allowed: list[str], runs:
 
     cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pattern.py"), "--worker", "--loglevel", "WARNING"]
     cmd += ["--master-host", host, "--master-port", port]
-    env = {**os.environ, "LAB_WORKER_TARGETS": ",".join([host, *allowed])}
+    env = {**os.environ, config.WORKER_TARGETS.name: config.WORKER_TARGETS.text((host, *allowed))}
     targets = ", ".join([host, *allowed])
     done = 0
     while not runs or done < runs:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from labserver import config
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCUSTFILES = ROOT / "locustfiles"
@@ -12,7 +13,7 @@ NOTEBOOKS = ROOT / "notebooks"
 
 def data_dir() -> Path:
     """data/ of the repository, unless LAB_DATA_DIR points elsewhere (tests, a second batch)."""
-    return Path(os.environ.get("LAB_DATA_DIR") or ROOT / "data")
+    return config.DATA_DIR.read() or ROOT / "data"
 
 
 def runs_dir() -> Path:

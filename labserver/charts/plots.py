@@ -11,12 +11,12 @@ import os
 import re
 import secrets
 import textwrap
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from labserver import config
 from labserver.labels import pattern_label
 from labserver.theory.cores import SATURATED
 
@@ -149,10 +149,10 @@ def save(fig: plt.Figure, lesson: str, name: str) -> None:
     It returns nothing on purpose: a lesson's chart cell ends with `plots.save(...)`, and Jupyter
     shows a cell's last value, so a returned path would print above every chart.
     """
-    root = os.environ.get("LAB_FIGURES_DIR")
+    root = config.FIGURES_DIR.read()
     if not root:
         return
-    path = Path(root) / lesson / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png"
+    path = root / lesson / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     # Two batches may save the same figure at once: each writes its own temporary file and
     # renames it into place in one step, so a reader only ever sees a whole PNG.

@@ -40,7 +40,7 @@ def chart(runs: pd.DataFrame, heads: pd.DataFrame, title: str, good: float = 0.2
         ylabel="lesson · endpoint · client",
         title="every run against the model",
     )
-    y = [textwrap.fill(f"seed {r.seed} · {r.lesson}: {r.what}", 50) for r in shown.itertuples()][::-1]
+    y = [textwrap.fill(f"{r.article} · {r.lesson}: {r.what}", 62) for r in shown.itertuples()][::-1]
     bottom.hlines(y, shown["published"][::-1], shown["ours"][::-1], color="grey", lw=1)
     bottom.scatter(shown["published"][::-1], y, marker="D", s=50, color="grey", label="the article's", zorder=3)
     bottom.scatter(shown["ours"][::-1], y, s=60, color="#dd8452", label="ours", zorder=3)

@@ -1,4 +1,4 @@
-"""Client-side concurrency (lesson 06, seed 004): three ways for a Python client to send n requests.
+"""Client-side concurrency (lesson 06, horaceg's article): three ways for a Python client to send n requests.
 
 `loop` sends them one after another with `requests`; `threadpool` hands them to a
 `ThreadPoolExecutor` of `requests` calls; `aiohttp` gathers coroutines on one event loop,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from labserver import config
 from labserver.checks import whole
 from labserver.course import profiles
 from labserver.course.claims import Verdict
@@ -47,7 +48,7 @@ def run_lesson(notebook: Path, profile: str, out_dir: Path) -> tuple[list[dict],
     params = {**profiles.parameters(notebook.stem, profile), "strict": True}
     fd, claims_file = tempfile.mkstemp(prefix="claims-", suffix=".jsonl")
     os.close(fd)
-    os.environ["LAB_CLAIMS_FILE"] = claims_file
+    os.environ[config.CLAIMS_FILE.name] = claims_file
     # papermill writes its output at the start, after each cell and at the end. Into a file of this
     # batch's own, then renamed over the final name in one step: two batches running the same
     # lesson at once cannot leave a notebook torn between them, and no reader sees half a file.
@@ -67,7 +68,7 @@ def run_lesson(notebook: Path, profile: str, out_dir: Path) -> tuple[list[dict],
     except papermill.PapermillExecutionError as e:
         error = f"{e.ename}: {e.evalue}"
     finally:
-        os.environ.pop("LAB_CLAIMS_FILE", None)
+        os.environ.pop(config.CLAIMS_FILE.name, None)
         if partial.exists():  # a failed or cut-short lesson too: its executed copy shows where it stopped
             os.replace(partial, out_dir / notebook.name)
     with open(claims_file) as f:
@@ -157,15 +158,15 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = lessons(args.lessons)
     out_dir = data_dir() / "executed"
     out_dir.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("LAB_FIGURES_DIR", str(figures_dir()))
+    os.environ.setdefault(config.FIGURES_DIR.name, str(figures_dir()))
     # Progress stays on: in a lesson's kernel it is the live view, whose last frame the executed
     # copy keeps (an image, no widget state). But it draws only each plan's first and last frames:
     # a frame a second costs the busiest runs a few percent (`make bench`, live view).
-    os.environ.setdefault("LAB_LIVE_EVERY_S", "inf")
+    os.environ.setdefault(config.LIVE_EVERY_S.name, "inf")
     rounds, failing = [], False
     for i in range(args.repeat):
         # Every run of this batch carries its id: lesson 99 judges the runs of its own batch only.
-        os.environ["LAB_BATCH_ID"] = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-{i + 1}"
+        os.environ[config.BATCH_ID.name] = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-{i + 1}"
         round_ = f" (batch {i + 1} of {args.repeat})" if args.repeat > 1 else ""
         print(f"Running {len(notebooks)} lesson(s), profile {args.profile}, into {out_dir}{round_}", flush=True)
         started = time.perf_counter()
@@ -200,7 +201,7 @@ def _report(verdicts: list[dict], broken: list[tuple[str, str]], wall_s: float, 
         f"\n{len(verdicts) - len(failed) - skipped} passed, {len(failed)} failed"
         + (f", {skipped} not shown here" if skipped else "")
     )
-    print(f"Figures: {os.environ['LAB_FIGURES_DIR']}   Executed notebooks: {out_dir}")
+    print(f"Figures: {config.FIGURES_DIR.read()}   Executed notebooks: {out_dir}")
     return bool(failed or broken)
 
 

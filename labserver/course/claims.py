@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from labserver import config
 from labserver.demo import cpus
 
 
@@ -113,7 +113,7 @@ class Claims:
     def _record(self, verdict: Verdict) -> Verdict:
         self.verdicts.append(verdict)
         print(verdict)
-        path = os.environ.get("LAB_CLAIMS_FILE")
+        path = config.CLAIMS_FILE.read()
         if path:
             with open(path, "a") as f:
                 f.write(json.dumps(asdict(verdict)) + "\n")

@@ -7,10 +7,9 @@ of one batch (LAB_BATCH_ID, set by `make figures`) or, outside a batch, of the c
 
 from __future__ import annotations
 
-import os
-
 import pandas as pd
 
+from labserver import config
 from labserver.harness.results import environment
 
 TOLERANCE = 0.10
@@ -21,7 +20,7 @@ CPU_BOUNDS = ("GIL", "cores", "CPU", "client CPU")  # a run the model puts at a 
 
 def current(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs of this batch (LAB_BATCH_ID) or, outside a batch, of the current commit: not older code's."""
-    batch = os.environ.get("LAB_BATCH_ID")
+    batch = config.BATCH_ID.read()
     if batch and "batch" in runs:
         return runs[runs["batch"] == batch]
     commit = environment()["git_commit"]

@@ -54,7 +54,8 @@ PROFILES: dict[str, dict[str, dict]] = {
         "full": {"counts": [100, 1000], "concurrency": [10, 40, 100, 1000], "max_run_s": 60.0},
         "smoke": {"counts": [20, 40], "concurrency": [4], "io_ms": 20, "max_run_s": 1.0},
     },
-    # 07 builds its data once per scale: `full` is seed 001's size (a few minutes, about 2 GB, the first time).
+    # 07 builds its data once per scale: `full` is the size in Carlos Pena's k6 load test (a few minutes,
+    # about 2 GB, the first time).
     "07_database": {
         "quick": {},
         "live": {"sweep_cpu_n": [15, 26], "duration_s": 2, "pinned": False, "sweep_rounds": 1},

@@ -1,9 +1,10 @@
-"""The five articles' published figures: their only home in the course.
+"""The five articles and their published figures: their only home in the course.
 
-Each number is typed in as its article printed it (the seeds are listed in the README), with
-the article's own rounding; lessons and the summary read them from here. They are
-references, never measurements of ours. `HEADLINES` says, for each article's headline ratio,
-which of our runs hold the same ratio.
+Each article has one record here (its short name, as the lessons and notebooks/articles.md call
+it, its title, author, date and address, where the article gives them). Each number is typed in
+as its article printed it, with the article's own rounding; lessons and the summary read them
+from here. They are references, never measurements of ours. `HEADLINES` says, for each
+article's headline ratio, which of our runs hold the same ratio.
 """
 
 from __future__ import annotations
@@ -13,37 +14,83 @@ from dataclasses import dataclass, field
 from labserver.demo import cpus
 from labserver.theory.model import predict
 
-# Seed 002 (ab -n1000 -c100, 100 ms sleep): p95 latency in ms, read from its text ("~300ms", "~150ms").
-SEED_002_P95_MS = {"threadpool": 300, "sequential": 150}
 
-# Seed 003 (Locust, 500 users, uvicorn --workers 2, three 5 s waits per request): req/s per endpoint.
-SEED_003_RPS = {"threadpool": 5.29, "sequential": 32.24, "dependent": 32.25, "gather": 97.33}
-SEED_003_SETTING = {"users": 500, "tasks": 3, "io_ms": 5000, "threads": 40, "workers": 2}
+@dataclass(frozen=True)
+class Article:
+    """One source article, as notebooks/articles.md lists it; None where our copy of it does not say."""
 
-# Seed 004, client side (50 ms sleeps): req/s per client, by requests sent.
-SEED_004_CLIENT_RPS = {
+    short: str  # the name the lessons use
+    title: str | None = None
+    author: str | None = None
+    date: str | None = None
+    site: str | None = None  # where it appeared
+    address: str | None = None
+
+
+SPEED_UP_1 = Article(
+    short="Speed up your server, part 1",
+    title="Speed up your server — 1",
+    site="a blog series on FastAPI and uvicorn",
+)
+SPEED_UP_3 = Article(
+    short="Speed up your server, part 3",
+    title="Speed up your server — 3",
+    site="a blog series on FastAPI and uvicorn",
+)
+PENA = Article(
+    short="Carlos Pena's k6 load test",
+    title="Python: Load Test with FastAPI - Sync vs Async",
+    author="Carlos Pena",
+    date="6 December 2025",
+)
+LOCUST_GATHER = Article(
+    short="the Locust gather article",
+    author="Alexander Junge",
+    date="January 2025",
+    # the article's code and raw data, which it links (our copy does not give its title or its own address)
+    address="https://github.com/JungeAlexander/fastapi-async-perf/tree/blogpost_20250118",
+)
+HORACEG = Article(
+    short="horaceg's Concurrency in Python with FastAPI",
+    title="Concurrency in Python with FastAPI",
+    author="horaceg",
+    site="DEV Community",
+)
+ARTICLES = (SPEED_UP_1, SPEED_UP_3, PENA, LOCUST_GATHER, HORACEG)
+
+# Speed up your server, part 1 (ab -n1000 -c100, 100 ms sleep): p95 latency in ms, read from its
+# text ("~300ms", "~150ms").
+SPEED_UP_1_P95_MS = {"threadpool": 300, "sequential": 150}
+
+# The Locust gather article (500 users, uvicorn --workers 2, three 5 s waits per request): req/s per endpoint.
+LOCUST_GATHER_RPS = {"threadpool": 5.29, "sequential": 32.24, "dependent": 32.25, "gather": 97.33}
+LOCUST_GATHER_SETTING = {"users": 500, "tasks": 3, "io_ms": 5000, "threads": 40, "workers": 2}
+
+# horaceg's, client side (50 ms sleeps): req/s per client, by requests sent.
+HORACEG_CLIENT_RPS = {
     100: {"loop": 15.84, "threadpool": 191.74},  # to a def endpoint
     1000: {"threadpool": 316.08, "aiohttp": 1031.05},  # to an async endpoint
 }
-# Seed 004, server side: aiohttp's 1,000 requests against one worker, then gunicorn with more.
-SEED_004_WORKERS_RPS = {1: 1031.05, "more": 1275.48}
+# horaceg's, server side: aiohttp's 1,000 requests against one worker, then gunicorn with more.
+HORACEG_WORKERS_RPS = {1: 1031.05, "more": 1275.48}
 
-# Seed 000 (fib + sleep, ab): p95 latency read off its chart, one process vs a worker per core (6).
-SEED_000_P95_MS = {"one": 90, "cores": 50}
+# Speed up your server, part 3 (fib + sleep, ab): p95 latency read off its chart, one process vs a
+# worker per core (6).
+SPEED_UP_3_P95_MS = {"one": 90, "cores": 50}
 
-# Seed 001 (k6, one uvicorn worker unless said otherwise).
-SEED_001_IO_RPS = {1: 2044.48, "more": 7637.52}  # 10,000 VUs on async I/O, one worker vs more
-SEED_001_BLOCKING = {"failed": 8089, "requests": 9992}  # time.sleep inside async def, k6's timeout
-SEED_001_SELECT_RPS = {"sync": 1123.60, "async": 2007.86}  # PostgreSQL SELECT, sync vs async pool
+# Carlos Pena's k6 load test (one uvicorn worker unless said otherwise).
+PENA_IO_RPS = {1: 2044.48, "more": 7637.52}  # 10,000 VUs on async I/O, one worker vs more
+PENA_BLOCKING = {"failed": 8089, "requests": 9992}  # time.sleep inside async def, k6's timeout
+PENA_SELECT_RPS = {"sync": 1123.60, "async": 2007.86}  # PostgreSQL SELECT, sync vs async pool
 # Its FIB sweep at 32 VUs, two queries then fib(FIB): req/s as (sync, async) by FIB.
-SEED_001_SWEEP_RPS = {15: (648.88, 940.16), 20: (405.23, 543.21), 25: (85.25, 102.00), 30: (8.80, 10.00)}
-SEED_001_SWEEP_USERS = 32  # its k6 VUs in that sweep ("Workers = 1, VU = 32")
+PENA_SWEEP_RPS = {15: (648.88, 940.16), 20: (405.23, 543.21), 25: (85.25, 102.00), 30: (8.80, 10.00)}
+PENA_SWEEP_USERS = 32  # its k6 VUs in that sweep ("Workers = 1, VU = 32")
 # The FIB depths of that sweep at which the CPU was all that mattered ("FIB=25 (CPU 100%)" and FIB=30).
-SEED_001_CONVERGED_FIB = (25, 30)
+PENA_CONVERGED_FIB = (25, 30)
 
 
 def ratio(pair: dict, top, bottom) -> float:
-    """One published figure over another, e.g. `ratio(SEED_003_RPS, "gather", "sequential")`."""
+    """One published figure over another, e.g. `ratio(LOCUST_GATHER_RPS, "gather", "sequential")`."""
     return pair[top] / pair[bottom]
 
 
@@ -51,7 +98,7 @@ def ratio(pair: dict, top, bottom) -> float:
 class Headline:
     """One article's headline figure, as a ratio, and where our runs hold the same ratio."""
 
-    seed: str
+    article: Article
     lesson: str  # prefix of the lesson that reproduces it, e.g. "02"
     what: str
     published: float  # the article's own figure, as a ratio
@@ -62,14 +109,13 @@ class Headline:
     near: dict = field(default_factory=dict)  # the article's setting: take our runs nearest to it
 
 
-_S3 = SEED_003_RPS
-_SWEEP25 = SEED_001_SWEEP_RPS[25]
+_GATHER = LOCUST_GATHER_RPS
 HEADLINES = [
     Headline(
-        "002",
+        SPEED_UP_1,
         "01",
         "p95 latency, async def / def at 100 concurrent requests",
-        ratio(SEED_002_P95_MS, "sequential", "threadpool"),
+        ratio(SPEED_UP_1_P95_MS, "sequential", "threadpool"),
         "p95 ≈ 150 ms vs ≈ 300 ms, ab -n1000 -c100, 100 ms sleep",
         "p95_ms",
         {"pattern": "sequential"},
@@ -77,43 +123,43 @@ HEADLINES = [
         {"users": 100},
     ),
     Headline(
-        "003",
+        LOCUST_GATHER,
         "02",
         "req/s, asyncio.gather / three awaits in order",
-        ratio(_S3, "gather", "sequential"),
-        f"{_S3['gather']} vs {_S3['sequential']} req/s, Locust 500 users, 2 workers, 3 × 5 s",
+        ratio(_GATHER, "gather", "sequential"),
+        f"{_GATHER['gather']} vs {_GATHER['sequential']} req/s, Locust 500 users, 2 workers, 3 × 5 s",
         "rps",
         {"pattern": "gather"},
         {"pattern": "sequential"},
         {"users": 500},
     ),
     Headline(
-        "003",
+        LOCUST_GATHER,
         "02",
         "req/s, dependent / independent awaits",
-        ratio(_S3, "dependent", "sequential"),
-        f"{_S3['dependent']} vs {_S3['sequential']} req/s, same setting",
+        ratio(_GATHER, "dependent", "sequential"),
+        f"{_GATHER['dependent']} vs {_GATHER['sequential']} req/s, same setting",
         "rps",
         {"pattern": "dependent"},
         {"pattern": "sequential"},
         {"users": 500},
     ),
     Headline(
-        "003",
+        LOCUST_GATHER,
         "02",
         "sync baseline, measured / predicted req/s",
-        _S3["threadpool"] / predict("threadpool", **SEED_003_SETTING).rps,
-        f"{_S3['threadpool']} req/s vs the model's 2 workers × 40 threads / 15 s = 5.33",
+        _GATHER["threadpool"] / predict("threadpool", **LOCUST_GATHER_SETTING).rps,
+        f"{_GATHER['threadpool']} req/s vs the model's 2 workers × 40 threads / 15 s = 5.33",
         "ratio",
         {"pattern": "threadpool"},
         None,
         {"users": 500},
     ),
     Headline(
-        "004",
+        HORACEG,
         "06",
         "req/s, thread pool / loop of requests, 100 requests to a def endpoint",
-        ratio(SEED_004_CLIENT_RPS[100], "threadpool", "loop"),
+        ratio(HORACEG_CLIENT_RPS[100], "threadpool", "loop"),
         "191.74 vs 15.84 req/s, 50 ms sleep, one thread per request",
         "rps",
         {"client": "threadpool", "pattern": "threadpool"},
@@ -121,10 +167,10 @@ HEADLINES = [
         {"requests": 100, "users": 100},
     ),
     Headline(
-        "004",
+        HORACEG,
         "06",
         "req/s, aiohttp / thread pool, 1,000 requests to an async endpoint",
-        ratio(SEED_004_CLIENT_RPS[1000], "aiohttp", "threadpool"),
+        ratio(HORACEG_CLIENT_RPS[1000], "aiohttp", "threadpool"),
         "1,031.05 vs 316.08 req/s, 50 ms asyncio.sleep, 1,000 in flight",
         "rps",
         {"client": "aiohttp", "pattern": "sequential"},
@@ -132,22 +178,22 @@ HEADLINES = [
         {"requests": 1000, "users": 1000},
     ),
     Headline(
-        "000",
+        SPEED_UP_3,
         "04",
         "p95 latency, CPU-heavy async def, --workers = cores / one worker",
-        ratio(SEED_000_P95_MS, "cores", "one"),
+        ratio(SPEED_UP_3_P95_MS, "cores", "one"),
         "≈ 50 vs ≈ 90, read off its chart: fib + sleep, 6 workers on 6 cores vs its one-process versions",
         "p95_ms",
         {"pattern": "sequential"},
         {"pattern": "sequential", "workers": 1},
-        # seed 000 ran as many workers as its machine had cores
+        # the article ran as many workers as its machine had cores
         {"workers": cpus.whole_cores(), "cpu_n": 20},
     ),
     Headline(
-        "001",
+        PENA,
         "05",
         "share of requests failed, time.sleep inside async def, timeout < queue",
-        ratio(SEED_001_BLOCKING, "failed", "requests"),
+        ratio(PENA_BLOCKING, "failed", "requests"),
         "8,089 of 9,992 failed (k6, its 60 s timeout)",
         "failure_rate",
         {"pattern": "blocking"},
@@ -155,13 +201,13 @@ HEADLINES = [
         {"timeout_s": 0.001},
     ),
     Headline(
-        "001",
+        PENA,
         "07",
         "req/s, async / sync PostgreSQL SELECT",
-        ratio(SEED_001_SELECT_RPS, "async", "sync"),
+        ratio(PENA_SELECT_RPS, "async", "sync"),
         "2,007.86 vs 1,123.60 req/s (k6)",
         "rps",
-        # on a server free to use every core, as seed 001's: lesson 07 also runs one pinned to one core
+        # on a server free to use every core, as the article's: lesson 07 also runs one pinned to one core
         {"pattern": "async_select", "cpus": ""},
         {"pattern": "sync_select", "cpus": ""},
         {"users": 10_000},

@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from labserver.course.published import HEADLINES, Headline
+from labserver.course.published import HEADLINES, Article, Headline
 
 GOOD = 0.25  # a run within ±25% of its prediction counts as explained by the model
 CLOSE = 1.5  # a headline of ours within 1.5× of the article's, either way, counts as carried over
@@ -44,11 +44,13 @@ def select(runs: pd.DataFrame, where: dict, near: dict) -> pd.DataFrame:
     return rows
 
 
-def headlines(runs: pd.DataFrame, published: list[Headline] | None = None, seed: str | None = None) -> pd.DataFrame:
-    """Each published headline (article `seed`'s only, if given) beside the same ratio from our runs, NaN where none."""
+def headlines(
+    runs: pd.DataFrame, published: list[Headline] | None = None, article: Article | None = None
+) -> pd.DataFrame:
+    """Each published headline (`article`'s only, if given) beside the same ratio from our runs, NaN where none."""
     out = []
     for h in published or HEADLINES:
-        if seed is not None and h.seed != seed:
+        if article is not None and h.article != article:
             continue
         mine = _lesson(runs, h.lesson)
         top = select(mine, h.numerator, h.near)
@@ -65,14 +67,14 @@ def headlines(runs: pd.DataFrame, published: list[Headline] | None = None, seed:
             note = ", ".join(f"{k} {top[k].iloc[0]:g}" for k in h.near if k in top and k not in h.numerator)
         out.append(
             {
-                "seed": h.seed,
+                "article": h.article.short,
                 "lesson": h.lesson,
                 "what": h.what,
                 "published": h.published,
                 "ours": ours,
                 "ours / published": ours / h.published,
                 "our setting": note,
-                "article": h.source,
+                "its figures": h.source,
             }
         )
     return pd.DataFrame(out)

@@ -6,63 +6,61 @@ environment is the one channel that reaches all of them.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
+from labserver import config
 from labserver.checks import whole
 from labserver.demo.cpus import check_cpus, whole_cores
 
-THREADS_DEFAULT = 40  # AnyIO's own default thread-pool size
+THREADS_DEFAULT = config.THREADS.default
 WORKERS_MAX = 64  # uvicorn workers of one server: one past the cores of a 63-core machine
 THREADS_MAX = 1000
 PROCS_MAX = 32
-DB_POOL_DEFAULT = 20  # connections in each of the database lesson's two pools (per worker)
+DB_POOL_DEFAULT = config.DB_POOL.default
 DB_POOL_MAX = 200
 QUEUE_LIMIT_MAX = 100_000
+
+# Each field's variable, which labserver/config.py names and describes.
+ENV: dict[str, config.Setting] = {
+    "workers": config.WORKERS,
+    "threads": config.THREADS,
+    "procs": config.PROCS,
+    "database_url": config.DATABASE_URL,
+    "db_pool": config.DB_POOL,
+    "cpus": config.CPUS,
+    "telemetry_dir": config.TELEMETRY_DIR,
+    "queue_limit": config.QUEUE_LIMIT,
+}
 
 
 @dataclass(frozen=True)
 class Settings:
-    workers: int = 1
+    workers: int = config.WORKERS.default
     threads: int = THREADS_DEFAULT
     procs: int = field(default_factory=whole_cores)  # one pool process per core this process may use
-    database_url: str = ""  # libpq connection string; when set, the app serves the database lesson's routes
+    database_url: str = config.DATABASE_URL.default  # when set, the app serves the database lesson's routes
     db_pool: int = DB_POOL_DEFAULT
     # The CPUs the server's processes may run on (empty: wherever the OS puts them). Lesson 07 pins
     # a server to one core to show what a thread pool's GIL hand-offs between cores cost.
-    cpus: tuple[int, ...] = ()
+    cpus: tuple[int, ...] = config.CPUS.default
     # Where each worker appends its telemetry (demo/telemetry.py), one file per pid; empty: none is
     # sampled. The launcher gives every start a folder of its own.
-    telemetry_dir: str = ""
+    telemetry_dir: str = config.TELEMETRY_DIR.default
     # Load shedding (lesson 08, demo/shed.py): a request that would wait behind this many others for
     # a thread gets 503 + Retry-After at once. None: every request waits its turn.
-    queue_limit: int | None = None
+    queue_limit: int | None = config.QUEUE_LIMIT.default
 
     def to_env(self) -> dict[str, str]:
-        return {
-            "LAB_WORKERS": str(self.workers),
-            "LAB_THREADS": str(self.threads),
-            "LAB_PROCS": str(self.procs),
-            "LAB_DATABASE_URL": self.database_url,
-            "LAB_DB_POOL": str(self.db_pool),
-            "LAB_CPUS": ",".join(map(str, self.cpus)),
-            "LAB_TELEMETRY_DIR": self.telemetry_dir,
-            "LAB_QUEUE_LIMIT": "" if self.queue_limit is None else str(self.queue_limit),
-        }
+        """What `from_env` reads back in each worker: one LAB_* variable per field."""
+        return {setting.name: setting.text(getattr(self, field)) for field, setting in ENV.items()}
 
     @classmethod
     def from_env(cls) -> Settings:
-        default = cls()
-        return cls(
-            workers=int(os.environ.get("LAB_WORKERS", default.workers)),
-            threads=int(os.environ.get("LAB_THREADS", default.threads)),
-            procs=int(os.environ.get("LAB_PROCS", default.procs)),
-            database_url=os.environ.get("LAB_DATABASE_URL", default.database_url),
-            db_pool=int(os.environ.get("LAB_DB_POOL", default.db_pool)),
-            cpus=tuple(int(c) for c in os.environ.get("LAB_CPUS", "").split(",") if c.strip()),
-            telemetry_dir=os.environ.get("LAB_TELEMETRY_DIR", default.telemetry_dir),
-            queue_limit=int(os.environ["LAB_QUEUE_LIMIT"]) if os.environ.get("LAB_QUEUE_LIMIT") else None,
-        )
+        """The settings `to_env` handed this worker; a variable left unset keeps its field's default."""
+        given = {field: setting.read() for field, setting in ENV.items()}
+        if given["procs"] is None:  # unset: one per core, which only this process can count
+            del given["procs"]
+        return cls(**given)
 
     def check(self) -> None:
         """Raise ValueError naming the setting that is out of range."""

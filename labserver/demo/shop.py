@@ -1,8 +1,8 @@
-"""Seed 001's database endpoints: the same queries through a sync and an async psycopg pool.
+"""The database endpoints of Carlos Pena's k6 load test: the same queries through a sync and an async psycopg pool.
 
 - `/sync_select` (`def`, `ConnectionPool`) and `/async_select` (`async def`, `AsyncConnectionPool`):
   one SELECT of a user's orders.
-- `/sync_simulation` and `/async_simulation`: the seed's "production-like" request, two
+- `/sync_simulation` and `/async_simulation`: the article's "production-like" request, two
   queries run at once (a two-thread executor in the sync version, `asyncio.gather` in the
   async one) and then fib(cpu_n) of CPU post-processing.
 
@@ -74,7 +74,7 @@ async def lifespan(app: FastAPI):
 
 router = APIRouter(lifespan=lifespan)
 # The four endpoints serialise their rows alike, with jsonable_encoder on the event loop
-# (response_model=None), as the seed's unannotated endpoints did: with the model FastAPI infers
+# (response_model=None), as the article's unannotated endpoints did: with the model FastAPI infers
 # from `-> dict`, a `def` endpoint's reply would be validated in a second trip through the
 # thread pool, and the comparison would measure serialisation as well as the driver.
 WARM_UP = (WAIT, USER_ORDERS, USER_PRODUCTS, USER_ITEMS)
@@ -184,7 +184,7 @@ def _simulation_reply(products: list[dict], items: list[dict], cpu_n: int) -> di
 def sync_simulation(request: Request, q: Annotated[tuple[Work, int], Depends(db_work)]) -> dict:
     (work, user_id), state = q, request.app.state
     pool, held = state.sync_pool, state.db_held
-    # As in the seed: a fresh two-thread executor per request, one connection per query.
+    # As in the article: a fresh two-thread executor per request, one connection per query.
     with ThreadPoolExecutor(max_workers=2) as executor:
         products = executor.submit(_fetch, pool, held, USER_PRODUCTS, user_id, work.io_ms)
         items = executor.submit(_fetch, pool, held, USER_ITEMS, user_id, work.io_ms)
@@ -198,7 +198,7 @@ async def async_simulation(request: Request, q: Annotated[tuple[Work, int], Depe
     products, items = await asyncio.gather(
         _afetch(pool, held, USER_PRODUCTS, user_id, work.io_ms), _afetch(pool, held, USER_ITEMS, user_id, work.io_ms)
     )
-    return _simulation_reply(products, items, work.cpu_n)  # fib runs on the event loop, as in the seed
+    return _simulation_reply(products, items, work.cpu_n)  # fib runs on the event loop, as in the article
 
 
 @router.get("/db_info", summary="the database pools' state, and how long their connections were held")

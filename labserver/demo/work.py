@@ -12,7 +12,7 @@ from functools import cache
 TASKS_MAX = 100
 IO_MS_MAX = 10_000
 CPU_N_MAX = 32
-# Room for seed 003's three 5 s waits, and no more: one request must not hold a worker for minutes.
+# Room for the Locust gather article's three 5 s waits, and no more: one request must not hold a worker for minutes.
 TOTAL_IO_MS_MAX = 30_000
 # fib(32) takes about 0.45 s in CPython on a laptop core; four of them is about 2 s.
 CPU_BUDGET_TASKS_AT_MAX = 4

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import psutil
 
+from labserver import config
 from labserver.demo.lifeline import die_with_parent
 
 RUN_AS = "concurrency-lab-pg"  # the system user that runs PostgreSQL when the lab runs as root
@@ -38,8 +39,9 @@ class DatabaseError(RuntimeError):
 
 def binaries() -> Path:
     """The folder holding `initdb` and `postgres`: $LAB_PG_BIN, else pgserver's wheel, else the OS's packages."""
-    if os.environ.get("LAB_PG_BIN"):
-        return _checked_bin(Path(os.environ["LAB_PG_BIN"]))
+    chosen = config.PG_BIN.read()
+    if chosen:
+        return _checked_bin(chosen)
     # find_spec locates the package without importing it (its import has side effects we avoid)
     spec = importlib.util.find_spec("pgserver")
     if spec and spec.submodule_search_locations:

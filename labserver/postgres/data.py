@@ -1,23 +1,24 @@
-"""The shop data of seed 001 (users, products, orders, order_items), generated in PostgreSQL at a scale.
+"""The shop data of Carlos Pena's k6 load test (users, products, orders, order_items), built in PostgreSQL at a scale.
 
-Scale 1 is the seed's size: 1M users, 100k products, 5M orders, 10M order items. Each scale
+Scale 1 is the article's size: 1M users, 100k products, 5M orders, 10M order items. Each scale
 gets its own schema, `lab_shop_<scale>_<hash of the SQL below>`, built in one transaction
 under a temporary name and renamed when complete: a half-built schema is never used, and a
 built one is reused for as long as the SQL and the scale stay the same.
 
 Tables are loaded first and their keys, foreign keys and indexes added afterwards (the usual
-bulk-load order: the same schema as the seed's, built several times faster).
+bulk-load order: the same schema as the article's, built several times faster).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 import time
 from dataclasses import dataclass
 
-SEED_ROWS = {"users": 1_000_000, "products": 100_000, "orders": 5_000_000, "order_items": 10_000_000}
+from labserver import config
+
+FULL_ROWS = {"users": 1_000_000, "products": 100_000, "orders": 5_000_000, "order_items": 10_000_000}
 PREFIX = "lab_shop_"
 STATUSES = ("pending", "paid", "cancelled", "refunded")
 WORDS = (
@@ -82,7 +83,7 @@ CREATE TABLE lab_meta (key text PRIMARY KEY, value text NOT NULL);
 """
 
 # (step, SQL): %(users)s etc. are the row counts. random() follows setseed(), so a scale always
-# gives the same rows. Items draw their order from every order (the seed's generator drew from
+# gives the same rows. Items draw their order from every order (the article's generator drew from
 # the first million only, leaving four fifths of its orders empty).
 LOAD = [
     (
@@ -150,10 +151,10 @@ SCHEMA_HASH = hashlib.sha256((TABLES + repr(LOAD) + repr(WORDS)).encode()).hexdi
 
 
 def rows(scale: float) -> dict[str, int]:
-    """Row counts at `scale` (1 = the seed's); at least a few rows of each."""
+    """Row counts at `scale` (1 = Carlos Pena's full shop); at least a few rows of each."""
     if not 0 < scale <= 1:
-        raise ValueError(f"scale must be above 0 and at most 1 (the seed's size), got {scale!r}")
-    return {table: max(10, round(n * scale)) for table, n in SEED_ROWS.items()}
+        raise ValueError(f"scale must be above 0 and at most 1 (Carlos Pena's full shop), got {scale!r}")
+    return {table: max(10, round(n * scale)) for table, n in FULL_ROWS.items()}
 
 
 def schema_name(scale: float) -> str:
@@ -193,7 +194,7 @@ def ensure(url: str, scale: float, progress: bool | None = None) -> Shop:
     """
     import psycopg
 
-    progress = os.environ.get("LAB_PROGRESS", "1") != "0" if progress is None else progress
+    progress = config.PROGRESS.read() if progress is None else progress
 
     counts = rows(scale)
     schema = schema_name(scale)

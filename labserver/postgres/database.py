@@ -246,7 +246,8 @@ def main(argv: list[str] | None = None) -> None:
     from labserver.postgres import data
 
     parser = argparse.ArgumentParser(prog="python -m labserver.postgres", description=main.__doc__)
-    parser.add_argument("--scale", type=float, default=0.01, help="data size; 1 is seed 001's (default: 0.01)")
+    scale_help = "data size; 1 is that of Carlos Pena's k6 load test (default: 0.01)"
+    parser.add_argument("--scale", type=float, default=0.01, help=scale_help)
     parser.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
     args = parser.parse_args(argv)
     with Database(port=args.port) as db:

@@ -1,4 +1,4 @@
-"""Theory for lesson 07's database endpoints (seed 001): which pool bounds each, and where CPU takes over.
+"""Theory for lesson 07 (Carlos Pena's k6 load test): which pool bounds each database endpoint, where CPU takes over.
 
 A sync endpoint holds a thread for its whole request and a connection while it queries, so
 it serves at most min(threads, connections) requests at once; an async endpoint holds no
@@ -143,5 +143,5 @@ def pool_headroom(bounds: Mapping[str, float], rps: float) -> float:
 
 
 def async_over_sync(pairs: Mapping[int, tuple[float, float]]) -> pd.Series:
-    """async / sync throughput by depth, from (sync, async) req/s pairs such as seed 001's FIB sweep."""
+    """async / sync throughput by depth, from (sync, async) req/s pairs such as Carlos Pena's FIB sweep."""
     return pd.Series({depth: async_rps / sync_rps for depth, (sync_rps, async_rps) in pairs.items()})

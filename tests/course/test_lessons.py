@@ -347,7 +347,8 @@ def test_07_rounds_from_1_to_9(name, rounds):
 def test_07_checks_every_part():
     fails("sweep_cpu_n needs at least two depths, got [15]", "07_database", sweep_cpu_n=15)
     for scale in (0, 2.0):
-        fails(f"scale must be above 0 and at most 1 (the seed's size), got {scale!r}", "07_database", scale=scale)
+        message = f"scale must be above 0 and at most 1 (Carlos Pena's full shop), got {scale!r}"
+        fails(message, "07_database", scale=scale)
     fails("db_pool must be a whole number from 1 to 200, got 0", "07_database", db_pool=0)
     fails("threads must be a whole number from 1 to 1000, got 0", "07_database", threads=0)
     fails("users must be a whole number from 1 to 2000, got 0", "07_database", slow_users=0)

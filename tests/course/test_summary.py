@@ -8,7 +8,7 @@ import pytest
 
 from labserver.charts.summary import chart
 from labserver.course import published, summary
-from labserver.course.published import Headline
+from labserver.course.published import HORACEG, LOCUST_GATHER, PENA, SPEED_UP_1, Headline
 from labserver.course.summary import headlines, overview, patterns, select, valid_ratios
 from labserver.harness.results import load_runs
 
@@ -27,8 +27,8 @@ RUNS = pd.DataFrame([
     _run(lesson="06_client_side", pattern="sequential", client="threadpool", users=100, requests=1000, rps=400.0,
          ratio=0.5),
 ])  # fmt: skip
-P95 = Headline("002", "01", "p95", 0.5, "150 / 300", "p95_ms", {"pattern": "sequential"}, {"pattern": "threadpool"},
-               {"users": 100})  # fmt: skip
+P95 = Headline(SPEED_UP_1, "01", "p95", 0.5, "150 / 300", "p95_ms", {"pattern": "sequential"},
+               {"pattern": "threadpool"}, {"users": 100})  # fmt: skip
 
 
 def test_select_keeps_valid_runs_nearest_the_articles_setting():
@@ -44,28 +44,28 @@ def test_a_headline_is_the_same_ratio_taken_on_our_runs():
 
 
 def test_a_headline_without_a_denominator_is_the_value_itself():
-    h = Headline("003", "01", "ratio", 0.99, "", "ratio", {"pattern": "threadpool"}, None, {"users": 500})
+    h = Headline(LOCUST_GATHER, "01", "ratio", 0.99, "", "ratio", {"pattern": "threadpool"}, None, {"users": 500})
     assert headlines(RUNS, [h]).iloc[0]["ours"] == pytest.approx(0.96)
 
 
 def test_a_headline_can_filter_on_columns_only_one_lesson_has():
-    h = Headline("004", "06", "aiohttp / pool", 3.26, "", "rps", {"client": "aiohttp"}, {"client": "threadpool"},
+    h = Headline(HORACEG, "06", "aiohttp / pool", 3.26, "", "rps", {"client": "aiohttp"}, {"client": "threadpool"},
                  {"requests": 1000, "users": 1000})  # fmt: skip
     assert headlines(RUNS, [h]).iloc[0]["ours"] == pytest.approx(4.0)
 
 
 def test_a_headline_without_runs_says_so():
-    h = Headline("001", "07", "db", 1.79, "", "rps", {"pattern": "async_select"}, {"pattern": "sync_select"})
+    h = Headline(PENA, "07", "db", 1.79, "", "rps", {"pattern": "async_select"}, {"pattern": "sync_select"})
     row = headlines(RUNS, [h]).iloc[0]
     assert math.isnan(row["ours"]) and "no runs of lesson 07" in row["our setting"]
-    h = Headline("003", "01", "gather", 3.0, "", "rps", {"pattern": "gather"}, {"pattern": "sequential"})
+    h = Headline(LOCUST_GATHER, "01", "gather", 3.0, "", "rps", {"pattern": "gather"}, {"pattern": "sequential"})
     assert "no valid runs of this kind" in headlines(RUNS, [h]).iloc[0]["our setting"]
 
 
 def test_published_figures_are_labelled_ratios():
     for h in published.HEADLINES:
         assert h.published > 0 and math.isfinite(h.published), h
-        assert h.seed in {"000", "001", "002", "003", "004"} and len(h.lesson) == 2 and h.source
+        assert h.article in published.ARTICLES and len(h.lesson) == 2 and h.source
     sync_baseline = next(h for h in published.HEADLINES if h.column == "ratio")
     assert sync_baseline.published == pytest.approx(5.29 / (2 * 40 / 15))  # the model explains the article's table
 
@@ -120,14 +120,14 @@ def test_a_headline_can_leave_out_runs_on_a_pinned_server():
         _run(lesson="07_database", pattern="async_select", users=1000, rps=1200.0, cpus="1"),
         _run(lesson="07_database", pattern="sync_select", users=1000, rps=1300.0, cpus="1"),
     ])  # fmt: skip
-    seed_001 = next(h for h in published.HEADLINES if h.lesson == "07")
-    assert headlines(runs, [seed_001]).iloc[0]["ours"] == pytest.approx(900 / 600)
+    the_select = next(h for h in published.HEADLINES if h.lesson == "07")
+    assert headlines(runs, [the_select]).iloc[0]["ours"] == pytest.approx(900 / 600)
 
 
 def test_headlines_of_one_article_only():
-    heads = headlines(RUNS, seed="004")
-    assert set(heads["seed"]) == {"004"}
-    assert len(heads) == sum(h.seed == "004" for h in published.HEADLINES)
+    heads = headlines(RUNS, article=HORACEG)
+    assert set(heads["article"]) == {HORACEG.short}
+    assert len(heads) == sum(h.article == HORACEG for h in published.HEADLINES)
 
 
 def test_the_title_counts_runs_near_the_model_and_headlines_near_the_articles():

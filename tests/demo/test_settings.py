@@ -1,3 +1,4 @@
+import dataclasses
 import os
 import threading
 
@@ -5,6 +6,7 @@ import pytest
 
 from labserver.demo.cpus import check_cpus, pin, usable_cpus
 from labserver.demo.settings import (
+    ENV,
     PROCS_MAX,
     THREADS_DEFAULT,
     THREADS_MAX,
@@ -24,6 +26,11 @@ def test_environment_round_trip(monkeypatch):
     for key, value in s.to_env().items():
         monkeypatch.setenv(key, value)
     assert Settings.from_env() == s
+
+
+def test_every_field_travels_in_a_variable_of_its_own():
+    assert list(ENV) == [f.name for f in dataclasses.fields(Settings)]
+    assert len({setting.name for setting in ENV.values()}) == len(ENV)
 
 
 def test_from_env_falls_back_to_defaults(monkeypatch):

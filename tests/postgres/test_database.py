@@ -251,7 +251,7 @@ def test_database_url_is_used_as_is(monkeypatch):
 
 
 def test_rows_follow_the_scale():
-    assert shopdata.rows(1) == shopdata.SEED_ROWS
+    assert shopdata.rows(1) == shopdata.FULL_ROWS
     assert shopdata.rows(0.01) == {"users": 10_000, "products": 1_000, "orders": 50_000, "order_items": 100_000}
     with pytest.raises(ValueError, match="scale"):
         shopdata.rows(0)

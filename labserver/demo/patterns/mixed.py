@@ -1,7 +1,7 @@
 """mixed (anti-pattern): `async def` that awaits one call and then makes a blocking one.
 
 Teaches: one blocking call is enough. Each sub-task awaits io_ms (the loop is free) and then
-sleeps io_ms with `time.sleep` (the loop is held), as in seed 001's mixed endpoint: the awaited
+sleeps io_ms with `time.sleep` (the loop is held), as in Carlos Pena's mixed endpoint: the awaited
 half overlaps, the blocking half does not, so a worker still serves at most one request per
 tasks × io_ms, like `blocking`, and each request takes twice as long.
 """

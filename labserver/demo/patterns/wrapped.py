@@ -2,7 +2,7 @@
 
 Teaches: wrapping async code in a sync endpoint gains nothing. Each sub-task runs an awaited
 io_ms in a new event loop of its own, inside the worker thread, and then sleeps io_ms with
-`time.sleep`, as in seed 001's mixed sync endpoint: the thread is held for both halves, so the
+`time.sleep`, as in Carlos Pena's mixed sync endpoint: the thread is held for both halves, so the
 bound is the thread pool's, threads / (tasks × 2 × io_ms), like `threadpool`.
 """
 
