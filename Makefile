@@ -95,8 +95,9 @@ SCALE ?= 0.01
 db: setup
 	$(PY) -m labserver.postgres --scale $(SCALE)
 
+# mypy reads its settings, and the folder it checks, from pyproject.toml ([tool.mypy]).
 lint: setup
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports && $(VENV)/bin/mypy
 
 format: setup
 	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
@@ -106,4 +107,4 @@ lock: setup
 	$(PY) -m pip freeze --exclude-editable | grep -v '^concurrency-lab' > constraints.txt
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -12,6 +12,9 @@ import json
 import math
 import typing
 from collections.abc import Iterable
+from typing import TypeVar, cast
+
+T = TypeVar("T")
 
 # What a lesson's parameter of each kind is called in a message, and the value its example shows.
 KINDS = {int: ("a whole number", 100), float: ("a number", 2.5), str: ("a string", "01")}
@@ -41,7 +44,7 @@ def choice(name: str, value: object, choices: Iterable[str]) -> str:
     return value
 
 
-def parameter(name: str, value: object, kind: type, example: object = None) -> object:
+def parameter(name: str, value: object, kind: type[T], example: object = None) -> T:
     """A lesson's parameter as the lesson uses it; `kind` is int, float, list[int], list[float] or list[str].
 
     A lone value where a list goes is a list of one (`users = 50` means `[50]`). A string where a
@@ -54,14 +57,14 @@ def parameter(name: str, value: object, kind: type, example: object = None) -> o
             raise ValueError(
                 f"{name} must be {KINDS[kind][0]}, got {value!r}{_how_to_pass(name, value, kind, example)}"
             )
-        return value
+        return cast(T, value)  # _is checked it: a type held in a variable is beyond the type checker
     (item,) = typing.get_args(kind)
     if isinstance(value, tuple):
         value = list(value)
     if _is(value, item) and not (isinstance(value, str) and value.lstrip().startswith(("[", "("))):
-        return [value]
+        return cast(T, [value])
     if isinstance(value, list) and all(_is(x, item) for x in value):
-        return value
+        return cast(T, value)
     what = KINDS[item][0].removeprefix("a ")
     got = f"the string {value!r}" if isinstance(value, str) else repr(value)
     raise ValueError(f"{name} must be a list of {what}s, got {got}{_how_to_pass(name, value, kind, example)}")
@@ -88,7 +91,7 @@ def _how_to_pass(name: str, value: object, kind: type, example: object = None) -
         meant = [meant] if _is(meant, item) else meant
         if not (isinstance(meant, list | tuple) and meant and all(_is(x, item) for x in meant)):
             meant = example if example is not None else LIST_EXAMPLES[item]
-        meant = list(meant)
+        meant = list(cast(list | tuple, meant))
         yaml = json.dumps(meant)  # JSON is YAML, and its double quotes sit inside the shell's single ones
         return f"; pass lists with papermill -y '{name}: {yaml}' or in the parameters cell as {name} = {meant!r}"
     if not _is(meant, kind):

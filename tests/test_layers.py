@@ -46,6 +46,9 @@ def copy(tmp_path) -> Path:
         ("harness/load.py", "from labserver.course import claims", "Layers"),
         ("demo/app.py", "from labserver.harness import procs", "Layers"),
         ("charts/plots.py", "from labserver.postgres import cluster", "Layers"),
+        ("protocol.py", "import gevent", "protocol (protocol.py)"),
+        ("protocol.py", "from labserver.harness import records", "protocol (protocol.py)"),
+        ("config.py", "from labserver.demo import cpus", "settings (config.py)"),
     ],
 )
 def test_a_wrong_import_breaks_a_contract(copy, module, line, contract):

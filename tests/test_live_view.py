@@ -1,8 +1,28 @@
-"""In a notebook's kernel, a plan shows one live chart that each frame replaces, and no text bar (slow)."""
+"""In a notebook's kernel, a plan shows one live chart that each frame replaces, and no text bar (slow);
+`make figures` gives its lessons the same view, a frame a second."""
 
 import os
 
 import pytest
+
+from labserver.course import batch
+from labserver.harness import feed
+
+
+def test_make_figures_draws_a_frame_a_second(monkeypatch, tmp_path):
+    # the batch sets variables for its lessons' kernels: here in a copy of the environment, dropped after
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items() if k != "LAB_LIVE_EVERY_S"})
+    os.environ["LAB_FIGURES_DIR"] = str(tmp_path)
+    beats = []
+
+    def lessons_run(notebooks, profile, out_dir):  # what each lesson's kernel would inherit
+        beats.append((os.environ.get("LAB_PROGRESS"), feed.Every().period_s))
+        return [], []
+
+    monkeypatch.setattr(batch, "run_batch", lessons_run)
+    os.environ["LAB_PROGRESS"] = "1"
+    assert batch.main(["01"]) == 0
+    assert beats == [("1", 1.0)]
 
 
 @pytest.mark.slow

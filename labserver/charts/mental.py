@@ -119,9 +119,9 @@ def _panel(ax, way: str, bars: pd.DataFrame, requests: int) -> None:
         ax.axhline(len(turns) - 0.5, color="grey", lw=1)
     awaits = f"{requests} awaits" if requests > 1 else "1 await"
     ax.set_title(f"{way}: {WAYS[way].format(awaits=awaits)}", loc="left", fontsize="medium")
-    for end, y, label in _ends(bars, lanes):
+    for end, beside, label in _ends(bars, lanes):
         ax.axvline(end, color="black", ls=":", lw=1)
-        ax.annotate(label, (end, y), xytext=(5, 0), textcoords="offset points", va="center", fontsize="small")
+        ax.annotate(label, (end, beside), xytext=(5, 0), textcoords="offset points", va="center", fontsize="small")
 
 
 def _ends(bars: pd.DataFrame, lanes: list[str]) -> list[tuple[float, float, str]]:

@@ -67,8 +67,8 @@ def over_time(
         )
     ticks = per_tick(frame)
     rows = len(panels) + (history is not None)
-    fig, axes = plt.subplots(rows, 1, sharex=True, figsize=(9, 1.0 + 1.5 * rows), squeeze=False)
-    axes = list(axes[:, 0])
+    fig, grid = plt.subplots(rows, 1, sharex=True, figsize=(9, 1.0 + 1.5 * rows), squeeze=False)
+    axes = list(grid[:, 0])
     if history is not None:
         top = axes.pop(0)
         plots.history({"requests finished": history}, title=title, ax=top)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from labserver.charts.plots import COLORS, INVALID
 
@@ -13,7 +14,9 @@ def answers_chart(per_user: pd.DataFrame, title: str) -> plt.Figure:
     ranked = per_user.sort_values("answered", ascending=False, ignore_index=True)
     fig, ax = plt.subplots()
     ax.bar(ranked.index, ranked["answered"], color=COLORS["blocking"])
-    ax.yaxis.get_major_locator().set_params(integer=True)  # whole requests
+    locator = ax.yaxis.get_major_locator()
+    if isinstance(locator, MaxNLocator):  # the default (AutoLocator) is one
+        locator.set_params(integer=True)  # whole requests
     ax.set(title=title, xlabel="Locust user (most answered first)", ylabel="requests answered in the run")
     return fig
 

@@ -7,24 +7,26 @@ data/runs/ with a manifest, like a Locust run, so that `load_runs` and the summa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 
-from labserver.harness import isolate, pauses, procs, results
+from labserver.harness import isolate, pauses, results
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.meters import MachineMeter, tree_seconds, wait_until_quiet
+from labserver.harness.supervise import Watched, supervised, until_exit
 from labserver.labels import client_label, pattern_label
-from labserver.paths import ROOT
 from labserver.theory.clients import LIBRARY, Cost, check_run, predict_client, slots
 from labserver.theory.cores import SATURATED
+from labserver.theory.model import Prediction
+from labserver.theory.workload import Workload
 
 ALONE = 7  # lone requests per library and endpoint before a sweep: their median prices Cost.alone_ms
 
@@ -47,26 +49,13 @@ def _client(
     before, machine = _cpu_seconds(server), MachineMeter()
     machine.sample()  # for the cores the host takes meanwhile (steal time), as a Locust run's meter reads them
     watched = log.with_name(pauses.FILE)  # the machine's pauses meanwhile (harness/pauses.py)
-    watcher = procs.spawn(pauses.command(watched, timeout_s + 5), watched)
-    try:
-        proc = procs.spawn(cmd, log, cwd=ROOT)
+    run = Watched()
+    with supervised(run, cmd, log, pauses_file=watched, lasts_s=timeout_s + 5, grace_s=1):
         # A pinned server's client runs on the other cores (isolate.apart), placed before its
         # clock starts: it imports its library first.
-        isolate.place([proc.pid], isolate.others(server))
-        status, deadline = "ok", time.monotonic() + timeout_s
-        try:
-            while proc.poll() is None:
-                if not server.alive:
-                    status = "server died"
-                    break
-                if time.monotonic() > deadline:
-                    status = "timed out"
-                    break
-                time.sleep(0.02)
-        finally:
-            procs.stop_tree(proc, grace_s=1)
-    finally:
-        procs.stop_tree(watcher, grace_s=1)
+        isolate.place([run.proc.pid], isolate.others(server))
+        until_exit(run, [server], deadline_s=timeout_s, every_s=0.02)
+    status, proc = run.status, run.proc
     server_cpu_s = _cpu_delta(before, _cpu_seconds(server))
     machine.sample()
     lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("{")]
@@ -92,7 +81,7 @@ def _cpu_seconds(server: LabServer) -> tuple[float | None, float]:
         reported = sum(float(e["cpu_s"]) for e in server.info()["cpu"]["processes"])
     except (OSError, ValueError, KeyError, TypeError):
         reported = None
-    return reported, tree_seconds(server.proc.pid)
+    return reported, tree_seconds(server.proc.pid) if server.proc is not None else math.nan
 
 
 def _cpu_delta(before: tuple[float | None, float], after: tuple[float | None, float]) -> float:
@@ -121,14 +110,13 @@ def lone_ms(server: LabServer, client: str, pattern: str, io_ms: int) -> float:
 def run_client(
     server: LabServer,
     client: str,
-    pattern: str,
+    workload: Workload,
+    *,
     requests: int,
-    concurrency: int,
-    io_ms: int,
     lesson: str | None = None,
     alone_ms: float = math.nan,
 ) -> results.RunResult:
-    """Send `requests` GETs to `/{pattern}?io_ms=…` with `client`, measure them, and save the run.
+    """Send `requests` GETs to `/{pattern}?io_ms=…` with `client`, `workload.users` in flight; measure and save them.
 
     The row holds the measurement (`rps` = requests / wall time, as seed 004 counts it), the
     prediction (`predicted_rps`, `bottleneck`, `ratio`), priced with the client's and the
@@ -137,67 +125,81 @@ def run_client(
     concurrency model (`concurrency_rps`), and both CPUs (`client_cpu`, `server_cpu`, in cores;
     `client_ms`, `server_ms` per request).
     """
-    concurrency = 1 if client == "loop" else concurrency
-    check_run(client, pattern, requests, concurrency, io_ms)
+    w = dataclasses.replace(workload, users=1) if client == "loop" else workload  # a loop has one in flight
+    check_run(client, w.pattern, requests, w.users, w.io_ms)
     if not server.alive:
         tail = f"\n{server.log_tail()}" if server.log_path else ""
         raise ServerError(f"the server is not running; start it first (`with LabServer() as server:`){tail}")
-    s = server.settings
-    where = slots(pattern, s.threads, s.workers)
-    bound = predict_client(client, requests, concurrency, io_ms, where)
-    run_id = results.new_run_id(f"{pattern}-{client}", concurrency)
+    where = slots(w.pattern, server.settings.threads, server.settings.workers)
+    bound = predict_client(client, requests=requests, concurrency=w.users, io_ms=w.io_ms, server_slots=where)
+    run_id = results.new_run_id(f"{w.pattern}-{client}", w.users)
     tmp = results.partial_dir(run_id)
     started_at = _now()
     report, status, server_s = None, "interrupted", 0.0
     try:
-        url, timeout_s = f"{server.url}/{pattern}?io_ms={io_ms}", 30 + 5 * requests / bound.rps
-        report, status, server_s = _client(server, client, url, requests, concurrency, tmp / "client.log", timeout_s)
+        url, timeout_s = f"{server.url}/{w.pattern}?io_ms={w.io_ms}", 30 + 5 * requests / bound.rps
+        report, status, server_s = _client(server, client, url, requests, w.users, tmp / "client.log", timeout_s)
     finally:  # an interrupted run is saved too, marked invalid
-        params = dict(
-            lesson=lesson,
-            pattern=pattern,
-            client=client,
-            library=LIBRARY[client],
-            users=concurrency,
-            requests=requests,
-            tasks=1,
-            io_ms=io_ms,
-            cpu_n=0,
-            workers=s.workers,
-            threads=s.threads,
-        )
-        row = _row(run_id, params, report or {}, status, server_s, where, bound, started_at, alone_ms)
-        manifest = {
-            "run_id": run_id,
-            "lesson": lesson,
-            "kind": "client",
-            "params": params,
-            "status": status,
-            "valid": row["valid"],
-            "problems": row["problems"],
-            "environment": results.environment(),
-            "result": row,
-            "started_at": started_at,
-            "ended_at": _now(),
-        }
-        ends = pd.Series((report or {}).get("ends", []), dtype=float)
-        history = ends.astype(int).value_counts().sort_index().rename_axis("second").reset_index(name="rps")
-        saved = results.finish(tmp, manifest, history)
+        params = dict(lesson=lesson, pattern=w.pattern, client=client, library=LIBRARY[client], users=w.users)
+        params |= dict(requests=requests, tasks=w.tasks, io_ms=w.io_ms, cpu_n=w.cpu_n)
+        params |= dict(workers=server.settings.workers, threads=server.settings.threads)
+        row = _row(
+            run_id, params, report or {}, status=status, server_s=server_s, slots=where, bound=bound,
+            started_at=started_at, alone_ms=alone_ms,
+        )  # fmt: skip
+        saved = _finish(tmp, params, row, report)
     if status == "server died":
         raise ServerError(f"the server died during the run; partial result saved in {saved.path}\n{server.log_tail()}")
     return saved
 
 
-def _row(run_id, params, report, status, server_s, where, bound, started_at, alone_ms=math.nan) -> dict:
-    n, wall_s, rps = params["requests"], report.get("wall_s", math.nan), report.get("rps", math.nan)
+def _finish(tmp: Path, params: dict, row: dict, report: dict | None) -> results.RunResult:
+    """Publish a client run's folder: its manifest, with `row`, and its replies per second."""
+    manifest = {
+        "run_id": row["run_id"],
+        "lesson": params["lesson"],
+        "kind": "client",
+        "params": params,
+        "status": row["status"],
+        "valid": row["valid"],
+        "problems": row["problems"],
+        "environment": results.environment(),
+        "result": row,
+        "started_at": row["started_at"],
+        "ended_at": _now(),
+    }
+    ends = pd.Series((report or {}).get("ends", []), dtype=float)
+    history = ends.astype(int).value_counts().sort_index().rename_axis("second").reset_index(name="rps")
+    return results.finish(tmp, manifest, history)
+
+
+def _row(
+    run_id: str,
+    params: dict,
+    report: dict,
+    *,
+    status: str,
+    server_s: float,
+    slots: float,
+    bound: Prediction,
+    started_at: str,
+    alone_ms: float = math.nan,
+) -> dict:
+    """A client run's row: its parameters, the client's report, and the prediction priced with the CPU it measured.
+
+    `server_s` is the server's CPU seconds over the run, `slots` the requests it holds at once,
+    `bound` the pure concurrency model's prediction.
+    """
+    n, rps = params["requests"], report.get("rps", math.nan)
     cost = Cost(
         client_ms=report.get("cpu_s", math.nan) / n * 1000,
         server_ms=server_s / n * 1000,
         alone_ms=alone_ms,
         send_share=report.get("send_share", math.nan),
     )
-    args = (params["client"], n, params["users"], params["io_ms"], where)
-    predicted = predict_client(*args, cost) if cost.known and report else predict_client(*args)
+    batch = dict(requests=n, concurrency=params["users"], io_ms=params["io_ms"], server_slots=slots)
+    priced = bool(cost.known and report)
+    predicted = predict_client(params["client"], **batch, cost=cost if priced else None)
     problems = [] if status == "ok" else [status]
     if report.get("failures"):
         problems.append(f"{report['failures']} of {n} requests failed")
@@ -208,7 +210,7 @@ def _row(run_id, params, report, status, server_s, where, bound, started_at, alo
         "run_id": run_id,
         **params,
         "rps": rps,
-        "wall_s": wall_s,
+        "wall_s": report.get("wall_s", math.nan),
         "p50_ms": report.get("p50_ms", math.nan),
         "p95_ms": report.get("p95_ms", math.nan),
         "mean_ms": report.get("mean_ms", math.nan),
@@ -218,6 +220,21 @@ def _row(run_id, params, report, status, server_s, where, bound, started_at, alo
         "bottleneck": predicted.bottleneck,
         "ratio": rps / predicted.rps if predicted.rps > 0 else math.nan,
         "concurrency_rps": bound.rps,
+        **_cpu(report, cost, server_s),
+        "priced_by": "measured demand" if priced else "concurrency alone",
+        "status": status,
+        "valid": not problems,
+        "problems": "; ".join(problems),
+        "started_at": started_at,
+        "git_commit": results.environment()["git_commit"],  # lesson 99 judges the runs of one commit
+        "batch": os.environ.get("LAB_BATCH_ID"),  # or of one batch
+    }
+
+
+def _cpu(report: dict, cost: Cost, server_s: float) -> dict:
+    """Where a client run's CPU went: the client's and the server's, per request and in cores, and the host's share."""
+    wall_s = report.get("wall_s", math.nan)
+    return {
         "client_cpu": report.get("client_cpu", math.nan),
         "client_ms": cost.client_ms,
         "send_share": cost.send_share,  # of client_ms, spent before waiting for the reply (requests only)
@@ -226,18 +243,11 @@ def _row(run_id, params, report, status, server_s, where, bound, started_at, alo
         "first_ms": min(report["ends"]) * 1000 if report.get("ends") else math.nan,
         "server_cpu": server_s / wall_s if wall_s > 0 else math.nan,
         "server_ms": cost.server_ms,
-        "alone_ms": alone_ms,
+        "alone_ms": cost.alone_ms,
         "paused_ms": report.get("paused_ms", math.nan),
         "stolen_cpu": report.get("stolen_cpu", math.nan),  # cores the host took for others (steal time)
         "notes": pauses.stolen_note(report.get("stolen_cpu", math.nan)) or "",
         "client_saturated": report.get("client_cpu", 0.0) >= SATURATED,
-        "priced_by": "measured demand" if cost.known and report else "concurrency alone",
-        "status": status,
-        "valid": not problems,
-        "problems": "; ".join(problems),
-        "started_at": started_at,
-        "git_commit": results.environment()["git_commit"],  # lesson 99 judges the runs of one commit
-        "batch": os.environ.get("LAB_BATCH_ID"),  # or of one batch
     }
 
 
@@ -258,12 +268,13 @@ def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str 
             alone[LIBRARY[r.client], r.pattern] = lone_ms(server, r.client, r.pattern, io_ms)
     done = []
     for r in todo.itertuples():
-        args = (server, r.client, r.pattern, int(r.requests), int(r.users), io_ms, lesson)
-        run = run_client(*args, alone_ms=alone[LIBRARY[r.client], r.pattern])
+        workload = Workload(r.pattern, int(r.users), io_ms=io_ms)
+        lone = alone[LIBRARY[r.client], r.pattern]
+        run = run_client(server, r.client, workload, requests=int(r.requests), lesson=lesson, alone_ms=lone)
         if pauses.problem(run.row["paused_ms"]):  # it measured the machine's pause: kept, marked, and measured again
             print(pauses.again(f"{r.client} on {r.pattern}", run.row))
             wait_until_quiet()  # a neighbour's burst on the host may last a while
-            run = run_client(*args, alone_ms=alone[LIBRARY[r.client], r.pattern])
+            run = run_client(server, r.client, workload, requests=int(r.requests), lesson=lesson, alone_ms=lone)
         done.append(run)
     return pd.DataFrame([run.row for run in done])
 

@@ -60,8 +60,8 @@ def _watch_sends() -> None:
         _sends.at = time.thread_time()  # everything before this was sending
         return waiting(self, *args, **kwargs)
 
-    getresponse._lab_watched = True
-    urllib3.connection.HTTPConnection.getresponse = getresponse
+    getresponse._lab_watched = True  # type: ignore[attr-defined]
+    urllib3.connection.HTTPConnection.getresponse = getresponse  # type: ignore[method-assign]
 
 
 def get(url: str) -> Outcome:

@@ -159,10 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = data_dir() / "executed"
     out_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault(config.FIGURES_DIR.name, str(figures_dir()))
-    # Progress stays on: in a lesson's kernel it is the live view, whose last frame the executed
-    # copy keeps (an image, no widget state). But it draws only each plan's first and last frames:
-    # a frame a second costs the busiest runs a few percent (`make bench`, live view).
-    os.environ.setdefault(config.LIVE_EVERY_S.name, "inf")
+    # Progress stays on: in a lesson's kernel it is the live view, a frame a second as in a notebook,
+    # whose last frame the executed copy keeps (an image, no widget state). `make bench` measures
+    # what the view costs the busiest run.
     rounds, failing = [], False
     for i in range(args.repeat):
         # Every run of this batch carries its id: lesson 99 judges the runs of its own batch only.

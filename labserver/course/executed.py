@@ -101,7 +101,7 @@ def title(notebook: dict) -> str:
 
 def claims(notebook: dict) -> Counter:
     """How many claims the executed notebook printed as passed, failed and skipped."""
-    counts = Counter()
+    counts: Counter[str] = Counter()
     for cell in notebook.get("cells", []):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "stream":
@@ -123,11 +123,13 @@ def manifests(folder: Path | None = None) -> list[dict]:
 
 
 def _attach_runs(lesson: Lesson, runs: list[dict]) -> None:
+    assert lesson.started and lesson.ended  # lessons() attaches runs only to a lesson with both
     # Manifests keep whole seconds: a run that started in the notebook's first second counts.
     start = lesson.started.replace(microsecond=0)
     mine = [
         m for m in runs
-        if m.get("lesson") == lesson.name and m.get("started_at") and start <= _time(m["started_at"]) <= lesson.ended
+        if m.get("lesson") == lesson.name and m.get("started_at")
+        and start <= datetime.fromisoformat(m["started_at"]) <= lesson.ended
     ]  # fmt: skip
     lesson.runs = len(mine)
     for m in mine:

@@ -16,11 +16,12 @@ import pandas as pd
 from labserver import checks
 from labserver.course import sizing
 from labserver.demo import cpus
-from labserver.demo.settings import Settings
+from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.harness.load import check_arrivals, check_load, check_sweep
 from labserver.postgres import runs as database_runs
 from labserver.theory import clients as client_model
 from labserver.theory import cores as core_model
+from labserver.theory.workload import Workload
 
 BLOCKING_CONTRAST = ("mixed", "wrapped", "offload", "sequential")  # lesson 05 runs these at its largest users only
 
@@ -81,7 +82,7 @@ def cpu_bound(
 ) -> CpuBound:
     """Lesson 03: the fib and fib + sleep runs at users enough for `cores`, the one-core sweep, and the rounds."""
     users = sizing.cpu_users(checks.parameter("users", users, int), cpus.cores() if cores is None else cores)
-    threads = max(40, users)
+    threads = max(THREADS_DEFAULT, users)
     sweep_cpu_n = checks.parameter("sweep_cpu_n", sweep_cpu_n, list[int])
     sweep = sorted({*sweep_cpu_n, cpu_n})
     for io in (0, io_ms):  # fib, then fib + sleep
@@ -205,7 +206,7 @@ def database(
 ) -> Database:
     """Lesson 07: the server and its pools, the data's scale, the three parts' runs, and the rounds."""
     sweep_cpu_n = checks.parameter("sweep_cpu_n", sweep_cpu_n, list[int])
-    plan = [
+    plan: list[database_runs.Part] = [
         (selects, slow_users, slow_io_ms, 0),
         (selects, seed_users, 0, 0),
         (simulations, sweep_users, 0, sweep_cpu_n),
@@ -263,7 +264,7 @@ def overload(
     if drain_s >= overload_s:
         raise ValueError(f"drain_s must be shorter than overload_s ({overload_s}), got {drain_s}")
     Settings(threads=threads).check()
-    check_load("threadpool", 1, duration_s, 1, io_ms, 0)
+    check_load(Workload("threadpool", 1, io_ms=io_ms, duration_s=duration_s))
     guess_s = io_ms / 1000
     for rho in [*rhos, overload]:
         check_arrivals(rho * threads / guess_s, "arrivals", 1)
@@ -285,11 +286,11 @@ def stalls_and_shedding(
     """Lesson 09: the stalling server's closed loop and stalls, the shedding server and its rate; S's guess."""
     checks.whole("duration_s", duration_s, 1, 600)
     checks.positive("stall_every_s", stall_every_s)
-    check_load("sequential", stall_users, duration_s, 1, stall_io_ms, 0)
-    check_load("blocking", 1, duration_s, 1, stall_ms, 0)
+    check_load(Workload("sequential", stall_users, io_ms=stall_io_ms, duration_s=duration_s))
+    check_load(Workload("blocking", 1, io_ms=stall_ms, duration_s=duration_s))
     _above_capacity("shed_rho", shed_rho)
     Settings(threads=threads, queue_limit=queue_limit).check()
-    check_load("threadpool", 1, duration_s, 1, io_ms, 0)
+    check_load(Workload("threadpool", 1, io_ms=io_ms, duration_s=duration_s))
     guess_s = io_ms / 1000  # S before it is measured: the wait alone
     check_arrivals(shed_rho * threads / guess_s, "arrivals", 1)
     return guess_s

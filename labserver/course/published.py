@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from labserver.demo import cpus
-from labserver.theory.model import predict
+from labserver.theory.model import predict_for
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ HEADLINES = [
         LOCUST_GATHER,
         "02",
         "sync baseline, measured / predicted req/s",
-        _GATHER["threadpool"] / predict("threadpool", **LOCUST_GATHER_SETTING).rps,
+        _GATHER["threadpool"] / predict_for("threadpool", **LOCUST_GATHER_SETTING).rps,
         f"{_GATHER['threadpool']} req/s vs the model's 2 workers × 40 threads / 15 s = 5.33",
         "ratio",
         {"pattern": "threadpool"},

@@ -106,8 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     size = sum((args.out / f"{name}.png").stat().st_size for name in charts)
     print(f"{len(charts)} charts ({size / 1e6:.1f} MB) and README.md in {args.out}")
     for name, chart in charts.items():
-        lesson = next((x for x in found if x.name == name and x.started and x.ended), None)
-        if lesson and not lesson.started.replace(microsecond=0) <= _written(chart) <= lesson.ended:
+        lesson = next((x for x in found if x.name == name), None)
+        if lesson is None or not (lesson.started and lesson.ended):
+            continue
+        if not lesson.started.replace(microsecond=0) <= _written(chart) <= lesson.ended:
             # A chart from another batch than the executed lesson beside it: say so, the notes would mislead.
             print(f"  note: {chart} was not written while {name} ran ({lesson.when()})", file=sys.stderr)
     return 0

@@ -101,7 +101,8 @@ def _cell(text: str) -> str:
 
 def index(found: list[Lesson]) -> str:
     """The index page: what the site is, the machine of the batch, and every lesson with its claims and date."""
-    ran = [lesson for lesson in found if lesson.executed and lesson.started]
+    # A lesson cut short (its batch killed) has a start and no end in its metadata.
+    spans = [(x.started, x.ended) for x in found if x.executed and x.started and x.ended]
     lines = [
         f"# {TITLE}: the executed course",
         "",
@@ -112,8 +113,8 @@ def index(found: list[Lesson]) -> str:
     machines = executed.machines(found)
     if machines:
         lines += ["**Measured on** " + "; ".join(str(m) for m in machines) + ".", ""]
-    if ran:
-        first, last = min(x.started for x in ran), max(x.ended for x in ran)
+    if spans:
+        first, last = min(start for start, _ in spans), max(end for _, end in spans)
         lines += [f"**When:** {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC.", ""]
     # One machine (the usual case) is named once above; lessons from several get a column of their own.
     several = len(machines) > 1
@@ -237,6 +238,7 @@ def lesson_copy(lesson: Lesson) -> dict:
 
     Its collapsed blocks stay as the lesson writes them (see CELL): a ValueError names a cell with another form.
     """
+    assert lesson.notebook is not None  # the site copies executed lessons only
     nb = json.loads(lesson.notebook.read_text())
     for i, cell in enumerate(nb["cells"]):
         if cell.get("cell_type") == "markdown":

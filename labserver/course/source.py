@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import sys
 from pathlib import Path
 
 from IPython.display import Code
@@ -18,7 +19,7 @@ def source(what) -> str:
     """The source of `what`: a pattern's name (its whole module), a module, a function or a class."""
     if isinstance(what, str):
         check_pattern(what)
-        return inspect.getsource(inspect.getmodule(PATTERNS[what]))
+        return inspect.getsource(sys.modules[PATTERNS[what].__module__])
     return inspect.getsource(what)
 
 

@@ -16,9 +16,11 @@ import sys
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio.to_thread
 from fastapi import FastAPI
+from fastapi.telemetry import TelemetryConfig
 
 from labserver.demo import telemetry
 from labserver.demo.cpus import pin, usable_cpus
@@ -46,7 +48,7 @@ def _boot_id() -> str | None:
 
 
 BOOT_ID = _boot_id()
-NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
+NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
 # Python collects its youngest objects every 700 net allocations. Under load that count keeps
 # reaching 700 by chance while nothing is garbage: the server runs dozens of passes a second, each
 # walking the live objects of the requests in flight and freeing none (its requests leave no
@@ -145,13 +147,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
 
     for name, endpoint in PATTERNS.items():
-        summary = sys.modules[endpoint.__module__].__doc__.splitlines()[0]
+        doc = sys.modules[endpoint.__module__].__doc__
+        assert doc, f"{endpoint.__module__} needs a docstring: its first line is the route's summary"
+        summary = doc.splitlines()[0]
         # response_model=None for a `def` endpoint: FastAPI would otherwise validate its return value
         # with a second trip through the thread pool, queueing behind new requests under load. An
         # `async def` one keeps the model FastAPI infers from `-> dict`: validated in place and
         # serialised by pydantic-core, ~100 fewer Python calls per request than jsonable_encoder
         # (about 15% of the server's CPU per request).
-        plain = {} if inspect.iscoroutinefunction(endpoint) else {"response_model": None}
+        plain: dict[str, Any] = {} if inspect.iscoroutinefunction(endpoint) else {"response_model": None}
         app.add_api_route(f"/{name}", endpoint, methods=["GET"], name=name, summary=summary, **plain)
     if settings.database_url:  # lesson 07's routes; their lifespan opens and closes the psycopg pools
         from labserver.demo.shop import router as db_router

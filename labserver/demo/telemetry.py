@@ -266,6 +266,7 @@ class Sampler:
 
     def post_cpu(self) -> None:
         """Replace this worker's `<pid>.cpu` with its CPU seconds now (tens of µs, every 100 ms)."""
+        assert self.cpu is not None  # tick checks
         tmp = self.cpu_path.with_suffix(".tmp")
         with contextlib.suppress(OSError):
             tmp.write_text(json.dumps(self.cpu(), separators=(",", ":")))

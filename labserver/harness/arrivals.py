@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -39,6 +40,11 @@ class Arrivals:
     mean_thirds_ms: tuple[float, float, float] = (math.nan, math.nan, math.nan)  # their means: the trend
 
 
+def _when(r: Record) -> float:
+    """When a request was meant to leave: its intended time in an open loop, when it was sent in a closed one."""
+    return r.intended if r.intended is not None else r.sent
+
+
 def measure(per_user: PerUser, start: float, end: float) -> Arrivals:
     """The figures of the requests meant to leave in [start, end)."""
     mine = [r for user in per_user for r in user if r.intended is not None and start <= r.intended < end]
@@ -49,7 +55,7 @@ def measure(per_user: PerUser, start: float, end: float) -> Arrivals:
     thirds = [start + window * k / 3 for k in range(4)]
     kept_up = math.inf
     for lo, hi in itertools.pairwise(thirds):
-        scheduled = sum(1 for r in mine if lo <= r.intended < hi)
+        scheduled = sum(1 for r in mine if lo <= _when(r) < hi)
         sent = sum(1 for r in mine if lo <= r.sent < hi)
         if scheduled:
             kept_up = min(kept_up, sent / scheduled)
@@ -57,7 +63,7 @@ def measure(per_user: PerUser, start: float, end: float) -> Arrivals:
     latencies = np.array([r.from_intended_ms for r in ok]) if ok else np.array([nan])
     p95_thirds, mean_thirds = [], []
     for lo, hi in itertools.pairwise(thirds):
-        part = [r.from_intended_ms for r in ok if lo <= r.intended < hi]
+        part = [r.from_intended_ms for r in ok if lo <= _when(r) < hi]
         p95_thirds.append(float(np.percentile(part, 95)) if part else nan)
         mean_thirds.append(float(np.mean(part)) if part else nan)
     return Arrivals(
@@ -118,12 +124,7 @@ def by_third(per_user: PerUser, start: float, end: float, statistic: str = "p95"
     thirds = [start + window * k / 3 for k in range(4)]
     out = []
     for lo, hi in itertools.pairwise(thirds):
-        part = [
-            r.from_intended_ms
-            for user in per_user
-            for r in user
-            if r.ok and lo <= (r.intended if r.intended is not None else r.sent) < hi
-        ]
+        part = [r.from_intended_ms for user in per_user for r in user if r.ok and lo <= _when(r) < hi]
         if not part:
             out.append(math.nan)
         else:
@@ -131,9 +132,15 @@ def by_third(per_user: PerUser, start: float, end: float, statistic: str = "p95"
     return out[0], out[1], out[2]
 
 
+class Corrected(TypedDict):
+    recorded: dict[float, float]  # latency in ms at each percentile
+    corrected: dict[float, float]
+    counts: dict[str, int]  # requests, recorded and corrected
+
+
 def corrected_percentiles(
     latencies_ms: list[float], interval_ms: float, percentiles: tuple[float, ...] = (50, 95, 99)
-) -> dict[str, dict[float, float]]:
+) -> Corrected:
     """A closed loop's latency percentiles as recorded, and with HdrHistogram's correction for coordinated omission.
 
     A closed-loop user that waits L ms for one reply does not send the requests it would have
@@ -162,12 +169,7 @@ def corrected_percentiles(
 
 def over_time(per_user: PerUser, since: float) -> pd.DataFrame:
     """Each answered request's latency (from its intended time, if it had one) against when it left, s after `since`."""
-    rows = [
-        ((r.intended if r.intended is not None else r.sent) - since, r.from_intended_ms)
-        for user in per_user
-        for r in user
-        if r.ok
-    ]
+    rows = [(_when(r) - since, r.from_intended_ms) for user in per_user for r in user if r.ok]
     return pd.DataFrame(rows, columns=["t_s", "latency_ms"]).sort_values("t_s", ignore_index=True)
 
 
@@ -191,15 +193,16 @@ def replayed(per_user: PerUser, service_s: float, hold_s: float, slots: int) -> 
     the model and the measurement are averaged over the same requests.
     """
     sent = [r for user in per_user for r in user]
-    if any(r.intended is None for r in sent):
+    intended = [r.intended for r in sent if r.intended is not None]
+    if len(intended) < len(sent):
         raise ValueError("replayed needs an open loop's records: each with the time it was meant to leave")
-    waits = iter(queueing.replay([r.intended for r in sent], hold_s, slots))
+    waits = iter(queueing.replay(intended, hold_s, slots))
     out: PerUser = []
     for user in per_user:
         answered = []
         for r in user:
             latency_s = service_s + next(waits)
-            answered.append(Record(r.intended + latency_s, latency_s * 1000, r.ok, intended=r.intended))
+            answered.append(Record(_when(r) + latency_s, latency_s * 1000, r.ok, intended=r.intended))
         out.append(answered)
     return out
 

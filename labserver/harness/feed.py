@@ -1,9 +1,9 @@
 """A plan as it runs: what each run has measured so far, handed to a watcher about once a second.
 
-While a plan runs, Locust appends every request to `live.<pid>.csv` once a second
-(locustfiles/pattern.py, --live-file): a first line `t0,<when the test started>`, then one
-line `end,ms,ok,stage` per request. `Live` reads only the bytes added since its last read,
-tallies them per run and hands a `Snapshot` (plain numbers) to its watcher. The harness
+While a plan runs, Locust appends every request to its live file once a second
+(locustfiles/pattern.py, --live-file; the lines are labserver/protocol.py's). `Live` reads only
+the bytes added since its last read, tallies them per run and hands a `Snapshot` (plain numbers)
+to its watcher; while a master waits for its workers, its events say how many came. The harness
 draws nothing: in a notebook the watcher is the chart labserver/__init__.py registers
 (harness/notebook.py, charts/live.py); anywhere else there is none unless run_plan is given one.
 """
@@ -16,7 +16,6 @@ import glob
 import itertools
 import math
 import os
-import re
 import time
 import warnings
 from array import array
@@ -27,17 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from labserver import protocol
 from labserver.harness.plan import stage_at
 
 if TYPE_CHECKING:
     from labserver.harness.plan import Stage
     from labserver.theory.model import Prediction
 
-LIVE_FILE = "live"  # Locust's --live-file prefix in the plan's folder: live.<pid>.csv
 EVERY_S = 1.0
-# LAB_LIVE_EVERY_S sets another beat; "inf" draws a plan's first and last frames only, which is
-# what `make figures` does: a frame costs ~20 ms of CPU, which a run that fills both cores feels
-# (docs/evidence.md), and an executed copy needs only the last.
+# LAB_LIVE_EVERY_S sets another beat; "inf" draws a plan's first and last frames only. `make figures`
+# draws one a second, as a notebook does (`make bench` measures what that costs the busiest run).
 LIVE_EVERY_ENV = "LAB_LIVE_EVERY_S"
 
 
@@ -82,20 +80,11 @@ class Snapshot:
     waiting: str | None = None  # while a master waits for its workers: "k of n joined"
 
 
-GAVE_UP = "Gave up waiting for workers"  # Locust's master, when too few joined in time
-
-
-def joined(log: str) -> int | None:
-    """How many workers Locust's master says have joined, from its log; None before it says."""
-    found = re.findall(r"(\d+) of \d+ connected|(\d+) workers connected", log)
-    return int("".join(found[-1])) if found else None
-
-
-def waiting(log: str, processes: int) -> str | None:
-    """ "k of n joined" while Locust's master waits for its workers, None once it sends them users."""
-    if "Sending spawn jobs" in log or GAVE_UP in log:
+def waiting(locust: protocol.LocustState, processes: int) -> str | None:
+    """ "k of n joined" while Locust's master waits for its workers, None once the test started (or it gave up)."""
+    if locust.started or locust.gave_up:
         return None
-    return f"{joined(log) or 0} of {processes} joined"
+    return f"{locust.joined} of {processes} joined"
 
 
 Watcher = Callable[[Snapshot], Any]
@@ -120,7 +109,7 @@ class Every:
 class Tail:
     """The complete lines appended to the files `pattern` matches in `folder` since the last read."""
 
-    def __init__(self, folder: Path | str, pattern: str = f"{LIVE_FILE}.*.csv"):
+    def __init__(self, folder: Path | str, pattern: str = protocol.LIVE_GLOB):
         self.folder = Path(folder)
         self.pattern = str(self.folder / pattern)
         self.offsets: dict[str, int] = {}
@@ -174,23 +163,19 @@ class PlanSoFar:
         self.tallies = [_Tally() for _ in stages]
 
     def feed(self, lines: list[str]) -> None:
-        """Tally Locust's lines: `t0,<epoch s>` first, then `end,ms,ok,stage` per request."""
+        """Tally Locust's live lines: each process's start first, then its requests."""
         for line in lines:
-            fields = line.split(",")
-            try:
-                if fields[0] == "t0":
-                    t0 = float(fields[1])
-                    self.t0 = t0 if self.t0 is None else min(self.t0, t0)
-                    continue
-                end, ms, stage = float(fields[0]), float(fields[1]), int(fields[3])
-            except (IndexError, ValueError):
-                continue  # not a line of ours
-            if self.t0 is None or not 0 <= stage < len(self.stages):
+            got = protocol.read_live(line)
+            if isinstance(got, float):
+                self.t0 = got if self.t0 is None else min(self.t0, got)
                 continue
-            if self.t0 + self.begins[stage] + self.warmup_s <= end <= self.t0 + self.begins[stage + 1]:
+            if got is None or self.t0 is None or not 0 <= got.stage < len(self.stages):
+                continue  # not a line of ours, or before any start
+            stage = got.stage
+            if self.t0 + self.begins[stage] + self.warmup_s <= got.end <= self.t0 + self.begins[stage + 1]:
                 tally = self.tallies[stage]
-                tally.ms.append(ms)
-                tally.last = max(tally.last, end)
+                tally.ms.append(got.ms)
+                tally.last = max(tally.last, got.end)
 
     def run(self, i: int) -> RunSoFar:
         s, p, tally = self.stages[i], self.predictions[i], self.tallies[i]
@@ -246,7 +231,8 @@ class Live:
     ):
         self.watcher: Watcher | None = watcher
         self.tail, self.plan, self.every, self.wall = Tail(folder), plan, every or Every(), wall
-        self.joining = joining  # workers a master waits for (its log says how many came): 0, none
+        self.joining = joining  # workers a master waits for (its events say how many came): 0, none
+        self.events = protocol.Events(Path(folder) / protocol.EVENTS_FILE)
 
     def tick(self) -> None:
         if self.watcher is not None and self.every.due():
@@ -256,15 +242,13 @@ class Live:
         self.plan.feed(self.tail.lines())
         now = self.plan.snapshot(self.wall())
         if self.joining and not now.started:
-            log = Path(self.tail.folder) / "locust.log"
-            text = log.read_text(errors="replace") if log.exists() else ""
-            now = dataclasses.replace(now, waiting=waiting(text, self.joining))
+            now = dataclasses.replace(now, waiting=waiting(self.events.state(), self.joining))
         return now
 
     def stop(self) -> None:
         """Once Locust is gone: read what it streamed last, then remove the live files (collect reads its records)."""
         self.plan.feed(self.tail.lines())
-        for path in glob.glob(str(Path(self.tail.folder) / f"{LIVE_FILE}.*.csv")):
+        for path in glob.glob(str(Path(self.tail.folder) / protocol.LIVE_GLOB)):
             with contextlib.suppress(OSError):
                 os.remove(path)
 
@@ -282,6 +266,7 @@ class Live:
         return Snapshot(now.runs, now.stage, now.stages, now.elapsed_s, now.planned_s, now.started, done=True)
 
     def _show(self, snapshot: Callable[[], Snapshot]) -> None:
+        assert self.watcher is not None  # the callers check
         try:
             self.watcher(snapshot())
         except Exception as e:

@@ -15,16 +15,11 @@ back. Where no CPU is left over (one usable CPU, or a server pinned to all of th
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 import psutil
 
 from labserver.demo import cpus
-from labserver.harness import procs
-from labserver.harness.plan import stage_at
-
-# Locust's log line as its users start, one process's or a master's: the plan's stages count from here
-STARTED = ("Ramping to", "Sending spawn jobs")
+from labserver.protocol import LocustState
 
 
 def others(server) -> tuple[int, ...]:
@@ -67,23 +62,16 @@ class Isolation:
         self.stages = stages
         self.pinned = any(others(stage.server) for stage in stages)
         self.servers = {id(stage.server): stage.server for stage in stages}
-        self.started: float | None = None  # when Locust's users started, by the caller's clock
         self.current: tuple[int, ...] | None = None  # where the others run now; None: untouched
 
-    def tick(self, now: float, log: Path) -> None:
-        """Place the others for the stage Locust is in: its log says when the first began (`STARTED`).
+    def tick(self, locust: LocustState) -> None:
+        """Place the others for the stage Locust says it is in (none before its first began).
 
         Called every quarter second: a new stage's placement lags its start by that much at most,
         inside the stage's warm-up, which its window leaves out.
         """
-        if not self.pinned:
-            return
-        if self.started is None:
-            tail = procs.tail(log, 20)
-            if not any(line in tail for line in STARTED):
-                return
-            self.started = now
-        self.follow(self.stages[stage_at(self.stages, now - self.started)])
+        if locust.stage is not None:
+            self.follow(self.stages[locust.stage])
 
     def follow(self, stage) -> None:
         """Place the others for `stage`: off its server's cores if it is pinned, else on every usable CPU."""

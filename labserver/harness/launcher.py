@@ -27,10 +27,11 @@ import urllib.request
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from labserver.demo import cpus
 from labserver.demo.cpus import check_cpus
-from labserver.demo.settings import Settings
+from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.harness import procs
 from labserver.harness.meters import CpuMeter
 
@@ -57,7 +58,7 @@ class Server:
     telemetry_dir: Path | None = None
     same_machine = True  # runs on this machine's kernel: its CPU is inside this machine's
 
-    def cores(self) -> int:
+    def cores(self) -> float:
         """The CPUs its workers may use: the lab's own, for a server on this machine."""
         return cpus.cores()
 
@@ -119,7 +120,7 @@ class LabServer(Server):
     def __init__(
         self,
         workers: int = 1,
-        threads: int = 40,
+        threads: int = THREADS_DEFAULT,
         procs: int | None = None,
         host: str = LOOPBACK,
         port: int | None = None,
@@ -131,14 +132,10 @@ class LabServer(Server):
     ):
         if cpus is not None:
             check_cpus(cpus)  # here too: an empty list would otherwise read as "not pinned"
-        pinned = {} if cpus is None else {"cpus": tuple(cpus)}
-        self.settings = Settings(
-            workers=workers,
-            threads=threads,
-            **({} if procs is None else {"procs": procs}),
-            **pinned,
-            queue_limit=queue_limit,
-        )
+        given: dict[str, Any] = {} if procs is None else {"procs": procs}  # else the Settings' default
+        if cpus is not None:
+            given["cpus"] = tuple(cpus)
+        self.settings = Settings(workers=workers, threads=threads, queue_limit=queue_limit, **given)
         self.settings.check()
         _check_processes(self.settings)
         _check_host(host)
@@ -159,6 +156,7 @@ class LabServer(Server):
         return self._neighbours() if self._neighbours is not None else []
 
     def meter(self) -> CpuMeter:
+        assert self.proc is not None, "start the server before metering it"
         return CpuMeter(self.proc.pid)  # the whole tree: the workers and their pool processes
 
     @property
@@ -229,8 +227,9 @@ class LabServer(Server):
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout_s
         seen: set[int] = set()
-        first_ok = None
+        first_ok: float | None = None
         while time.monotonic() < deadline:
+            assert self.proc is not None  # _start_once adopts it before waiting
             if not self.alive:
                 raise ServerError(f"the server exited during start-up (code {self.proc.returncode})\n{self.log_tail()}")
             try:
@@ -238,12 +237,13 @@ class LabServer(Server):
                 # Only our own processes count: another notebook's server may have won the port.
                 if pid in {p.pid for p in procs.tree(self.proc.pid)}:
                     seen.add(pid)
-                    first_ok = first_ok or time.monotonic()
+                    if first_ok is None:
+                        first_ok = time.monotonic()
             except (OSError, ValueError, KeyError, TypeError):
                 pass
             # With --workers N, wait until N workers have answered (or 3 s after the first did):
             # a measurement started while a worker still imports the app would measure fewer workers.
-            if seen and (len(seen) >= self.settings.workers or time.monotonic() - first_ok > 3):
+            if first_ok is not None and (len(seen) >= self.settings.workers or time.monotonic() - first_ok > 3):
                 return
             time.sleep(0.05)
         raise ServerError(f"the server did not answer /health within {self.ready_timeout_s:.0f} s\n{self.log_tail()}")

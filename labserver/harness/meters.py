@@ -155,7 +155,7 @@ def thread_switches(pid: int) -> dict[int, int]:
     them per thread (/proc/<pid>/task/<tid>/status); a process's own status has its main thread's
     alone, and a sync endpoint's work runs on its thread pool's threads.
     """
-    found = {}
+    found: dict[int, int] = {}
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:

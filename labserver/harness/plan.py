@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import subprocess
 from collections.abc import Callable, Sequence
@@ -10,50 +11,57 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from labserver.harness.meters import CpuMeter, MachineMeter
+from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter
 from labserver.theory.demand import Demand
 from labserver.theory.model import Prediction
+from labserver.theory.workload import Workload
 
 if TYPE_CHECKING:
-    from labserver.harness.launcher import LabServer
+    from labserver.harness.launcher import Server
 
-# What the locustfile reads of each stage (locustfiles/pattern.py, --plan-file).
-LOCUST_KEYS = ("pattern", "users", "tasks", "io_ms", "cpu_n", "duration_s", "rate", "drain_s")
-RUN_KEYS = (*LOCUST_KEYS, "predicted", "tags", "server")
+JOIN_TIMEOUT_S = 120.0
+TIMEOUT_DEFAULT_S = 60.0  # a request's timeout in Locust
+WARMUP_DEFAULT_S = 1.0  # the warm-up's cap (measure.warmup_end)
+RUN_KEYS = (*(f.name for f in dataclasses.fields(Workload)), "predicted", "tags", "server")  # a run's dict
 
 
 @dataclass(frozen=True)
 class Stage:
-    """One run of a plan: a pattern under `users` users (or `rate` arrivals a second) on `server` for `duration_s` s."""
+    """One run of a plan: a workload on `server`, the prediction to set beside it, and more columns for its row."""
 
-    server: LabServer
-    pattern: str
-    users: int
-    tasks: int = 1
-    io_ms: int = 0
-    cpu_n: int = 0
-    duration_s: int = 5
-    rate: float = 0.0  # arrivals per second of an open loop (lesson 08); 0: a closed loop of `users`
-    drain_s: float = 0.0  # an open loop's last seconds, with no new arrival: its backlog is answered, and counted
+    server: Server
+    workload: Workload
     # None: the model's, priced with the CPU the run measures; or the lesson's own, made before the
     # run (a Prediction) or from the run's measured Demand (a function of it)
     predicted: Prediction | Callable[[Demand], Prediction] | None = None
     tags: dict[str, Any] = field(default_factory=dict)  # more columns for the run's row
 
     @classmethod
-    def from_run(cls, run: dict, duration_s: int, server: LabServer) -> Stage:
+    def from_run(cls, run: dict, duration_s: int, server: Server) -> Stage:
         """A stage from a run as run_plan takes it (a dict); a key it does not know is a ValueError."""
         unknown = set(run) - set(RUN_KEYS)
         if unknown:
             raise ValueError(f"unknown run keys {sorted(unknown)}; a run takes {', '.join(RUN_KEYS)}")
-        if "pattern" not in run or ("users" not in run and not run.get("rate")):
-            raise ValueError(f"a run needs a pattern, and users or a rate, got {run!r}")
-        given = {"users": 1, **{k: v for k, v in run.items() if v is not None}}  # an open loop: one schedule
-        return cls(**{"duration_s": duration_s, **given, "server": run.get("server") or server})
+        given = {k: v for k, v in run.items() if v is not None}
+        workload = Workload.of({"duration_s": duration_s, **given})
+        return cls(given.get("server") or server, workload, given.get("predicted"), given.get("tags", {}))
 
     def locust(self) -> dict:
-        """What the locustfile needs of this stage."""
-        return {**{k: getattr(self, k) for k in LOCUST_KEYS}, "host": self.server.url}
+        """What the locustfile needs of this stage (locustfiles/pattern.py, --plan-file)."""
+        return {**dataclasses.asdict(self.workload), "host": self.server.url}
+
+    # What the live view (feed.py), the plan's clock and its run ids read of a stage
+    @property
+    def pattern(self) -> str:
+        return self.workload.pattern
+
+    @property
+    def users(self) -> int:
+        return self.workload.users
+
+    @property
+    def duration_s(self) -> int:
+        return self.workload.duration_s
 
 
 def stage_at(stages: Sequence[Stage], elapsed_s: float) -> int:
@@ -69,28 +77,32 @@ class Options:
     spawn_rate: float | None = None  # None: every user at once
     user_class: str = "fast"
     processes: int = 1
-    timeout_s: float = 60.0
-    warmup_s: float = 1.0
+    timeout_s: float = TIMEOUT_DEFAULT_S
+    warmup_s: float = WARMUP_DEFAULT_S
     expect_failures: bool = False
     lesson: str | None = None
     progress: bool | None = None
     watch: Callable[[Any], Any] | None = None  # called with a feed.Snapshot about once a second
     master: str | None = None  # "HOST:PORT": `processes` Locust workers join from other machines
+    join_timeout_s: float = JOIN_TIMEOUT_S  # how long the master waits for them
 
 
 @dataclass(frozen=True)
 class Meters:
     """CPU meters of one plan: Locust's, each server's (by id of the server) and the whole machine's."""
 
-    locust: CpuMeter
+    locust: CpuMeter | LocustMeter
     servers: dict[int, CpuMeter]
     machine: MachineMeter
+
+    def every(self) -> list[CpuMeter | LocustMeter | MachineMeter]:
+        return [self.locust, *self.servers.values(), self.machine]
 
     @classmethod
     def unsampled(cls) -> Meters:
         return cls(CpuMeter(-1), {}, MachineMeter())  # never sampled: every CPU figure is NaN
 
-    def of(self, server: LabServer) -> CpuMeter:
+    def of(self, server: Server) -> CpuMeter:
         return self.servers.get(id(server), CpuMeter(-1))
 
 

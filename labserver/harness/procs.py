@@ -88,10 +88,12 @@ class _Spawner:
                 self._tell(f"-{pgid}")
 
     def _tell(self, line: str) -> bool:
+        if self.guard_fd is None:
+            return False
         try:
             os.write(self.guard_fd, f"{line}\n".encode())  # one short write on a pipe: atomic
             return True
-        except (OSError, TypeError):
+        except OSError:
             return False
 
     def _start_guard(self) -> None:
@@ -171,7 +173,11 @@ def spawn(
         return future.result()
     except BaseException:
         # Interrupted while the child was starting: stop it as soon as it exists.
-        future.add_done_callback(lambda f: f.exception() is None and stop_tree(f.result(), grace_s=1))
+        def stop_once_started(f: Future) -> None:
+            if f.exception() is None:
+                stop_tree(f.result(), grace_s=1)
+
+        future.add_done_callback(stop_once_started)
         raise
 
 

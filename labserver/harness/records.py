@@ -1,11 +1,9 @@
 """Every request Locust sent, as it wrote them (locustfiles/pattern.py), and the one reader of those files.
 
-Locust writes one `records.<n>.json` per process: `{"t0": ..., "users": [[record, ...], ...]}`,
-one list per user, each record `[end, ms, ok, pid, stage]`, and `[..., intended]` for an open
-loop's requests (when the schedule meant to send it). A master writes its workers' as
-`records.w<index>.json`, on its own clock, each with the worker's CPU seconds (`cpu`: [time,
-seconds] pairs), its machine's name (`host`) and its pid. A measured run's folder keeps its own
-share of them as plain per-user lists. Both are read here and nowhere else.
+Each Locust process writes one records file (labserver/protocol.py: ProcessRecords, whose
+records are laid out as protocol.Record), and a master one for each of its workers, on its own
+clock, with the worker's CPU seconds. A measured run's folder keeps its own share of them as
+plain per-user lists. Both are read here and nowhere else.
 """
 
 from __future__ import annotations
@@ -17,30 +15,11 @@ import os
 import re
 from collections import Counter
 from pathlib import Path
-from typing import NamedTuple
 
 import pandas as pd
 
-PATTERN = "records.*.json"
-
-
-class Record(NamedTuple):
-    end: float  # when the reply (or the failure) came, in seconds since the epoch
-    ms: float  # latency in ms, measured by the user that sent it
-    ok: bool
-    pid: int | None = None  # the worker that answered (X-Worker-Pid), None when no reply came
-    stage: int = 0  # the stage of its plan in which it was sent
-    intended: float | None = None  # open loop: when its schedule meant to send it (None: a closed loop's)
-
-    @property
-    def sent(self) -> float:
-        return self.end - self.ms / 1000
-
-    @property
-    def from_intended_ms(self) -> float:
-        """Latency from when it should have left (an open loop's, corrected for a late send), in ms."""
-        return self.ms if self.intended is None else (self.end - self.intended) * 1000
-
+from labserver import protocol
+from labserver.protocol import Record as Record
 
 PerUser = list[list[Record]]
 
@@ -62,12 +41,12 @@ def read_plan(folder: Path) -> tuple[float | None, dict[str, PerUser]]:
     """(when the test started, {file name: per-user records}) from every Locust process's file in `folder`."""
     t0, files = None, {}
     for path in _in_order(folder):
-        data = read_json(path, None)
-        if not isinstance(data, dict) or "users" not in data:  # cut short, or not ours
+        data = protocol.ProcessRecords.read(path)
+        if data is None:  # cut short, or not ours
             continue
-        if data.get("t0") is not None:
-            t0 = data["t0"] if t0 is None else min(t0, data["t0"])
-        files[os.path.basename(path)] = parse(data.get("users", []))
+        if data.t0 is not None:
+            t0 = data.t0 if t0 is None else min(t0, data.t0)
+        files[os.path.basename(path)] = parse(data.users)
     return t0, files
 
 
@@ -75,16 +54,16 @@ def worker_cpu(folder: Path | str) -> list[tuple[str, float, float]]:
     """Each Locust worker's (name, time, CPU seconds) readings, as its master wrote them; none for one process."""
     readings = []
     for path in _in_order(folder):
-        data = read_json(path, None)
-        if isinstance(data, dict) and "cpu" in data:
-            name = f"{data.get('host')}:{data.get('pid')}"  # two workers' pids may be equal on two machines
-            readings += [(name, float(t), float(seconds)) for t, seconds in data["cpu"]]
+        data = protocol.ProcessRecords.read(path)
+        if data is not None and data.cpu is not None:
+            name = f"{data.host}:{data.pid}"  # two workers' pids may be equal on two machines
+            readings += [(name, float(t), float(seconds)) for t, seconds in data.cpu]
     return readings
 
 
 def _in_order(folder: Path | str) -> list[str]:
     """The records files of `folder` by their process number (records.2 before records.10)."""
-    paths = glob.glob(str(Path(folder) / PATTERN))
+    paths = glob.glob(str(Path(folder) / protocol.RECORDS_GLOB))
     return sorted(paths, key=lambda p: [int(s) if s.isdigit() else s for s in re.split(r"(\d+)", os.path.basename(p))])
 
 
@@ -99,8 +78,7 @@ def write(folder: Path, files: dict[str, PerUser]) -> None:
     """A run's share of the records, one file per Locust process, as plain per-user lists."""
     for name, per_user in files.items():
         with open(Path(folder) / name, "w") as f:
-            # a closed loop's records keep their five fields: no `null` on every one of them
-            json.dump([[r if r.intended is not None else r[:5] for r in user] for user in per_user], f)
+            json.dump([[protocol.record(*r) for r in user] for user in per_user], f)
 
 
 def read(folder: Path | str) -> PerUser:

@@ -119,7 +119,7 @@ class RemoteServer(Server):
         self.same_machine = BOOT_ID is not None and info.get("boot_id") == BOOT_ID
         return check_info(info, self.url)
 
-    def cores(self) -> int:
+    def cores(self) -> float:
         """The CPUs its workers may use, as it reported them (this machine's, when it shares its kernel)."""
         return cpus.cores() if self.same_machine or not self.usable_cpus else len(self.usable_cpus)
 

@@ -40,7 +40,7 @@ def partial_dir(run_id: str) -> Path:
 
 def environment() -> dict:
     """What a reader needs to reproduce a run: versions, the CPUs it had, git commit."""
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)

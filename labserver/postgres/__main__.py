@@ -1,7 +1,5 @@
 """`python -m labserver.postgres --scale 0.01`: lesson 07's PostgreSQL alone, until Ctrl-C (`make db`)."""
 
-import sys
-
 from labserver.postgres.database import main
 
-sys.exit(main())
+main()

@@ -206,8 +206,8 @@ def ensure(url: str, scale: float, progress: bool | None = None) -> Shop:
             built_now = not _exists(conn, schema)
             if built_now:
                 _build(conn, schema, counts, progress)
-            meta = dict(conn.execute(f"SELECT key, value FROM {schema}.lab_meta").fetchall())
-            size = conn.execute(SIZE, [schema]).fetchone()[0]
+            meta: dict[str, str] = dict(conn.execute(f"SELECT key, value FROM {schema}.lab_meta").fetchall())
+            size = conn.execute(SIZE, [schema]).fetchall()[0][0]  # an aggregate: one row
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", [PREFIX])
     return Shop(

@@ -92,7 +92,7 @@ class Database:
 
     @property
     def url(self) -> str:
-        if self.external:
+        if self.external_url is not None:
             return self.external_url
         return f"postgresql://{DB_USER}:{self.password}@127.0.0.1:{self.port}/postgres"
 
@@ -158,7 +158,7 @@ class Database:
         error: Exception | None = None
         while time.monotonic() < deadline:
             if not self.alive:
-                code = self.proc.returncode
+                code = self.proc.returncode if self.proc is not None else None
                 raise DatabaseError(f"PostgreSQL exited during start-up (code {code})\n{self.log_tail()}")
             try:
                 with psycopg.connect(self.url, connect_timeout=2) as conn:
@@ -187,7 +187,7 @@ class Database:
 
     def pids(self) -> list[int]:
         """The root of the private cluster's process tree (its backends below it); none for an external server."""
-        return [self.proc.pid] if self.alive and not self.external else []
+        return [self.proc.pid] if self.proc is not None and self.alive and not self.external else []
 
     def log_tail(self, lines: int = 30) -> str:
         return f"--- last lines of {self.log_path} ---\n{procs.tail(self.log_path, lines)}"

@@ -26,6 +26,7 @@ from labserver.postgres import data
 from labserver.theory import pools
 from labserver.theory.demand import Demand
 from labserver.theory.model import Prediction, cpu_ms
+from labserver.theory.workload import Workload
 
 CYCLES = 3  # requests per user a run measures at least, after its warm-up
 
@@ -70,6 +71,7 @@ def hold_ms(before: tuple[float, int] | None, after: tuple[float, int] | None) -
 def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataFrame:
     """Per endpoint: median time of one request alone (`service_ms`), the worker's CPU for it (`cpu_ms`),
     and how long it held a pooled connection per query (`hold_ms`, its warm-up included; NaN if unknown)."""
+    assert server.proc is not None, "start the server before calibrating it"
     rows = []
     for endpoint in endpoints:
         before = held(server.url)
@@ -115,9 +117,8 @@ def priced(args: dict, cost: Demand) -> Prediction:
     worker gets its core less the share its loop waited for a CPU (`cost.worker_waited`), as in
     model.predict.
     """
-    hold = {"hold_ms": cost.db_hold_ms}
     if not cost.known:
-        return pools.predict(**args, **hold)
+        return pools.predict(**args, hold_ms=cost.db_hold_ms)
     wait_ms = args["service_ms"] - args["cpu_ms_per_request"]  # the database's time and the I/O
     measured = {
         **args,
@@ -126,7 +127,7 @@ def priced(args: dict, cost: Demand) -> Prediction:
         "machine_ms": cost.machine_ms if math.isfinite(cost.machine_ms) else 0.0,
         "waited": cost.worker_waited,  # an async worker's core, less what other processes took of it
     }
-    return pools.predict(**measured, **hold)
+    return pools.predict(**measured, hold_ms=cost.db_hold_ms)
 
 
 def limits(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame) -> dict:
@@ -177,7 +178,7 @@ def plan(
     for endpoint in endpoints:
         for u in users:
             for n in depths:
-                check_load(endpoint, u, duration_s, 1, io_ms, n)
+                check_load(Workload(endpoint, u, io_ms=io_ms, cpu_n=n, duration_s=duration_s))
     runs = []
     for n in depths:
         for u in users:
@@ -242,7 +243,7 @@ def check(plan: list[Part], duration_s: int, scale: float, threads: int, db_pool
     for endpoints, users, io_ms, cpu_n in plan:
         for endpoint in endpoints:
             for n in cpu_n if isinstance(cpu_n, list) else [cpu_n]:
-                check_load(endpoint, users, duration_s, 1, io_ms, n)
+                check_load(Workload(endpoint, users, io_ms=io_ms, cpu_n=n, duration_s=duration_s))
     for *_, cpu_n in plan:
         if isinstance(cpu_n, list) and len(cpu_n) < 2:
             raise ValueError(f"sweep_cpu_n needs at least two depths, got {cpu_n!r}")

@@ -33,7 +33,7 @@ import pandas as pd
 from labserver.checks import choice, whole
 from labserver.demo import cpus
 from labserver.demo.patterns import check_pattern
-from labserver.demo.settings import Settings
+from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.demo.work import check_bounds
 from labserver.theory.model import MACHINE, Prediction, closed_loop
 
@@ -101,13 +101,14 @@ def client_core_s(requests: int, threads: int, send_s: float, read_s: float, wai
     return now
 
 
-def slots(pattern: str, threads: int = 40, workers: int = 1) -> float:
+def slots(pattern: str, threads: int = THREADS_DEFAULT, workers: int = 1) -> float:
     """Requests the server holds at once on `pattern`: its thread pool, or (event loop) no limit."""
     return {"threadpool": threads * workers, "blocking": workers}.get(pattern, math.inf)
 
 
 def predict_client(
     client: str,
+    *,
     requests: int,
     concurrency: int,
     io_ms: float,
@@ -122,67 +123,100 @@ def predict_client(
     waves, its client's CPU on one core, its steady closed loop (see the module's docstring), and
     both sides' CPU on the `cores` this process may use (default: `cpus.cores()`), which they share.
     """
-    wanted = 1 if client == "loop" else min(concurrency, requests)
-    in_flight = min(wanted, server_slots)
+    batch = _Batch.of(client, requests, concurrency, io_ms, server_slots, cost)
+    if batch.one <= 0:
+        return Prediction(math.nan, math.nan, "no work to model")
     if client == "loop":
         name = "one request at a time"
-    elif server_slots < wanted:
+    elif server_slots < batch.wanted:
         name = f"server threads ({server_slots:.0f})"
     else:
-        name = f"client concurrency ({wanted})"
-    io, c, s = io_ms / 1000, 0.0, 0.0
-    if cost is not None and cost.known:
-        c, s = cost.client_ms / 1000, cost.server_ms / 1000
-    one = io + c + s  # one request alone, in s
-    if cost is not None and cost.known and math.isfinite(cost.alone_ms):
-        # A request's time beyond its io does not shrink as the load rises, though its CPU does
-        # (one wake-up of each side's loop reads more replies), so a wave takes at least what a
-        # lone request took: a wake-up is no CPU, and each request still waits for its own, its
-        # sleep's timer and its reply's read (docs/evidence.md).
-        one = max(one, cost.alone_ms / 1000)
-    if one <= 0:
-        return Prediction(math.nan, math.nan, "no work to model")
-    # In waves, after the first burst has got through: its `wanted` requests pass one at a time,
-    # at the pace of the slower side, and every wave inherits that spread. Where the server is
-    # the slower side (s ≥ c), its loop reads them one by one, those beyond its slots included.
-    # Where the client is, its burst leaves c apart, whether the server's slots wait for it
-    # (aiohttp opens all its connections first, so even its first wave's replies come late) or
-    # not (a `requests` thread pool starts its threads c apart, and its last ends that much after
-    # its first). If the spread outlasts a request (a slot frees before the slots fill, or the
-    # client's core is busy from one wave to the next), no wave forms at all: the CPU bound below
-    # takes over, as it does for a lone burst at the client's pace (its CPU for the whole batch,
-    # then one wait).
-    # Where the slower side is a `requests` thread pool, its threads do not take the burst as one:
-    # a thread whose reply came sends again while the others still send, so a slot that frees is
-    # taken at once, and the last request waits only for those before it in the last wave, in
-    # position (n - 1) mod in_flight (a pool of 100 threads against 40 server threads sends its
-    # 100th request in the third wave, 19 places in). As in_flight x c reaches S, waves plus
-    # spread reach S + (n - 1) x c, the CPU bound's n x c + io give or take s: the two meet with no
-    # jump, where counting the spread from `wanted` would make the wall jump at that edge.
-    pace = max(c, s)
-    lone_burst = c > s and in_flight >= wanted and requests <= in_flight
-    burst = (requests - 1) % in_flight if client == "threadpool" and c > s else wanted - 1
-    spread = burst * pace if in_flight * pace < one and not lone_burst else 0.0
-    walls = {name: math.ceil(requests / in_flight) * one + spread}
-    if c > 0:
-        if cost is not None and 0 < cost.send_share <= 1:
-            # its one core sends and reads every request, the last reply read while the last waits
-            sent = c * cost.send_share
-            walls[CLIENT_CPU] = client_core_s(requests, wanted, sent, c - sent, one - c)
-        else:
-            walls[CLIENT_CPU] = requests * c + io  # every request's client CPU on its one core, then the last reply
-        # queueing for both CPUs; between visits, the rest of a lone request's time (io, at least)
-        steady = closed_loop(int(in_flight), one - c - s, [(c, 1), (s, 1)])
-        # named after the smaller of its two asymptotes: the users' round trips, or the busier CPU
-        cpu = CLIENT_CPU if c >= s else SERVER_CPU
-        loop = name if in_flight / one < 1 / max(c, s) else cpu
-        walls[loop] = max(walls.get(loop, 0.0), requests / steady)
-        # Client and server on the same cores: where the process may use one CPU, they take turns on
-        # it, and every request costs c + s of it (on two, each side has a core and this binds nowhere).
-        walls[MACHINE] = requests * (c + s) / (cpus.cores() if cores is None else cores) + io
-    bottleneck = max(walls, key=walls.get)
+        name = f"client concurrency ({batch.wanted})"
+    walls = {name: math.ceil(requests / batch.in_flight) * batch.one + batch.spread_s}
+    if batch.c > 0 and cost is not None:  # measured: `batch.c` is its client's CPU
+        walls = _cpu_walls(walls, name, batch, cost, cpus.cores() if cores is None else cores)
+    bottleneck = max(walls, key=walls.__getitem__)
     rps = requests / walls[bottleneck]
-    return Prediction(rps=rps, latency_ms=wanted / rps * 1000, bottleneck=bottleneck)
+    return Prediction(rps=rps, latency_ms=batch.wanted / rps * 1000, bottleneck=bottleneck)
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """A batch as `predict_client` prices it: its requests, how many are in flight, and one request's seconds."""
+
+    client: str
+    requests: int
+    wanted: int  # in flight, as the client sends them
+    in_flight: float  # ... as the server takes them
+    io: float  # a request's I/O wait
+    c: float  # the client's CPU per request (0: not measured)
+    s: float  # the server's
+    one: float  # one request alone
+
+    @classmethod
+    def of(cls, client: str, requests: int, concurrency: int, io_ms: float, slots: float, cost: Cost | None) -> _Batch:
+        wanted = 1 if client == "loop" else min(concurrency, requests)
+        io, c, s = io_ms / 1000, 0.0, 0.0
+        if cost is not None and cost.known:
+            c, s = cost.client_ms / 1000, cost.server_ms / 1000
+        one = io + c + s  # one request alone, in s
+        if cost is not None and cost.known and math.isfinite(cost.alone_ms):
+            # A request's time beyond its io does not shrink as the load rises, though its CPU does
+            # (one wake-up of each side's loop reads more replies), so a wave takes at least what a
+            # lone request took: a wake-up is no CPU, and each request still waits for its own, its
+            # sleep's timer and its reply's read (docs/evidence.md).
+            one = max(one, cost.alone_ms / 1000)
+        return cls(client, requests, wanted, min(wanted, slots), io, c, s, one)
+
+    @property
+    def spread_s(self) -> float:
+        """How far apart the first burst's requests get through, which every later wave inherits.
+
+        In waves, after the first burst has got through: its `wanted` requests pass one at a time,
+        at the pace of the slower side, and every wave inherits that spread. Where the server is
+        the slower side (s ≥ c), its loop reads them one by one, those beyond its slots included.
+        Where the client is, its burst leaves c apart, whether the server's slots wait for it
+        (aiohttp opens all its connections first, so even its first wave's replies come late) or
+        not (a `requests` thread pool starts its threads c apart, and its last ends that much after
+        its first). If the spread outlasts a request (a slot frees before the slots fill, or the
+        client's core is busy from one wave to the next), no wave forms at all: the CPU bound
+        takes over, as it does for a lone burst at the client's pace (its CPU for the whole batch,
+        then one wait).
+        Where the slower side is a `requests` thread pool, its threads do not take the burst as one:
+        a thread whose reply came sends again while the others still send, so a slot that frees is
+        taken at once, and the last request waits only for those before it in the last wave, in
+        position (n - 1) mod in_flight (a pool of 100 threads against 40 server threads sends its
+        100th request in the third wave, 19 places in). As in_flight x c reaches S, waves plus
+        spread reach S + (n - 1) x c, the CPU bound's n x c + io give or take s: the two meet with no
+        jump, where counting the spread from `wanted` would make the wall jump at that edge.
+        """
+        pace = max(self.c, self.s)
+        lone_burst = self.c > self.s and self.in_flight >= self.wanted and self.requests <= self.in_flight
+        pool = self.client == "threadpool" and self.c > self.s
+        burst = (self.requests - 1) % self.in_flight if pool else self.wanted - 1
+        return burst * pace if self.in_flight * pace < self.one and not lone_burst else 0.0
+
+
+def _cpu_walls(walls: dict[str, float], name: str, batch: _Batch, cost: Cost, cores: float) -> dict[str, float]:
+    """`walls` and the batch's CPU bounds beside them: the client's core, the steady closed loop, the machine's."""
+    walls = dict(walls)
+    b = batch
+    if 0 < cost.send_share <= 1:
+        # its one core sends and reads every request, the last reply read while the last waits
+        sent = b.c * cost.send_share
+        walls[CLIENT_CPU] = client_core_s(b.requests, b.wanted, sent, b.c - sent, b.one - b.c)
+    else:
+        walls[CLIENT_CPU] = b.requests * b.c + b.io  # every request's client CPU on its one core, then the last reply
+    # queueing for both CPUs; between visits, the rest of a lone request's time (io, at least)
+    steady = closed_loop(int(b.in_flight), b.one - b.c - b.s, [(b.c, 1), (b.s, 1)])
+    # named after the smaller of its two asymptotes: the users' round trips, or the busier CPU
+    cpu = CLIENT_CPU if b.c >= b.s else SERVER_CPU
+    loop = name if b.in_flight / b.one < 1 / max(b.c, b.s) else cpu
+    walls[loop] = max(walls.get(loop, 0.0), b.requests / steady)
+    # Client and server on the same cores: where the process may use one CPU, they take turns on
+    # it, and every request costs c + s of it (on two, each side has a core and this binds nowhere).
+    walls[MACHINE] = b.requests * (b.c + b.s) / cores + b.io
+    return walls
 
 
 def plan(
@@ -192,7 +226,7 @@ def plan(
     concurrency: list[int],
     io_ms: int,
     max_run_s: float,
-    threads: int = 40,
+    threads: int = THREADS_DEFAULT,
 ) -> pd.DataFrame:
     """Every run of the lesson and its expected length; `run` is false for runs longer than `max_run_s`,
     except at the smallest count, so that every client is measured at least once."""
@@ -207,7 +241,10 @@ def plan(
             for k in [1] if client == "loop" else concurrency:
                 for n in counts:
                     check_run(client, pattern, n, k, io_ms)
-                    wall_s = n / predict_client(client, n, k, io_ms, slots(pattern, threads)).rps
+                    expected = predict_client(
+                        client, requests=n, concurrency=k, io_ms=io_ms, server_slots=slots(pattern, threads)
+                    )
+                    wall_s = n / expected.rps
                     rows.append(
                         {
                             "pattern": pattern,

@@ -31,8 +31,11 @@ WHERE = {
 }
 
 
-def usable(pattern: str, workers: int = 1, procs: int = 0, cores: int | None = None) -> int:
-    """Cores `pattern` can keep busy at once: one per worker (its GIL), or the process pool's, up to the machine's."""
+def usable(pattern: str, workers: int = 1, procs: int = 0, cores: float | None = None) -> float:
+    """Cores `pattern` can keep busy at once: one per worker (its GIL), or the process pool's, up to the machine's.
+
+    The machine's may be a fraction (a cgroup quota of 1.5 CPUs), and so may the result.
+    """
     cores = cores or cpus.cores()
     if pattern == "processpool" and procs > 0:
         return min(workers * procs, cores)
@@ -157,12 +160,12 @@ def around(workers: list[int], cores: int) -> tuple[int, int | None]:
 def predict_workers(pattern: str, workers: list[int], workloads: dict[str, dict]) -> pd.DataFrame:
     """The model's req/s and bottleneck for `pattern` at each worker count, on each named workload.
 
-    A workload is model.predict's keywords, `users` included, e.g. {"users": 20, "cpu_n": 25}.
+    A workload is model.predict_for's keywords, `users` included, e.g. {"users": 20, "cpu_n": 25}.
     """
     rows = []
     for w in workers:
         for name, load in workloads.items():
-            p = model.predict(pattern, workers=w, **load)
+            p = model.predict_for(pattern, workers=w, **load)
             rows.append((w, name, load["users"], p.rps, p.bottleneck))
     return pd.DataFrame(rows, columns=["workers", "workload", "users", "predicted_rps", "bottleneck"])
 

@@ -57,6 +57,7 @@ def measured(
     pool_cores: float,
     others_cores: float,
     rps: float,
+    *,
     generator_cores: float = math.nan,
     generators: int = 1,
     db_hold_ms: float = math.nan,

@@ -12,15 +12,18 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from functools import cache
+from typing import Any
 
 import pandas as pd
 
 from labserver.demo import cpus
+from labserver.demo.settings import Settings
 from labserver.demo.work import fib
 from labserver.theory.demand import Demand
+from labserver.theory.workload import Workload
 
 ASYNC = ("sequential", "gather", "processpool")
 GENERATOR = "CPU of the load generator (one core per Locust process)"
@@ -49,22 +52,19 @@ def cpu_ms(cpu_n: int, repeat: int = 3) -> float:
 
 
 def predict(
-    pattern: str,
-    users: int,
-    tasks: int = 1,
-    io_ms: float = 0.0,
-    cpu_n: int = 0,
-    threads: int = 40,
-    workers: int = 1,
-    procs: int | None = None,
-    cores: int | None = None,
+    workload: Workload,
+    settings: Settings | None = None,
+    *,
+    cores: float | None = None,
     cpu_ms_per_task: float | None = None,
     server_ms: float = 0.0,
     queueing: bool = False,
     demand: Demand | None = None,
 ) -> Prediction:
-    """Predicted throughput (req/s) and mean latency (ms) of `pattern` under `users` closed-loop users.
+    """Predicted throughput (req/s) and mean latency (ms) of `workload`'s closed-loop users on a server of `settings`.
 
+    `settings` None: the server's defaults, with a pool as large as the `cores` (default: the CPUs
+    this process may use, `cpus.cores()`), as a default server's pool has a process per core.
     CPU work is priced by `cpu_ms_per_task` if given, otherwise by timing fib(cpu_n) here.
     `server_ms` is the CPU the server itself spends on each request besides the pattern's work
     (uvicorn and FastAPI: parsing, routing, validation, the reply), as measured on this machine
@@ -79,67 +79,106 @@ def predict(
     included, bounds what the cores this process may use can serve.
     """
     cores = cores or cpus.cores()
-    procs = cores if procs is None else procs
-    measured = demand is not None and demand.known
-    if measured:
-        # The measured CPU per request holds every sub-task's fib and the server's own work.
-        cpu, overhead = (demand.pool_ms if pattern == "processpool" else 0.0) / 1000 / tasks, 0.0
-        worker_ms = demand.worker_ms / 1000  # s of CPU in the worker per request
-    else:
-        cpu = (cpu_ms(cpu_n) if cpu_ms_per_task is None else cpu_ms_per_task) / 1000  # s per sub-task
-        overhead = server_ms / 1000  # s of the server's own CPU per request
-    io = io_ms / 1000
-    service = (io + tasks * cpu) if pattern == "gather" else tasks * (io + cpu)  # one request alone, in s
-    if pattern in ("mixed", "wrapped"):
-        service += tasks * io  # seed 001's mixed endpoints: an awaited and a blocking io_ms per sub-task
-    service += overhead
-    if measured:
-        service += worker_ms  # the pool's CPU is in `cpu` already; the worker's is measured as a whole
+    settings = settings or Settings(procs=math.ceil(cores))
+    price = _price(workload, demand, cpu_ms_per_task, server_ms)
+    service = _service_s(workload, price)
     if service <= 0:
         return Prediction(math.nan, math.nan, "no work to model")
+    limits = _limits(workload, settings, cores, price, service)
+    bottleneck = min(limits, key=limits.__getitem__)
+    rps = limits[bottleneck]
+    if queueing and price.in_worker_s > 0:
+        # a worker that gets a share of its core takes that much longer over its CPU per request
+        slower = price.in_worker_s / kept(workload.pattern, settings.workers, cores, demand)
+        stations = [(slower, min(settings.workers, cores)), (price.generator_s, price.generators)]
+        # The generator's CPU is not part of the server's service time: it adds to each user's round trip.
+        rps = min(rps, closed_loop(workload.users, service - price.in_worker_s, stations))
+    return Prediction(rps=rps, latency_ms=workload.users / rps * 1000, bottleneck=bottleneck)
 
-    limits = {"users": users / service}
-    cpu_per_request = tasks * cpu
-    if pattern in ("threadpool", "wrapped", "offload"):
-        limits["threads"] = workers * threads / service
-    if pattern == "blocking":
-        limits["event loop"] = workers / service  # the loop is held for the whole request
-    if pattern == "mixed":
-        limits["event loop"] = workers / (tasks * (io + cpu))  # held for the blocking half only
-    if pattern == "processpool" and cpu_per_request > 0:
-        limits["cores"] = min(workers * procs, cores) / cpu_per_request
+
+@dataclass(frozen=True)
+class _Price:
+    """One request's CPU in seconds, as `predict` prices it: timed and given, or measured in the run."""
+
+    task_s: float  # a sub-task's CPU outside what the worker is measured to spend: fib's, or the pool's
+    own_s: float  # the server's own (uvicorn, FastAPI), where the worker's CPU is not measured
+    worker_s: float  # the worker's, all told, as measured (0: not measured)
+    in_worker_s: float  # what runs in the worker, under its GIL
+    generator_s: float = 0.0  # the load generator's, as measured (0: not measured)
+    generators: int = 1  # Locust processes, each on one core
+    machine_s: float = 0.0  # the whole machine's, as measured (0: not measured)
+    demand: Demand | None = None  # as given: how much of its core each worker kept (`kept`)
+
+
+def _price(workload: Workload, demand: Demand | None, cpu_ms_per_task: float | None, server_ms: float) -> _Price:
+    """What `predict` prices a request with: the run's measured demand where it is known, else fib's time here."""
+    w = workload
+    if demand is None or not demand.known:
+        task_s = (cpu_ms(w.cpu_n) if cpu_ms_per_task is None else cpu_ms_per_task) / 1000  # s per sub-task
+        own_s = server_ms / 1000  # s of the server's own CPU per request
+        in_worker = own_s + (0.0 if w.pattern == "processpool" else w.tasks * task_s)
+        return _Price(task_s, own_s, 0.0, in_worker, demand=demand)
+    # The measured CPU per request holds every sub-task's fib and the server's own work.
+    worker_s = demand.worker_ms / 1000  # s of CPU in the worker per request
+    generator_s = demand.generator_ms / 1000 if demand.generator_ms > 0 else 0.0
+    return _Price(
+        task_s=(demand.pool_ms if w.pattern == "processpool" else 0.0) / 1000 / w.tasks,
+        own_s=0.0,
+        worker_s=worker_s,  # the pool's CPU is in `task_s`; the worker's is measured as a whole
+        in_worker_s=worker_s,
+        generator_s=generator_s,
+        generators=demand.generators if generator_s else 1,
+        machine_s=demand.machine_ms / 1000 if demand.machine_ms > 0 else 0.0,
+        demand=demand,
+    )
+
+
+def _service_s(workload: Workload, price: _Price) -> float:
+    """How long one request alone takes, in s: its waits and its CPU."""
+    w, io = workload, workload.io_ms / 1000
+    service = (io + w.tasks * price.task_s) if w.pattern == "gather" else w.tasks * (io + price.task_s)
+    if w.pattern in ("mixed", "wrapped"):
+        service += w.tasks * io  # seed 001's mixed endpoints: an awaited and a blocking io_ms per sub-task
+    return service + price.own_s + price.worker_s
+
+
+def _limits(workload: Workload, settings: Settings, cores: float, price: _Price, service: float) -> dict[str, float]:
+    """Each bound on the throughput (req/s), by what sets it: the users, the server's slots, its CPU."""
+    w, s, io = workload, settings, workload.io_ms / 1000
+    limits = {"users": w.users / service}
+    cpu_per_request = w.tasks * price.task_s
+    if w.pattern in ("threadpool", "wrapped", "offload"):
+        limits["threads"] = s.workers * s.threads / service
+    if w.pattern == "blocking":
+        limits["event loop"] = s.workers / service  # the loop is held for the whole request
+    if w.pattern == "mixed":
+        limits["event loop"] = s.workers / (w.tasks * (io + price.task_s))  # held for the blocking half only
+    if w.pattern == "processpool" and cpu_per_request > 0:
+        limits["cores"] = min(s.workers * s.procs, cores) / cpu_per_request
     # CPU that runs in the worker, under its GIL (the pool computes outside it): one core per worker at most
-    in_worker = worker_ms if measured else overhead + (0.0 if pattern == "processpool" else cpu_per_request)
+    in_worker = price.in_worker_s
     if in_worker > 0:
-        gil = "GIL (one core per worker)" if workers < cores else "cores"
-        its_cores = min(workers, cores) * kept(pattern, workers, cores, demand)  # less what others took while it waited
+        gil = "GIL (one core per worker)" if s.workers < cores else "cores"
+        # less what others took while it waited
+        its_cores = min(s.workers, cores) * kept(w.pattern, s.workers, cores, price.demand)
         limits[gil] = min(limits.get(gil, math.inf), its_cores / in_worker)
-    if in_step(pattern, users, io, in_worker / tasks, workers * threads):
+    if in_step(w.pattern, w.users, io, in_worker / w.tasks, s.workers * s.threads):
         # The GIL shares one core among the computing threads in turns of the switch interval
         # (processor sharing), so requests that compute together finish together; the worker's
         # loop, itself waiting its turn, then answers them in one burst, and their users come back
         # together. The users move in step, and the core sits idle through every io wait they share.
-        limits[IN_STEP] = users / (tasks * io + users * in_worker / min(workers, cores))
-    generator = demand.generator_ms / 1000 if measured and demand.generator_ms > 0 else 0.0
-    if generator:
+        limits[IN_STEP] = w.users / (w.tasks * io + w.users * in_worker / min(s.workers, cores))
+    if price.generator_s:
         # The load generator is a station too: Locust runs all its users on one core per process,
         # so it sends at most processes / (its CPU per request), and near that its users queue for it.
-        limits[GENERATOR] = demand.generators / generator
-    if measured and demand.machine_ms > 0:
+        limits[GENERATOR] = price.generators / price.generator_s
+    if price.machine_s:
         # Every request also costs Locust, a database and the rest CPU, on the same cores.
-        limits[MACHINE] = cores / (demand.machine_ms / 1000)
-    bottleneck = min(limits, key=limits.get)
-    rps = limits[bottleneck]
-    if queueing and in_worker > 0:
-        # a worker that gets a share of its core takes that much longer over its CPU per request
-        slower = in_worker / kept(pattern, workers, cores, demand)
-        stations = [(slower, min(workers, cores)), (generator, demand.generators if generator else 1)]
-        # The generator's CPU is not part of the server's service time: it adds to each user's round trip.
-        rps = min(rps, closed_loop(users, service - in_worker, stations))
-    return Prediction(rps=rps, latency_ms=users / rps * 1000, bottleneck=bottleneck)
+        limits[MACHINE] = cores / price.machine_s
+    return limits
 
 
-def kept(pattern: str, workers: int, cores: int, demand: Demand | None) -> float:
+def kept(pattern: str, workers: int, cores: float, demand: Demand | None) -> float:
     """The share of its core a worker got to use: 1 less the time its loop was ready with no CPU free.
 
     One core per worker is the bound where each worker has a core to itself. On a machine shared
@@ -176,7 +215,7 @@ def in_step(pattern: str, users: int, io_s: float, compute_s: float, threads: in
     return pattern == "threadpool" and io_s > 0 and compute_s >= sys.getswitchinterval() and users <= threads
 
 
-Station = tuple[float, int]  # a CPU every request visits: (seconds of CPU per visit, cores that serve it)
+Station = tuple[float, float]  # a CPU every request visits: (seconds of CPU per visit, cores that serve it)
 
 
 def closed_loop(users: int, think_s: float, stations: Sequence[Station]) -> float:
@@ -206,12 +245,33 @@ def closed_loop(users: int, think_s: float, stations: Sequence[Station]) -> floa
     return rps
 
 
+SERVER = ("threads", "workers", "procs")  # what the model reads of a server's Settings
+
+
+def predict_for(pattern: str, **given) -> Prediction:
+    """`predict` from a short call's keywords, as a lesson's table or an article's setting writes them.
+
+    The workload's (`users`, `tasks`, `io_ms`, `cpu_n`), the server's (`threads`, `workers`,
+    `procs`; without `procs`, a pool as large as the cores, as `predict` takes it) and `predict`'s own.
+    """
+    names = {f.name for f in fields(Workload)}
+    workload = Workload.of({"pattern": pattern, **{k: v for k, v in given.items() if k in names}})
+    rest = {k: v for k, v in given.items() if k not in names and k not in SERVER}
+    return predict(workload, _settings(given, rest.get("cores")), **rest)
+
+
+def _settings(given: Mapping[str, Any], cores: float | None) -> Settings:
+    """The server's Settings named in `given` (a short call's keywords, a row on disk); the rest its defaults."""
+    server = {k: given[k] for k in SERVER if k in given}
+    return Settings(**{"procs": math.ceil(cores or cpus.cores()), **server})
+
+
 def predict_frame(patterns: list[str], users: list[int], **kw) -> pd.DataFrame:
-    """The prediction for every pattern × users, as a table to show before measuring."""
+    """The prediction for every pattern × users, as a table to show before measuring (`kw`: see `predict_for`)."""
     rows = []
     for pattern in patterns:
         for u in users:
-            p = predict(pattern, u, **kw)
+            p = predict_for(pattern, users=u, **kw)
             rows.append(
                 {
                     "pattern": pattern,
@@ -242,9 +302,8 @@ def server_cpu_ms(frame: pd.DataFrame) -> float:
 
 def with_little(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame`'s runs with `little_rps`: Little's law alone, users / S, the server's CPU left out."""
-    settings = frame[["pattern", "users", "tasks", "io_ms", "cpu_n", "threads", "workers", "procs"]]
     # cpu_ms_per_task=0: the endpoints this is for do no fib; the CPU is what Little's law leaves out
-    little = [predict(*row, cpu_ms_per_task=0.0).rps for row in settings.itertuples(index=False)]
+    little = [predict(*_run(row), cpu_ms_per_task=0.0).rps for row in frame.to_dict("records")]
     return frame.assign(little_rps=little)
 
 
@@ -255,8 +314,7 @@ def with_server_cpu(frame: pd.DataFrame, server_ms: float) -> pd.DataFrame:
     and `ratio` then hold the new one.
     """
     out = frame.copy()
-    settings = frame[["pattern", "users", "tasks", "io_ms", "cpu_n", "threads", "workers", "procs"]]
-    new = [predict(*row, server_ms=server_ms, queueing=True) for row in settings.itertuples(index=False)]
+    new = [predict(*_run(row), server_ms=server_ms, queueing=True) for row in frame.to_dict("records")]
     out["little_rps"] = frame["predicted_rps"]
     out["predicted_rps"] = [p.rps for p in new]
     out["predicted_ms"] = [p.latency_ms for p in new]
@@ -268,12 +326,17 @@ def with_server_cpu(frame: pd.DataFrame, server_ms: float) -> pd.DataFrame:
 def predict_against(patterns: list[str], rps: dict[str, float], users: int, **kw) -> pd.DataFrame:
     """The model's prediction for `users` beside req/s measured elsewhere (an article's table), and their ratio.
 
-    `rps` maps each pattern to its measured req/s; `kw` is the rest of that setting, as `predict` takes it.
+    `rps` maps each pattern to its measured req/s; `kw` is the rest of that setting, as `predict_for` takes it.
     """
     out = predict_frame(patterns, [users], **kw)
     out["rps"] = out["pattern"].map(rps)
     out["ratio"] = out["rps"] / out["predicted_rps"]
     return out
+
+
+def _run(row: Mapping[str, Any]) -> tuple[Workload, Settings]:
+    """The workload a run's row records, and its server's settings."""
+    return Workload.of(row), _settings(row, None)
 
 
 def furthest(ratios: pd.Series, target: float = 1.0) -> float:

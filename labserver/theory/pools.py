@@ -21,6 +21,7 @@ import pandas as pd
 from labserver.checks import choice
 from labserver.demo import cpus
 from labserver.demo.routes import SHOP as ENDPOINTS
+from labserver.demo.settings import DB_POOL_DEFAULT, THREADS_DEFAULT
 from labserver.theory.model import Prediction, cpu_ms, loop_kept
 
 QUERIES = {"select": 1, "simulation": 2}  # connections one request holds at once
@@ -42,8 +43,8 @@ def limits(
     endpoint: str,
     users: int,
     service_ms: float,
-    threads: int = 40,
-    db_pool: int = 20,
+    threads: int = THREADS_DEFAULT,
+    db_pool: int = DB_POOL_DEFAULT,
     workers: int = 1,
     cpu_ms_per_request: float = 0.0,
     cores: float | None = None,
@@ -88,9 +89,9 @@ def predict(endpoint: str, users: int, service_ms: float, hold_ms: float = math.
     busy because the core is; the core is still what bounds the run.
     """
     bounds = limits(endpoint, users, service_ms, **settings)
-    if min(bounds, key=bounds.get) == POOL and math.isfinite(hold_ms):
+    if min(bounds, key=bounds.__getitem__) == POOL and math.isfinite(hold_ms):
         bounds[POOL] = limits(endpoint, users, service_ms, hold_ms=hold_ms, **settings)[POOL]
-    bottleneck = min(bounds, key=bounds.get)
+    bottleneck = min(bounds, key=bounds.__getitem__)
     rps = bounds[bottleneck]
     return Prediction(rps=rps, latency_ms=users / rps * 1000, bottleneck=bottleneck)
 

@@ -1,11 +1,15 @@
 """The live view's frames: PNG bytes drawn without a display, one Figure per cell, each frame replacing the last."""
 
+import io
 import math
 import sys
 import types
 from dataclasses import replace
 
+import numpy as np
+import PIL.Image
 import pytest
+from matplotlib.text import Text
 
 from labserver.charts import live
 from labserver.harness.feed import RunSoFar, Snapshot
@@ -38,6 +42,59 @@ def test_a_frame_drawn_on_the_kept_background_equals_a_whole_drawing():
     assert frame != live.png(snapshots[0])
 
 
+def test_an_invalid_run_is_marked_in_a_frame_drawn_on_the_kept_background():
+    chart = live.Chart()
+    live.png(Snapshot(runs(), 2, 3, 1.5, 5), chart=chart)
+    bad = (replace(runs()[0], valid=False), *runs()[1:])
+    frame = live.png(Snapshot(bad, 2, 3, 2.5, 5), chart=chart)
+    assert frame == live.png(Snapshot(bad, 2, 3, 2.5, 5))  # as a fresh Chart draws it
+    assert frame != live.png(Snapshot(runs(), 2, 3, 2.5, 5))
+
+
+def test_a_frame_is_the_canvas_s_pixels():
+    chart = live.Chart()
+    frame = live.png(Snapshot(runs(), 2, 3, 1.5, 5), chart=chart)
+    image = PIL.Image.open(io.BytesIO(frame))
+    assert image.mode == "RGBA" and image.size == chart.canvas.get_width_height()
+    assert np.array_equal(np.asarray(image), np.asarray(chart.canvas.buffer_rgba()))
+
+
+def test_a_frame_within_a_run_draws_no_text(monkeypatch):
+    chart = live.Chart()
+    live.png(Snapshot(runs(), 2, 3, 0.5, 5), chart=chart)  # the run's first frame: everything, text too
+    drawn = []
+    draw = Text.draw
+    monkeypatch.setattr(Text, "draw", lambda self, renderer: drawn.append(self.get_text()) or draw(self, renderer))
+    for i in range(1, 5):
+        done = (*runs()[:-1], replace(runs()[-1], rps=300.0 + i, p95_ms=150.0, requests=100 * i))
+        live.png(Snapshot(done, 2, 3, i, 5), chart=chart)
+    assert drawn == []
+    live.png(Snapshot(runs(4), 3, 4, 0.0, 5), chart=chart)  # the next run: its caption, its x tick
+    assert "run 4 of 4: threadpool, 80 users, 5 s" in drawn
+
+
+def test_within_a_run_the_axes_only_grow_and_the_last_frame_fits_the_runs(monkeypatch):
+    chart = live.Chart()
+    drawings = []
+    draw = chart.canvas.draw
+    monkeypatch.setattr(chart.canvas, "draw", lambda: drawings.append(chart.layout) or draw())
+    current = RunSoFar("sequential", 400, math.nan, math.nan, 4000.0, 105.0)
+
+    def frames(*estimates: float) -> None:
+        for rps in estimates:
+            live.png(Snapshot((replace(current, rps=rps, p95_ms=110.0),), 0, 1, 1, 5), chart=chart)
+
+    frames(math.nan, 6100.0, 3900.0)  # the first estimate overshoots, for one frame
+    assert len(drawings) == 1 and chart.axes[0].get_ylim()[1] == 5000
+    frames(7000.0, 7100.0)  # a bar that outgrew its axis two frames in a row grows it
+    assert len(drawings) == 2 and chart.axes[0].get_ylim()[1] == 8000
+    frames(3950.0)  # and the axis never shrinks while the run measures
+    assert len(drawings) == 2 and chart.axes[0].get_ylim()[1] == 8000
+    done = replace(current, rps=3900.0, p95_ms=110.0, final=True)
+    live.png(Snapshot((done,), 0, 1, 5, 5, done=True), chart=chart)
+    assert chart.axes[0].get_ylim()[1] == 5000  # as a fresh chart of the saved run draws it
+
+
 def test_frames_do_not_pile_up_artists():
     chart = live.Chart()
     for i in range(30):
@@ -47,9 +104,8 @@ def test_frames_do_not_pile_up_artists():
 
 
 def test_the_caption_says_where_the_plan_is():
-    assert live.caption(Snapshot(runs(), 2, 3, 1.5, 5)) == (
-        "run 3 of 3: threadpool, 80 users: 2 of 5 s, 0 replies counted"
-    )
+    assert live.caption(Snapshot(runs(), 2, 3, 1.5, 5)) == "run 3 of 3: threadpool, 80 users, 5 s"
+    assert live.caption(Snapshot(runs(), 2, 3, 4.5, 5)) == live.caption(Snapshot(runs(), 2, 3, 1.5, 5))
     assert "Locust is starting" in live.caption(Snapshot(runs(1), 0, 4, 0.0, 5, started=False))
     assert live.caption(Snapshot(runs(), 2, 3, 5, 5, done=True), before=2).startswith("5 runs measured")
 

@@ -14,6 +14,7 @@ from labserver.harness.procs import free_port
 from labserver.theory import clients
 from labserver.theory.clients import CLIENT_CPU, Cost, check_run, pick, plan, predict_client, slots, speedups
 from labserver.theory.model import MACHINE
+from labserver.theory.workload import Workload
 
 
 class _Ok(BaseHTTPRequestHandler):
@@ -94,67 +95,87 @@ def test_every_strategy_names_its_library():
 
 
 def test_a_loop_takes_n_times_io():
-    p = predict_client("loop", 100, 50, io_ms=50)
+    p = predict_client("loop", requests=100, concurrency=50, io_ms=50)
     assert p.rps == pytest.approx(20.0) and p.bottleneck == "one request at a time"
 
 
 def test_k_in_flight_take_ceil_n_over_k_waves():
-    assert predict_client("threadpool", 100, 10, io_ms=50).rps == pytest.approx(200.0)
-    assert predict_client("aiohttp", 100, 30, io_ms=50).rps == pytest.approx(100 / (4 * 0.05))  # 30+30+30+10
-    assert predict_client("aiohttp", 10, 100, io_ms=50).rps == pytest.approx(200.0)  # never more than n in flight
+    assert predict_client("threadpool", requests=100, concurrency=10, io_ms=50).rps == pytest.approx(200.0)
+    assert predict_client("aiohttp", requests=100, concurrency=30, io_ms=50).rps == pytest.approx(
+        100 / (4 * 0.05)
+    )  # 30+30+30+10
+    assert predict_client("aiohttp", requests=10, concurrency=100, io_ms=50).rps == pytest.approx(
+        200.0
+    )  # never more than n in flight
 
 
 def test_the_server_caps_what_is_in_flight():
-    p = predict_client("aiohttp", 1000, 100, io_ms=50, server_slots=slots("threadpool", threads=40))
+    p = predict_client(
+        "aiohttp", requests=1000, concurrency=100, io_ms=50, server_slots=slots("threadpool", threads=40)
+    )
     assert p.rps == pytest.approx(1000 / (25 * 0.05)) and p.bottleneck.startswith("server threads")
     assert slots("sequential") == math.inf and slots("threadpool", 40, 2) == 80
 
 
 def test_the_client_cpu_caps_the_rate_and_the_cpus_lengthen_a_wave():
     cost = Cost(client_ms=2.5, server_ms=0.5)  # as measured in the run
-    busy = predict_client("threadpool", 1000, 100, 50, cost=cost)
+    busy = predict_client("threadpool", requests=1000, concurrency=100, io_ms=50, cost=cost)
     assert busy.rps == pytest.approx(1000 / (1000 * 0.0025 + 0.05), rel=0.01) and busy.bottleneck == CLIENT_CPU
-    calm = predict_client("threadpool", 100, 10, 50, cost=cost)
+    calm = predict_client("threadpool", requests=100, concurrency=10, io_ms=50, cost=cost)
     # waves of io + c + s, after the ten threads got their first requests out 2.5 ms apart
     assert calm.rps == pytest.approx(100 / (10 * 0.053 + 9 * 0.0025))
     assert calm.bottleneck == "client concurrency (10)"
-    assert predict_client("loop", 100, 1, 50, cost=cost).rps == pytest.approx(1 / 0.053)
+    assert predict_client("loop", requests=100, concurrency=1, io_ms=50, cost=cost).rps == pytest.approx(1 / 0.053)
 
 
 def test_a_burst_is_no_faster_than_its_client_cpu_plus_one_wait():
     # 100 at once: one wave of 50 ms by the concurrency model, but 100 × 0.3 ms of CPU come first
-    p = predict_client("aiohttp", 100, 100, 50, cost=Cost(client_ms=0.3, server_ms=0.1))
+    p = predict_client("aiohttp", requests=100, concurrency=100, io_ms=50, cost=Cost(client_ms=0.3, server_ms=0.1))
     assert p.rps == pytest.approx(100 / (100 * 0.0003 + 0.05)) and p.bottleneck == CLIENT_CPU
-    pure = predict_client("aiohttp", 100, 100, 50)
+    pure = predict_client("aiohttp", requests=100, concurrency=100, io_ms=50)
     assert pure.rps == pytest.approx(100 / 0.05)
 
 
 def test_a_burst_gets_through_at_the_slower_sides_pace_and_every_wave_inherits_the_spread():
     # 100 at once to 40 threads: 3 waves of 50 + 0.5 + 0.6 ms, after the loop read 99 more requests at 0.6 ms
-    p = predict_client("aiohttp", 100, 100, 50, server_slots=40, cost=Cost(client_ms=0.5, server_ms=0.6))
+    p = predict_client(
+        "aiohttp", requests=100, concurrency=100, io_ms=50, server_slots=40, cost=Cost(client_ms=0.5, server_ms=0.6)
+    )
     assert p.rps == pytest.approx(100 / (3 * 0.0511 + 99 * 0.0006)) and p.bottleneck == "server threads (40)"
     # the client the slower side (c > s): the burst gets through at its pace, and the waves inherit that
-    sender = predict_client("aiohttp", 100, 100, 50, server_slots=40, cost=Cost(client_ms=0.31, server_ms=0.3))
+    sender = predict_client(
+        "aiohttp", requests=100, concurrency=100, io_ms=50, server_slots=40, cost=Cost(client_ms=0.31, server_ms=0.3)
+    )
     assert (
         sender.rps == pytest.approx(100 / (3 * 0.05061 + 99 * 0.00031)) and sender.bottleneck == "server threads (40)"
     )
     # so slow that a thread frees before the 40 fill (40 × 1.5 ms > 52.4 ms): no waves, each served as it
     # arrives, and the client's CPU bounds it
-    slow = predict_client("threadpool", 100, 100, 50, server_slots=40, cost=Cost(client_ms=1.5, server_ms=0.9))
+    slow = predict_client(
+        "threadpool", requests=100, concurrency=100, io_ms=50, server_slots=40, cost=Cost(client_ms=1.5, server_ms=0.9)
+    )
     assert slow.rps == pytest.approx(100 / (100 * 0.0015 + 0.05)) and slow.bottleneck == CLIENT_CPU
     # one request in flight: nothing arrives at once, nothing to spread
-    assert predict_client("loop", 10, 1, 50, cost=Cost(0.5, 0.6)).rps == pytest.approx(1 / 0.0511)
+    assert predict_client("loop", requests=10, concurrency=1, io_ms=50, cost=Cost(0.5, 0.6)).rps == pytest.approx(
+        1 / 0.0511
+    )
 
 
 def test_a_requests_pool_spreads_only_its_last_wave_and_meets_its_cpu_bound_without_a_jump():
     # 100 threads against 40: the 100th request is the third wave's, 19 places in, its threads c apart
-    calm = predict_client("threadpool", 100, 100, 50, server_slots=40, cost=Cost(client_ms=1.0, server_ms=0.5))
+    calm = predict_client(
+        "threadpool", requests=100, concurrency=100, io_ms=50, server_slots=40, cost=Cost(client_ms=1.0, server_ms=0.5)
+    )
     assert calm.rps == pytest.approx(100 / (3 * 0.0515 + 19 * 0.001))
     # either side of the edge where the 40 slots fill just as the first request ends (40 c = S):
     # waves on one side, the client's CPU on the other, and no more between them than the server's s
     edge = (50 + 0.6) / 39  # c where 40 c = 50 + c + 0.6
-    below = predict_client("threadpool", 100, 100, 50, server_slots=40, cost=Cost(edge - 1e-6, server_ms=0.6))
-    above = predict_client("threadpool", 100, 100, 50, server_slots=40, cost=Cost(edge + 1e-6, server_ms=0.6))
+    below = predict_client(
+        "threadpool", requests=100, concurrency=100, io_ms=50, server_slots=40, cost=Cost(edge - 1e-6, server_ms=0.6)
+    )
+    above = predict_client(
+        "threadpool", requests=100, concurrency=100, io_ms=50, server_slots=40, cost=Cost(edge + 1e-6, server_ms=0.6)
+    )
     assert below.bottleneck.startswith("server threads") and above.bottleneck == CLIENT_CPU
     assert 100 / below.rps - 100 / above.rps == pytest.approx(0.0006, abs=0.0001)  # was 2.5 S: 0.13 s
 
@@ -182,46 +203,50 @@ def test_one_core_that_sends_and_reads_every_request():
 
 def test_a_requests_burst_is_priced_with_its_send_share():
     split = Cost(client_ms=0.8, server_ms=0.3, alone_ms=52.0, send_share=0.7)
-    p = predict_client("threadpool", 100, 100, 50, cost=split)
+    p = predict_client("threadpool", requests=100, concurrency=100, io_ms=50, cost=split)
     one = 0.052
     assert p.bottleneck == CLIENT_CPU
     assert 100 / p.rps == pytest.approx(clients.client_core_s(100, 100, 0.00056, 0.00024, one - 0.0008))
     # not split (aiohttp, or an older run): all its CPU, then one wait, as before
     whole_cost = Cost(client_ms=0.8, server_ms=0.3, alone_ms=52.0)
-    assert predict_client("threadpool", 100, 100, 50, cost=whole_cost).rps == pytest.approx(100 / (0.08 + 0.05))
-    assert p.rps > predict_client("threadpool", 100, 100, 50, cost=whole_cost).rps
+    assert predict_client("threadpool", requests=100, concurrency=100, io_ms=50, cost=whole_cost).rps == pytest.approx(
+        100 / (0.08 + 0.05)
+    )
+    assert p.rps > predict_client("threadpool", requests=100, concurrency=100, io_ms=50, cost=whole_cost).rps
 
 
 def test_a_lone_requests_latency_is_the_floor_of_a_wave():
     # c + s under load 0.5 ms, but a lone request took 52 ms at io 50: every wave takes 52 ms at least
     cost = Cost(client_ms=0.2, server_ms=0.3)
-    floor = predict_client("aiohttp", 100, 10, 50, cost=Cost(0.2, 0.3, alone_ms=52.0))
+    floor = predict_client("aiohttp", requests=100, concurrency=10, io_ms=50, cost=Cost(0.2, 0.3, alone_ms=52.0))
     assert floor.rps == pytest.approx(100 / (10 * 0.052 + 9 * 0.0003))
-    assert floor.bottleneck == predict_client("aiohttp", 100, 10, 50, cost=cost).bottleneck
+    assert floor.bottleneck == predict_client("aiohttp", requests=100, concurrency=10, io_ms=50, cost=cost).bottleneck
     # never below io + c + s: a lone figure shorter than that (a faster moment) changes nothing
-    assert predict_client("aiohttp", 100, 10, 50, cost=Cost(0.2, 0.3, alone_ms=50.1)) == predict_client(
-        "aiohttp", 100, 10, 50, cost=cost
-    )
+    assert predict_client(
+        "aiohttp", requests=100, concurrency=10, io_ms=50, cost=Cost(0.2, 0.3, alone_ms=50.1)
+    ) == predict_client("aiohttp", requests=100, concurrency=10, io_ms=50, cost=cost)
     # the pure concurrency model has no lone figure to take
-    assert predict_client("aiohttp", 100, 10, 50).rps == pytest.approx(200.0)
+    assert predict_client("aiohttp", requests=100, concurrency=10, io_ms=50).rps == pytest.approx(200.0)
 
 
 def test_on_one_usable_cpu_client_and_server_take_turns_on_it():
     cost = Cost(client_ms=1.1, server_ms=0.5)
-    one = predict_client("threadpool", 1000, 100, 50, cost=cost, cores=1)
+    one = predict_client("threadpool", requests=1000, concurrency=100, io_ms=50, cost=cost, cores=1)
     assert one.rps == pytest.approx(1000 / (1000 * 0.0016 + 0.05)) and one.bottleneck == MACHINE
     # on two, each side has a core: the client's own CPU binds first, as before
-    two = predict_client("threadpool", 1000, 100, 50, cost=cost, cores=2)
+    two = predict_client("threadpool", requests=1000, concurrency=100, io_ms=50, cost=cost, cores=2)
     assert two.bottleneck == CLIENT_CPU and two.rps == pytest.approx(1000 / (1000 * 0.0011 + 0.05))
 
 
 def test_an_unmeasured_cost_falls_back_to_the_concurrency_model():
     unknown = Cost(client_ms=math.nan, server_ms=1.0)
-    assert predict_client("aiohttp", 100, 10, 50, cost=unknown) == predict_client("aiohttp", 100, 10, 50)
+    assert predict_client("aiohttp", requests=100, concurrency=10, io_ms=50, cost=unknown) == predict_client(
+        "aiohttp", requests=100, concurrency=10, io_ms=50
+    )
 
 
 def test_no_wait_is_not_modelled():
-    assert math.isnan(predict_client("loop", 10, 1, io_ms=0).rps)
+    assert math.isnan(predict_client("loop", requests=10, concurrency=1, io_ms=0).rps)
 
 
 def test_check_run_says_what_to_change():
@@ -369,7 +394,7 @@ def test_a_run_against_a_server_never_started_says_so():
 
     server = LabServer()
     with pytest.raises(ServerError, match="not running"):
-        run_client(server, "loop", "sequential", 5, 1, 10)
+        run_client(server, "loop", Workload("sequential", 1, io_ms=10), requests=5)
 
 
 @pytest.mark.slow
@@ -394,7 +419,9 @@ def test_an_interrupted_run_is_saved_as_such_and_its_client_is_stopped():
         watcher.start()
         try:
             with pytest.raises(KeyboardInterrupt):
-                result = run_client(server, "loop", "sequential", 100, 1, 50, lesson="test_interrupt")
+                result = run_client(
+                    server, "loop", Workload("sequential", 1, io_ms=50), requests=100, lesson="test_interrupt"
+                )
                 pytest.fail(f"the run ended before the interrupt: {result.row['status']}, {result.row['problems']}")
         finally:
             stop.set()
@@ -411,7 +438,9 @@ def test_a_client_run_carries_its_batch_and_commit(monkeypatch):
     monkeypatch.setenv("LAB_BATCH_ID", "b-1")
     params = dict(pattern="sequential", client="loop", library="requests", users=1, requests=2, io_ms=50)
     p = Prediction(10.0, 100.0, "one request at a time")
-    row = client_runs._row("r", params, {"wall_s": 0.2, "rps": 10.0}, "ok", 0.01, math.inf, p, "now")
+    row = client_runs._row(
+        "r", params, {"wall_s": 0.2, "rps": 10.0}, status="ok", server_s=0.01, slots=math.inf, bound=p, started_at="now"
+    )
     assert row["batch"] == "b-1" and "git_commit" in row
 
 
@@ -422,9 +451,18 @@ def test_a_client_run_notes_the_cpu_its_host_took_but_stays_valid():
     params = dict(pattern="sequential", client="loop", library="requests", users=1, requests=2, io_ms=50)
     p = Prediction(10.0, 100.0, "one request at a time")
     report = {"wall_s": 0.2, "rps": 10.0, "stolen_cpu": 0.4}
-    row = client_runs._row("r", params, report, "ok", 0.01, math.inf, p, "now")
+    row = client_runs._row("r", params, report, status="ok", server_s=0.01, slots=math.inf, bound=p, started_at="now")
     assert row["stolen_cpu"] == 0.4 and "the host took 0.40 of a core" in row["notes"] and row["valid"]
-    quiet = client_runs._row("r", params, {**report, "stolen_cpu": 0.0}, "ok", 0.01, math.inf, p, "now")
+    quiet = client_runs._row(
+        "r",
+        params,
+        {**report, "stolen_cpu": 0.0},
+        status="ok",
+        server_s=0.01,
+        slots=math.inf,
+        bound=p,
+        started_at="now",
+    )
     assert quiet["notes"] == ""
 
 
@@ -433,16 +471,24 @@ def test_a_client_run_is_priced_with_the_cpu_it_measured():
 
     params = dict(pattern="sequential", client="aiohttp", library="aiohttp", users=10, requests=100, io_ms=50)
     report = {"wall_s": 0.6, "rps": 100 / 0.6, "cpu_s": 0.05, "client_cpu": 0.08}  # 0.5 ms of client CPU each
-    pure = predict_client("aiohttp", 100, 10, 50)
-    row = client_runs._row("r", params, report, "ok", 0.1, math.inf, pure, "now")  # 1 ms of server CPU each
-    priced = predict_client("aiohttp", 100, 10, 50, cost=Cost(client_ms=0.5, server_ms=1.0))
+    pure = predict_client("aiohttp", requests=100, concurrency=10, io_ms=50)
+    row = client_runs._row(
+        "r", params, report, status="ok", server_s=0.1, slots=math.inf, bound=pure, started_at="now"
+    )  # 1 ms of server CPU each
+    priced = predict_client("aiohttp", requests=100, concurrency=10, io_ms=50, cost=Cost(client_ms=0.5, server_ms=1.0))
     assert row["predicted_rps"] == pytest.approx(priced.rps) and row["priced_by"] == "measured demand"
     assert row["concurrency_rps"] == pytest.approx(pure.rps) and row["predicted_rps"] < pure.rps
     # a lone request's latency measured before the run is the floor of its waves, and is kept in the row
-    row = client_runs._row("r", params, report, "ok", 0.1, math.inf, pure, "now", 53.0)
-    floored = predict_client("aiohttp", 100, 10, 50, cost=Cost(client_ms=0.5, server_ms=1.0, alone_ms=53.0))
+    row = client_runs._row(
+        "r", params, report, status="ok", server_s=0.1, slots=math.inf, bound=pure, started_at="now", alone_ms=53.0
+    )
+    floored = predict_client(
+        "aiohttp", requests=100, concurrency=10, io_ms=50, cost=Cost(client_ms=0.5, server_ms=1.0, alone_ms=53.0)
+    )
     assert row["predicted_rps"] == pytest.approx(floored.rps) and floored.rps < priced.rps and row["alone_ms"] == 53.0
-    failed = client_runs._row("r", params, {}, "client failed", 0.0, math.inf, pure, "now")
+    failed = client_runs._row(
+        "r", params, {}, status="client failed", server_s=0.0, slots=math.inf, bound=pure, started_at="now"
+    )
     assert failed["predicted_rps"] == pytest.approx(pure.rps) and failed["priced_by"] == "concurrency alone"
 
 

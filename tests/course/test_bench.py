@@ -6,17 +6,10 @@ import math
 import pandas as pd
 import pytest
 
-from labserver.course.bench import (
-    _plain,
-    first_request_delay,
-    lesson_walls,
-    locust_rps,
-    measuring_s,
-    spread,
-    table,
-    targets,
-    windows,
-)
+from labserver.course.bench.batch import lesson_walls, measuring_s, windows
+from labserver.course.bench.measure import first_request_delay, locust_rps
+from labserver.course.bench.repeatability import spread
+from labserver.course.bench.report import plain, table, targets
 from labserver.harness.records import Record
 
 
@@ -93,7 +86,7 @@ def test_table_lists_every_run_and_every_target():
 
 
 def test_report_is_strict_json():
-    report = _plain({"a": [1.0, float("nan")], "b": {"c": float("nan")}, "d": (2, 3)})
+    report = plain({"a": [1.0, float("nan")], "b": {"c": float("nan")}, "d": (2, 3)})
     assert report == {"a": [1.0, None], "b": {"c": None}, "d": [2, 3]}
     json.loads(json.dumps(report, allow_nan=False))
 
@@ -107,7 +100,7 @@ def test_locust_rps_reads_its_json_file(tmp_path):
 
 def test_numpy_scalars_become_plain_numbers():
     frame = pd.DataFrame({"users": [50], "ok": [True], "rps": [float("nan")]})
-    row = _plain(frame.assign(ok=frame["ok"].astype(bool)).to_dict("records")[0])
+    row = plain(frame.assign(ok=frame["ok"].astype(bool)).to_dict("records")[0])
     assert json.loads(json.dumps(row, allow_nan=False)) == {"users": 50, "ok": True, "rps": None}
 
 

@@ -1,6 +1,8 @@
 """The bench's telemetry part: both ratios in the report's table, and the part can be skipped."""
 
 from labserver.course import bench
+from labserver.course.bench import telemetry
+from labserver.course.bench.report import table
 
 REPORT = {
     "telemetry": {
@@ -14,7 +16,7 @@ REPORT = {
 
 
 def test_the_table_prints_the_ratios_with_telemetry_on_and_off():
-    lines = bench.table(REPORT).splitlines()
+    lines = table(REPORT).splitlines()
     assert any(line.startswith("telemetry on ") and "0.991 0.987" in line for line in lines)
     assert any(line.startswith("telemetry off") and "0.995 0.981" in line for line in lines)
     assert any("largest difference" in line and "+0.006" in line for line in lines)
@@ -22,4 +24,4 @@ def test_the_table_prints_the_ratios_with_telemetry_on_and_off():
 
 def test_telemetry_is_a_part_of_the_bench():
     assert "telemetry" in bench.PARTS
-    assert bench.TELEMETRY_PLAN  # a plan to measure it with
+    assert telemetry.PLAN  # a plan to measure it with

@@ -128,6 +128,16 @@ def test_lessons_from_several_machines_get_a_machine_column(tmp_path):
     assert "8 CPUs (2 usable)" in index
 
 
+def test_a_lesson_cut_short_has_no_end_and_the_index_dates_the_others(tmp_path):
+    ran = tmp_path / "executed"
+    ran.mkdir()
+    (ran / "00_a.ipynb").write_text(json.dumps(notebook("00 · A")))
+    (ran / "01_b.ipynb").write_text(json.dumps(notebook("01 · B", start="2026-11-24T01:00:00+00:00", end=None)))
+    found = executed.lessons(ran, [], notebooks=tmp_path)
+    assert found[1].when() == "date unknown"
+    assert "**When:** 2026-11-23 23:00 to 2026-11-23 23:01 UTC." in site.index(found)
+
+
 def test_the_note_sits_under_the_title_and_latex_forms_are_dropped(batch):
     source = {"text/html": "<pre>code</pre>", "text/latex": "\\begin{Verbatim}", "text/plain": "code"}
     latex_only = {"text/latex": "$x^2$"}

@@ -7,6 +7,7 @@ from labserver.course import sizing
 from labserver.demo.settings import WORKERS_MAX, Settings
 from labserver.theory import cores as core_model
 from labserver.theory.model import predict
+from labserver.theory.workload import Workload
 
 CORE_COUNTS = [1, 2, 4, 8, 16, 64]
 FIB_MS = 15.0  # fib(25) on a laptop core: the price only sets where the bounds cross, not which binds
@@ -31,9 +32,9 @@ def test_users_grow_with_the_cores(cores):
 def test_lesson_03_pool_can_keep_every_core_busy(cores, io_ms):
     """Claims: the pool keeps ≥ 0.85 of its usable cores busy; pool / one-core patterns ≈ the core count."""
     users = sizing.cpu_users(0, cores)
-    kw = dict(io_ms=io_ms, cpu_ms_per_task=FIB_MS, cores=cores)
-    pool = predict("processpool", users, procs=cores, **kw)
-    one_core = predict("sequential", users, **kw)
+    kw = dict(cpu_ms_per_task=FIB_MS, cores=cores)
+    pool = predict(Workload("processpool", users, io_ms=io_ms), Settings(procs=cores), **kw)
+    one_core = predict(Workload("sequential", users, io_ms=io_ms), **kw)
     usable = core_model.usable("processpool", workers=1, procs=cores, cores=cores)
     assert pool.rps * FIB_MS / 1000 / usable >= 0.95  # share of its cores the pool keeps busy
     assert pool.rps / one_core.rps == pytest.approx(cores, rel=0.05)
@@ -42,7 +43,9 @@ def test_lesson_03_pool_can_keep_every_core_busy(cores, io_ms):
 @pytest.mark.parametrize("cores", [16, 64])
 def test_lesson_03_at_two_core_size_could_not_show_it(cores):
     """Why the sizing exists: 20 users with 50 ms of I/O leave a big machine's pool mostly idle."""
-    pool = predict("processpool", 20, io_ms=LESSON_03_IO_MS, cpu_ms_per_task=FIB_MS, procs=cores, cores=cores)
+    pool = predict(
+        Workload("processpool", 20, io_ms=LESSON_03_IO_MS), Settings(procs=cores), cpu_ms_per_task=FIB_MS, cores=cores
+    )
     assert pool.rps * FIB_MS / 1000 / cores < 0.85
 
 
@@ -56,7 +59,8 @@ def test_lesson_04_compares_one_worker_the_cores_and_one_past(cores):
     assert workers[0] == 1 and workers[-1] == min(cores + 1, WORKERS_MAX)
     assert len(workers) <= 3  # the run stays as short on 64 cores as on 2
     users = sizing.cpu_users(0, cores)
-    rps = {w: predict("sequential", users, cpu_ms_per_task=FIB_MS, workers=w, cores=cores).rps for w in workers}
+    one_core = Workload("sequential", users)
+    rps = {w: predict(one_core, Settings(workers=w), cpu_ms_per_task=FIB_MS, cores=cores).rps for w in workers}
     assert rps[cores] / rps[1] == pytest.approx(cores, rel=0.05)  # every worker has a core's work
     if cores + 1 in rps:
         assert rps[cores + 1] == pytest.approx(rps[cores], rel=0.05)  # and one more has none

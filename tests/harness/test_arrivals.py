@@ -62,7 +62,7 @@ def test_a_closed_loops_records_are_not_an_open_loops():
 def test_a_run_with_a_rate_needs_no_users():
     server = SimpleNamespace(url="http://127.0.0.1:1")
     stage = Stage.from_run({"pattern": "threadpool", "rate": 50.0, "io_ms": 100}, 5, server=server)
-    assert stage.users == 1 and stage.rate == 50.0 and stage.locust()["rate"] == 50.0
+    assert stage.users == 1 and stage.workload.rate == 50.0 and stage.locust()["rate"] == 50.0
     with pytest.raises(ValueError, match="users or a rate"):
         Stage.from_run({"pattern": "threadpool"}, 5, server=server)
 

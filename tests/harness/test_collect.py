@@ -4,6 +4,7 @@ No process is started: the records are made up, the servers are stand-ins with s
 CPU meters were either never sampled (NaN) or hold made-up samples of a steady load.
 """
 
+import dataclasses
 import json
 import math
 from datetime import UTC, datetime
@@ -11,15 +12,18 @@ from types import SimpleNamespace
 
 import pytest
 
+from labserver import protocol
 from labserver.demo.settings import Settings
-from labserver.harness import collect
+from labserver.harness import collect, publish
 from labserver.harness.meters import CpuMeter, MachineMeter
 from labserver.harness.plan import Meters, Options, Outcome, Stage
 from labserver.harness.records import Record
 from labserver.theory.model import Prediction
+from labserver.theory.workload import Workload
 
 T0 = 1_700_000_000.0  # when the made-up Locust process started (epoch seconds)
-PARAMS = dict(pattern="sequential", users=2, tasks=1, io_ms=50, cpu_n=0, threads=40, workers=1, procs=0)
+STAGE = Stage(SimpleNamespace(settings=Settings(workers=1, threads=40, procs=0)), Workload("sequential", 2, io_ms=50))
+STARTED = "2023-11-14T22:13:20+00:00"
 
 
 def cpu_meter(cores_by_pid: dict[int, float]) -> CpuMeter:
@@ -48,9 +52,11 @@ def steady(users, start, until, every_s=0.1, latency_ms=50.0, pid=7, ok=True):
     return per_user
 
 
-def run(per_user, tmp_path, **kwargs):
-    args = dict(start=T0, status="ok", exit_code=0, meters=unsampled(), options=Options(lesson="tests-collect"))
-    return collect.collect(tmp_path, "run-1", PARAMS, per_user, **{**args, **kwargs})
+def run(per_user, tmp_path, predicted=None, **kwargs):
+    options = Options(lesson="tests-collect", spawn_rate=2)
+    args = dict(start=T0, status="ok", exit_code=0, meters=unsampled(), options=options, started_at=STARTED)
+    stage = dataclasses.replace(STAGE, predicted=predicted)
+    return collect.collect(tmp_path, "run-1", stage, per_user, **{**args, **kwargs})
 
 
 def test_history_counts_requests_per_second():
@@ -100,7 +106,11 @@ def test_a_steady_stage_is_a_valid_run_with_its_figures(tmp_path):
     assert row["valid"] and row["status"] == "ok" and row["problems"] == ""
     assert (row["workers_seen"], row["worker_requests"]) == (1, {7: row["requests"]})
     assert row["lesson"] == "tests-collect" and row["users"] == 2
-    assert result.manifest["result"] is row and result.manifest["params"] == PARAMS
+    assert result.manifest["result"] is row and result.manifest["params"] == {
+        **dict(pattern="sequential", users=2, tasks=1, io_ms=50, cpu_n=0, workers=1, threads=40, procs=0, cpus=""),
+        **dict(duration_s=5, spawn_rate=2, user_class="fast", processes=1, timeout_s=60.0),
+    }
+    assert row["started_at"] == STARTED
     assert result.history["rps"].sum() == sum(len(user) for user in steady(2, T0 + 0.05, T0 + 5.0))
 
 
@@ -154,7 +164,7 @@ def test_an_open_loop_s_prediction_is_given_its_arrivals_window(tmp_path):
         seen.append(cost.window)
         return Prediction(20.0, 100.0, "arrivals (open loop)")
 
-    run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, predicted=predicted, arrivals=(T0 + 1.0, T0 + 4.0))
+    run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, predicted=predicted, meant=(T0 + 1.0, T0 + 4.0))
     assert seen == [(T0 + 1.0, T0 + 4.0)]
 
 
@@ -210,7 +220,10 @@ def test_a_saturated_generator_measured_itself(tmp_path):
 
 
 def test_locust_s_own_cpu_warning_counts_as_saturation(tmp_path):
-    (tmp_path / "locust.log").write_text("WARNING CPU usage above 90%! This may constrain your throughput\n")
+    # what its log says is not read: its events are
+    (tmp_path / protocol.LOG_FILE).write_text("WARNING CPU usage above 90%! This may constrain your throughput\n")
+    assert not run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path).row["generator_saturated"]
+    (tmp_path / protocol.EVENTS_FILE).write_text(protocol.event(protocol.CPU_WARNING, T0 + 1, worker=1))
     row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path).row
     assert row["generator_saturated"] and not row["valid"]
 
@@ -293,9 +306,12 @@ def saved_records(result):
 
 def test_each_stage_becomes_a_published_run_with_its_own_users(runs):
     shared = server(workers=1, threads=40, procs=0)
-    stages = [Stage(shared, "sequential", users=2, io_ms=80), Stage(shared, "gather", users=3, io_ms=80)]
+    stages = [
+        Stage(shared, Workload("sequential", users=2, io_ms=80)),
+        Stage(shared, Workload("gather", users=3, io_ms=80)),
+    ]
     records_file(runs, plan_records())
-    first, second = collect.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options(lesson="tests"))
+    first, second = publish.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options(lesson="tests"))
     assert [r.path for r in (first, second)] == [runs.parent / "run-0", runs.parent / "run-1"]
     assert [(r.row["pattern"], r.row["users"], r.row["run_id"]) for r in (first, second)] == [
         ("sequential", 2, "run-0"),
@@ -317,18 +333,18 @@ def test_each_stage_becomes_a_published_run_with_its_own_users(runs):
 
 def test_every_run_shares_locust_s_own_files(runs):
     shared = server()
-    stages = [Stage(shared, "sequential", users=2), Stage(shared, "gather", users=3)]
+    stages = [Stage(shared, Workload("sequential", users=2)), Stage(shared, Workload("gather", users=3))]
     records_file(runs, plan_records())
-    first, second = collect.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options())
+    first, second = publish.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options())
     for name in ("locust.log", "plan.json"):
         assert (first.path / name).stat().st_ino == (second.path / name).stat().st_ino
 
 
 def test_a_run_s_params_come_from_its_stage_its_server_and_the_options(runs):
     pinned = server(workers=2, threads=8, procs=0, cpus=(0, 1))
-    stages = [Stage(pinned, "threadpool", users=2, tasks=3, io_ms=80, tags={"note": "x"})]
+    stages = [Stage(pinned, Workload("threadpool", users=2, tasks=3, io_ms=80), tags={"note": "x"})]
     records_file(runs, plan_records()[:2])
-    (only,) = collect.save_plan(stages, ["run-0"], runs, outcome(), Options(user_class="fast", timeout_s=5.0))
+    (only,) = publish.save_plan(stages, ["run-0"], runs, outcome(), Options(user_class="fast", timeout_s=5.0))
     row = only.row
     assert (row["pattern"], row["users"], row["tasks"], row["io_ms"]) == ("threadpool", 2, 3, 80)
     assert (row["workers"], row["threads"], row["procs"], row["cpus"]) == (2, 8, 0, "0,1")
@@ -337,10 +353,10 @@ def test_a_run_s_params_come_from_its_stage_its_server_and_the_options(runs):
 
 def test_a_stage_starts_counting_once_the_stage_before_has_drained(runs):
     shared = server()
-    stages = [Stage(shared, "sequential", users=2), Stage(shared, "gather", users=2)]
+    stages = [Stage(shared, Workload("sequential", users=2)), Stage(shared, Workload("gather", users=2))]
     per_user = plan_records()[:2]  # the same two users carry on: they need no reply to be in their loop
     records_file(runs, per_user)
-    _, second = collect.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options())
+    _, second = publish.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options())
     drained = max(r.end for user in per_user for r in user if r.sent < T0 + 5)
     assert drained > T0 + 5  # the first stage's last reply came after its end
     assert second.row["window_start"] == pytest.approx(drained)
@@ -348,18 +364,18 @@ def test_a_stage_starts_counting_once_the_stage_before_has_drained(runs):
 
 def test_a_user_that_joins_needs_two_replies(runs):
     shared = server()
-    stages = [Stage(shared, "sequential", users=2), Stage(shared, "gather", users=3)]
+    stages = [Stage(shared, Workload("sequential", users=2)), Stage(shared, Workload("gather", users=3))]
     per_user = plan_records()
     records_file(runs, per_user)
-    _, second = collect.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options())
+    _, second = publish.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options())
     assert second.row["window_start"] == pytest.approx(per_user[2][1].end)
 
 
 def test_a_stage_on_another_server_waits_for_every_user_s_replies(runs):
-    stages = [Stage(server(), "sequential", users=2), Stage(server(), "sequential", users=2)]
+    stages = [Stage(server(), Workload("sequential", users=2)), Stage(server(), Workload("sequential", users=2))]
     per_user = plan_records()[:2]
     records_file(runs, per_user)
-    _, second = collect.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options())
+    _, second = publish.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options())
     later = [[r for r in user if r.sent >= T0 + 5] for user in per_user]
     assert second.row["window_start"] == pytest.approx(max(user[1].end for user in later))
 
@@ -368,21 +384,21 @@ def test_each_run_reads_its_own_server_s_meter(runs):
     a, b = server(), server()
     meters = Meters(cpu_meter({1: 0.3}), {id(a): cpu_meter({7: 0.5}), id(b): cpu_meter({7: 0.8})}, machine_meter(1.6))
     records_file(runs, plan_records()[:2])
-    stages = [Stage(a, "sequential", users=2), Stage(b, "sequential", users=2)]
-    first, second = collect.save_plan(stages, ["run-0", "run-1"], runs, outcome(meters=meters), Options())
+    stages = [Stage(a, Workload("sequential", users=2)), Stage(b, Workload("sequential", users=2))]
+    first, second = publish.save_plan(stages, ["run-0", "run-1"], runs, outcome(meters=meters), Options())
     assert (first.row["server_cpu"], second.row["server_cpu"]) == pytest.approx((0.5, 0.8))
 
 
 def test_a_plan_cut_short_saves_the_runs_so_far_and_marks_the_last(runs):
     shared = server()
     stages = [
-        Stage(shared, "sequential", users=2),
-        Stage(shared, "gather", users=2),
-        Stage(shared, "sequential", users=2),
+        Stage(shared, Workload("sequential", users=2)),
+        Stage(shared, Workload("gather", users=2)),
+        Stage(shared, Workload("sequential", users=2)),
     ]
     records_file(runs, [[r for r in user if r.end <= T0 + 7] for user in plan_records()[:2]])
     died = outcome(status="server died", ended=T0 + 7, server_log="boom\n")
-    saved = collect.save_plan(stages, ["run-0", "run-1", "run-2"], runs, died, Options())
+    saved = publish.save_plan(stages, ["run-0", "run-1", "run-2"], runs, died, Options())
     assert [r.row["status"] for r in saved] == ["ok", "server died"]  # the third never started
     assert [r.row["valid"] for r in saved] == [True, False]
     assert (saved[1].path / "server.log").read_text() == "boom\n"
@@ -392,20 +408,20 @@ def test_a_plan_cut_short_saves_the_runs_so_far_and_marks_the_last(runs):
 
 def test_locust_s_exit_code_judges_only_the_last_run(runs):
     shared = server()
-    stages = [Stage(shared, "sequential", users=2), Stage(shared, "gather", users=2)]
+    stages = [Stage(shared, Workload("sequential", users=2)), Stage(shared, Workload("gather", users=2))]
     records_file(runs, plan_records()[:2])
     failed = outcome(locust=SimpleNamespace(returncode=2))
-    first, second = collect.save_plan(stages, ["run-0", "run-1"], runs, failed, Options())
+    first, second = publish.save_plan(stages, ["run-0", "run-1"], runs, failed, Options())
     assert (first.row["status"], second.row["status"]) == ("ok", "locust failed")
     assert (first.manifest["locust_exit_code"], second.manifest["locust_exit_code"]) == (None, 2)
 
 
 def test_without_a_start_in_the_files_the_plan_s_clock_is_when_locust_started(runs):
     shared = server()
-    stages = [Stage(shared, "sequential", users=2)]
+    stages = [Stage(shared, Workload("sequential", users=2))]
     users = [[[r.end, r.ms, r.ok, r.pid, 0] for r in user if r.sent < T0 + 5] for user in plan_records()[:2]]
     (runs / "records.1.json").write_text(json.dumps({"users": users}))
-    (only,) = collect.save_plan(stages, ["run-0"], runs, outcome(), Options())
+    (only,) = publish.save_plan(stages, ["run-0"], runs, outcome(), Options())
     assert only.row["started_at"] == datetime.fromtimestamp(T0, UTC).isoformat(timespec="seconds")
     assert only.row["valid"] and only.row["rps"] == pytest.approx(20)
 
@@ -470,8 +486,8 @@ def test_a_run_whose_workers_joined_counts_the_workers_that_sent_load(runs):
     per_user = plan_records()[:2]
     for w in range(3):  # three came where two were asked for: each drove its share of the users
         records_file(runs, [per_user[w % 2]], name=f"records.w{w}.json")
-    stages = [Stage(server(), "sequential", users=1, duration_s=10)]
-    (result,) = collect.save_plan(stages, ["run-0"], runs, outcome(), Options(processes=2, master="127.0.0.1:5557"))
+    stages = [Stage(server(), Workload("sequential", users=1, duration_s=10))]
+    (result,) = publish.save_plan(stages, ["run-0"], runs, outcome(), Options(processes=2, master="127.0.0.1:5557"))
     assert result.row["processes"] == 3 and result.row["master"] == "127.0.0.1:5557"
 
 
@@ -496,9 +512,9 @@ def test_a_run_reads_its_connection_hold_in_its_window_and_prices_with_it(tmp_pa
 
 def test_a_run_on_a_server_without_a_database_measures_no_hold(tmp_path):
     assert math.isnan(run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path).row["db_hold_ms"])
-    assert collect._held(server()) is None
-    assert collect._held(SimpleNamespace(settings=None)) is None  # a stand-in
-    assert callable(collect._held(server(database_url="host=nowhere")))
+    assert publish._held(server()) is None
+    assert publish._held(SimpleNamespace(settings=None)) is None  # a stand-in
+    assert callable(publish._held(server(database_url="host=nowhere")))
 
 
 def test_each_run_of_a_plan_is_priced_with_the_hold_of_its_own_window(runs, tmp_path):
@@ -518,11 +534,11 @@ def test_each_run_of_a_plan_is_priced_with_the_hold_of_its_own_window(runs, tmp_
         return Prediction(20.0, 100.0, "connection pool")
 
     stages = [
-        Stage(shared, "sync_select", users=2, predicted=priced),
-        Stage(shared, "sync_select", 3, predicted=priced),
+        Stage(shared, Workload("sync_select", users=2), predicted=priced),
+        Stage(shared, Workload("sync_select", 3), predicted=priced),
     ]
     records_file(runs, plan_records())
-    first, second = collect.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options(lesson="tests"))
+    first, second = publish.save_plan(stages, ["run-0", "run-1"], runs, outcome(), Options(lesson="tests"))
     assert seen == [pytest.approx(100.0), pytest.approx(110.0)]
     assert (first.row["db_hold_ms"], second.row["db_hold_ms"]) == (pytest.approx(100.0), pytest.approx(110.0))
     assert first.manifest["result"]["db_hold_ms"] == first.row["db_hold_ms"]

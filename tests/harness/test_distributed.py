@@ -6,21 +6,29 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
 from labserver import __main__ as cli
-from labserver.harness import feed, load, procs, records
+from labserver.harness import feed, generator, procs, records
+from labserver.harness.generator import master_address, worker_command
 from labserver.harness.launcher import LabServer
-from labserver.harness.load import check_load, master_address, run_plan, worker_command
+from labserver.harness.load import check_load, run_plan
 from labserver.harness.meters import CpuMeter, LocustMeter
-from labserver.harness.plan import Options
+from labserver.harness.plan import Options, Stage
+from labserver.protocol import LocustState
+from labserver.theory.workload import Workload
+
+STAGES = [Stage(None, Workload("sequential", 10))]  # one run of 10 users, 5 s
 
 
 def test_a_master_address_is_host_and_port_of_this_machine():
     port = procs.free_port()
     assert master_address(f"127.0.0.1:{port}") == ("127.0.0.1", port)
-    assert master_address("127.0.0.1") == ("127.0.0.1", load.MASTER_PORT) or procs.port_in_use(load.MASTER_PORT)
+    assert master_address("127.0.0.1") == ("127.0.0.1", generator.MASTER_PORT) or procs.port_in_use(
+        generator.MASTER_PORT
+    )
     assert worker_command(f"127.0.0.1:{port}") == f"python -m labserver worker --master 127.0.0.1:{port}"
 
 
@@ -51,36 +59,42 @@ def test_a_taken_master_port_is_refused_before_anything_starts():
 
 def test_workers_that_join_may_outnumber_this_machines_cores_but_forks_may_not():
     many = os.cpu_count() + 1
-    check_load("sequential", 10, 2, 1, 10, 0, processes=many, master=f"127.0.0.1:{procs.free_port()}")
+    check_load(
+        Workload("sequential", 10, io_ms=10, duration_s=2), processes=many, master=f"127.0.0.1:{procs.free_port()}"
+    )
     with pytest.raises(ValueError, match="processes"):
-        check_load("sequential", 10, 2, 1, 10, 0, processes=many)
+        check_load(Workload("sequential", 10, io_ms=10, duration_s=2), processes=many)
     with pytest.raises(ValueError, match="processes"):
-        check_load("sequential", 10, 2, 1, 10, 0, processes=load.WORKERS_MAX + 1, master="127.0.0.1")
+        check_load(
+            Workload("sequential", 10, io_ms=10, duration_s=2), processes=generator.WORKERS_MAX + 1, master="127.0.0.1"
+        )
 
 
 def test_forked_processes_listen_on_this_machine_only_and_a_master_where_it_is_told(tmp_path):
     class Server:
         url = "http://127.0.0.1:8000"
 
-    forked = load._command(Server, tmp_path, 10, 10, 5, Options(processes=2))
+    forked = generator.command(Server, tmp_path, STAGES, Options(processes=2))
     assert forked[forked.index("--master-bind-host") + 1] == "127.0.0.1"  # Locust's default is every interface
     assert forked[forked.index("--master-bind-port") + 1] == forked[forked.index("--master-port") + 1]
     port = procs.free_port()
-    master = load._command(Server, tmp_path, 10, 10, 5, Options(processes=3, master=f"127.0.0.1:{port}"), False, 30)
+    master = generator.command(
+        Server, tmp_path, STAGES, Options(processes=3, master=f"127.0.0.1:{port}", join_timeout_s=30)
+    )
     assert "--processes" not in master and "--master" in master
     assert master[master.index("--master-bind-port") + 1] == str(port)
     assert master[master.index("--expect-workers") + 1] == "3"
     assert master[master.index("--expect-workers-max-wait") + 1] == "30"
-    alone = load._command(Server, tmp_path, 10, 10, 5, Options())
+    alone = generator.command(Server, tmp_path, STAGES, Options())
     assert not any(arg.startswith("--master") for arg in alone)
 
 
-def test_the_wait_for_workers_reads_as_locusts_master_logs_it():
-    assert feed.waiting("", 2) == "0 of 2 joined"
-    log = "x (index 0) reported as ready. 1 workers connected.\n"
-    assert feed.waiting(log, 2) == "1 of 2 joined"
-    assert feed.waiting(log + "Waiting for workers to be ready, 1 of 2 connected\n", 2) == "1 of 2 joined"
-    assert feed.waiting(log + "Sending spawn jobs of 20 users at 20.00 spawn rate to 2 ready workers\n", 2) is None
+def test_the_wait_for_workers_reads_as_the_masters_events_tell_it():
+    assert feed.waiting(LocustState(), 2) == "0 of 2 joined"
+    joined = LocustState(joined=1)
+    assert feed.waiting(joined, 2) == "1 of 2 joined"
+    assert feed.waiting(replace(joined, started=True), 2) is None  # the test started: the plan's clock runs
+    assert feed.waiting(replace(joined, gave_up=True), 2) is None
 
 
 def test_workers_cpu_is_read_from_the_masters_files_and_added_to_its_own(tmp_path):
@@ -131,7 +145,9 @@ def _short_plan(server, port: int, processes: int, join_timeout_s: float) -> lis
     """A 2 s plan of 4 users whose Locust master waits on 127.0.0.1:`port` for `processes` workers."""
     run = dict(pattern="sequential", users=4, io_ms=10)
     master = f"127.0.0.1:{port}"
-    return run_plan(server, [run], 2, processes=processes, master=master, join_timeout_s=join_timeout_s, lesson="tests")
+    return run_plan(
+        server, [run], duration_s=2, processes=processes, master=master, join_timeout_s=join_timeout_s, lesson="tests"
+    )
 
 
 @pytest.mark.slow

@@ -8,13 +8,18 @@ from dataclasses import replace
 
 import pytest
 
-from labserver.harness import feed, load, notebook
-from labserver.harness.plan import Options, Stage
+from labserver import protocol
+from labserver.demo.settings import Settings
+from labserver.harness import feed, generator, load, notebook
+from labserver.harness.plan import Meters, Options, Stage
+from labserver.harness.supervise import Watched
 from labserver.paths import LOCUSTFILES
 from labserver.theory import model
 from labserver.theory.demand import Demand
+from labserver.theory.workload import Workload
 
 T0 = 1_000.0
+GATHER = Workload("gather", 10)
 
 
 class FakeServer:
@@ -23,7 +28,7 @@ class FakeServer:
 
 
 def stages(*durations: int) -> list[Stage]:
-    return [Stage(FakeServer(), "gather", 10 * (i + 1), duration_s=d) for i, d in enumerate(durations)]
+    return [Stage(FakeServer(), Workload("gather", 10 * (i + 1), duration_s=d)) for i, d in enumerate(durations)]
 
 
 def guesses(n: int) -> list[model.Prediction]:
@@ -53,17 +58,19 @@ def test_tail_reads_only_new_complete_lines(tmp_path):
 def test_the_locustfile_streams_what_the_feed_reads(tmp_path):
     # the locustfile's own function, in a process of its own (importing Locust patches the process with gevent)
     code = f"""
-import importlib.util, gevent
+import importlib.util, sys, gevent
+sys.path.insert(0, {str(LOCUSTFILES)!r})  # as Locust puts the locustfile's folder first
 spec = importlib.util.spec_from_file_location("pattern", {str(LOCUSTFILES / "pattern.py")!r})
 m = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(m)
-m.T0[:] = [{T0}]
-m.LIVE_EVERY_S = 0.01
-m.RECORDS[:] = [[({T0 + 1.5}, 10.0, True, 42, 0)], []]
-streaming = gevent.spawn(m.stream_records, {str(tmp_path / "live.1.csv")!r})
+import lab_plan
+m.LAB.t0 = {T0}
+lab_plan.LIVE_EVERY_S = 0.01
+m.LAB.records[:] = [[({T0 + 1.5}, 10.0, True, 42, 0)], []]
+streaming = gevent.spawn(m.LAB.stream, {str(tmp_path / "live.1.csv")!r})
 gevent.sleep(0.1)
-m.RECORDS[1].append(({T0 + 2}, 20.0, False, None, 0))
-m.RECORDS[0].append(({T0 + 6.5}, 30.0, True, 42, 1, {T0 + 6.4}))  # a record may carry more fields
+m.LAB.records[1].append(({T0 + 2}, 20.0, False, None, 0))
+m.LAB.records[0].append(({T0 + 6.5}, 30.0, True, 42, 1, {T0 + 6.4}))  # a record may carry more fields
 gevent.sleep(0.1)
 streaming.kill()
 """
@@ -147,10 +154,10 @@ def test_watch_hands_the_watcher_a_snapshot_about_once_a_second(tmp_path):
     seen = []
     plan = feed.PlanSoFar(stages(10), guesses(1))
     live = feed.Live(seen.append, tmp_path, plan, feed.Every(clock=lambda: clock[0]), wall=lambda: T0 + clock[0])
-    meters = types.SimpleNamespace(locust=FakeMeter(), servers={1: FakeMeter()}, machine=FakeMeter())
-    proc = FakeProc(clock, ticks=40)  # 10 s of 0.25 s ticks
-    status, _ = load._watch(proc, [FakeServer()], plan.stages, meters, False, live, clock=lambda: clock[0])
-    assert status == "ok"
+    meters = Meters(FakeMeter(), {1: FakeMeter()}, FakeMeter())
+    run = Watched(FakeProc(clock, ticks=40))  # 10 s of 0.25 s ticks
+    generator.watch(run, [FakeServer()], plan.stages, meters, live=live, clock=lambda: clock[0])
+    assert run.status == "ok"
     assert len(seen) == 10
     assert [round(s.elapsed_s) for s in seen] == list(range(10))
 
@@ -187,7 +194,7 @@ def test_the_last_frame_holds_the_saved_runs_and_the_live_files_go(tmp_path):
 
 def test_foreseen_takes_the_lesson_s_prediction_and_prices_fib_without_running_it(monkeypatch):
     given = model.Prediction(1.0, 2.0, "lesson")
-    stage = Stage(types.SimpleNamespace(settings=types.SimpleNamespace(threads=40, workers=1, procs=2)), "gather", 10)
+    stage = Stage(types.SimpleNamespace(settings=types.SimpleNamespace(threads=40, workers=1, procs=2)), GATHER)
     assert load.foreseen(replace(stage, predicted=given), Options()) is given
     priced = []
     lesson = replace(stage, predicted=lambda d: priced.append(d) or given)
@@ -195,17 +202,18 @@ def test_foreseen_takes_the_lesson_s_prediction_and_prices_fib_without_running_i
     assert math.isnan(load.foreseen(stage, Options(expect_failures=True)).rps)
     timed = []
     monkeypatch.setattr(model, "cpu_ms", lambda n: timed.append(n) or 2.0)
-    deep = load.foreseen(replace(stage, cpu_n=30), Options())
+    deep = load.foreseen(replace(stage, workload=replace(GATHER, cpu_n=30)), Options())
     assert timed and max(timed) <= 20  # fib(30) is priced from fib(20), never run
-    assert 0 < deep.rps < load.foreseen(replace(stage, cpu_n=20), Options()).rps
+    assert 0 < deep.rps < load.foreseen(replace(stage, workload=replace(GATHER, cpu_n=20)), Options()).rps
     broken = replace(stage, predicted=lambda d: 1 / 0)
     assert math.isnan(load.foreseen(broken, Options()).rps)  # a view without a prediction, not a failed plan
 
 
 def test_foreseen_prices_like_the_model_with_no_demand():
-    stage = Stage(types.SimpleNamespace(settings=types.SimpleNamespace(threads=40, workers=1, procs=2)), "gather", 10)
-    p = load.foreseen(replace(stage, io_ms=100), Options())
-    expected = model.predict("gather", 10, 1, 100, 0, 40, 1, 2, demand=Demand(math.nan), queueing=True)
+    stage = Stage(types.SimpleNamespace(settings=types.SimpleNamespace(threads=40, workers=1, procs=2)), GATHER)
+    p = load.foreseen(replace(stage, workload=replace(GATHER, io_ms=100)), Options())
+    settings = Settings(threads=40, workers=1, procs=2)
+    expected = model.predict(Workload("gather", 10, io_ms=100), settings, demand=Demand(math.nan), queueing=True)
     assert p.rps == pytest.approx(expected.rps)
 
 
@@ -233,12 +241,12 @@ def test_a_notebook_is_a_kernel_shell(monkeypatch):
 def test_outside_a_notebook_nothing_is_drawn_or_imported_from_ipython():
     code = (
         "import sys, labserver\n"
-        "from labserver.harness import load, notebook\n"
+        "from labserver.harness import generator, load, notebook\n"
         "assert notebook._view is not None, 'labserver registers the chart'\n"
         "assert notebook.view() is None and not notebook.in_notebook()\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in ('IPython', 'matplotlib', 'seaborn', 'tqdm')]\n"
         "assert not heavy, heavy\n"
-        "with load._text_bar(5, True) as bar:\n"
+        "with generator.text_bar(5, True) as bar:\n"
         "    assert type(bar).__module__ == 'tqdm.std', type(bar)\n"
         "assert 'IPython' not in sys.modules and 'ipywidgets' not in sys.modules\n"
     )
@@ -247,7 +255,7 @@ def test_outside_a_notebook_nothing_is_drawn_or_imported_from_ipython():
 
 
 def test_no_text_bar_when_progress_is_off():
-    with load._text_bar(5, False) as bar:
+    with generator.text_bar(5, False) as bar:
         assert bar is None
 
 
@@ -273,8 +281,9 @@ def test_while_a_master_waits_for_its_workers_the_view_says_how_many_joined(tmp_
 
     seen = []
     live = feed.Live(seen.append, tmp_path, feed.PlanSoFar(stages(5), guesses(1)), joining=2)
-    live.tick()  # no log yet: none joined
-    write(tmp_path / "locust.log", "... Waiting for workers to be ready, 1 of 2 connected\n")
+    live.tick()  # no events yet: none joined
+    write(tmp_path / protocol.EVENTS_FILE, protocol.event(protocol.JOINED, T0, workers=1))
+    write(tmp_path / protocol.LOG_FILE, "... Waiting for workers to be ready, 2 of 2 connected\n")  # never read
     live.every = feed.Every(0.0)
     live.tick()
     assert [s.waiting for s in seen] == ["0 of 2 joined", "1 of 2 joined"]

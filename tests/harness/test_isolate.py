@@ -8,8 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from labserver import protocol
 from labserver.demo import cpus
 from labserver.harness import isolate
+from labserver.protocol import LocustState
 
 USABLE = tuple(cpus.usable_cpus())
 needs_two = pytest.mark.skipif(len(USABLE) < 2, reason="placing a process off a pinned core needs two usable CPUs")
@@ -89,48 +91,45 @@ def test_place_moves_every_thread_of_a_process_tree(tree):
 
 
 @needs_two
-def test_isolation_follows_the_stage_locust_is_in_and_gives_every_cpu_back(tree, tmp_path):
+def test_isolation_follows_the_stage_locust_is_in_and_gives_every_cpu_back(tree):
     generator, neighbour = tree
     pinned, free = _server(pinned=(USABLE[-1],), neighbours=[neighbour]), _server()
     isolation = isolate.Isolation(generator, [_stage(free, 1.0), _stage(pinned, 1.0), _stage(free, 1.0)])
-    log = tmp_path / "locust.log"
-    log.write_text("Starting Locust\n")
-    isolation.tick(100.0, log)  # Locust not started yet: nothing moves
+    isolation.tick(LocustState())  # Locust not started yet: nothing moves
     assert isolation.current is None and _affinities(generator) == {USABLE}
-    log.write_text("Starting Locust\nRamping to 10 users at a rate of 10.00 per second\n")
-    isolation.tick(100.5, log)  # stage 1 from here: a free server, every CPU
+    isolation.tick(LocustState(started=True, stage=0))  # stage 1 from here: a free server, every CPU
     assert isolation.current == USABLE
-    isolation.tick(101.6, log)  # stage 2: the pinned server's core is its own
+    isolation.tick(LocustState(started=True, stage=1))  # stage 2: the pinned server's core is its own
     assert _affinities(generator) == {USABLE[:-1]} and _affinities(neighbour) == {USABLE[:-1]}
-    isolation.tick(102.7, log)  # stage 3: back on every CPU
+    isolation.tick(LocustState(started=True, stage=2))  # stage 3: back on every CPU
     assert _affinities(generator) == {USABLE} and _affinities(neighbour) == {USABLE}
-    isolation.tick(101.6, log)
+    isolation.tick(LocustState(started=True, stage=1))
     isolation.release()  # the run is over: the database outlives it on every CPU
     assert _affinities(neighbour) == {USABLE} and isolation.current is None
 
 
-@needs_two
-def test_a_locust_master_starts_the_stages_too(tmp_path):
-    # Locust's --processes: the master logs the spawn it hands out, not the ramp of one process
-    isolation = isolate.Isolation(os.getpid(), [_stage(_server(pinned=(USABLE[-1],)))])
-    isolation.follow = lambda stage: None  # only when the stages start is under test here
-    log = tmp_path / "locust.log"
-    log.write_text("Starting Locust\n")
-    isolation.tick(100.0, log)
-    assert isolation.started is None
-    log.write_text("Starting Locust\nSending spawn jobs of 1600 users at 1600.00 spawn rate to 2 ready workers\n")
-    isolation.tick(100.5, log)
-    assert isolation.started == 100.5
+def test_the_stage_comes_from_locusts_events_not_its_log(tmp_path):
+    isolation = isolate.Isolation(os.getpid(), [_stage(_server(pinned=(99,))), _stage(_server())])
+    placed = []
+    isolation.follow = placed.append  # only which stage it places for is under test here
+    events = protocol.Events(tmp_path / protocol.EVENTS_FILE)
+    (tmp_path / protocol.LOG_FILE).write_text("Ramping to 10 users at a rate of 10.00 per second\n")
+    isolation.tick(events.state())
+    assert placed == []  # Locust's log says it started; only its events count
+    with open(tmp_path / protocol.EVENTS_FILE, "a") as f:
+        f.write(protocol.event(protocol.STARTED, 100.0, t0=100.0) + protocol.event(protocol.STAGE, 100.0, index=0))
+    isolation.tick(events.state())
+    with open(tmp_path / protocol.EVENTS_FILE, "a") as f:
+        f.write(protocol.event(protocol.STAGE, 101.0, index=1))
+    isolation.tick(events.state())
+    assert placed == isolation.stages
 
 
-def test_a_plan_without_a_pinned_server_moves_nothing(tmp_path):
-    log = tmp_path / "locust.log"
-    log.write_text("Ramping to 10 users\n")
+def test_a_plan_without_a_pinned_server_moves_nothing():
     isolation = isolate.Isolation(os.getpid(), [_stage(_server())])
-    started = time.monotonic()
-    isolation.tick(started, log)
+    isolation.tick(LocustState(started=True, stage=0))
     isolation.release()
-    assert isolation.current is None and isolation.started is None  # not even the log was read
+    assert isolation.current is None
 
 
 @pytest.mark.slow

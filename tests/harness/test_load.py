@@ -5,20 +5,28 @@ import json
 import os
 import signal
 import threading
+from types import SimpleNamespace
 
 import psutil
 import pytest
 
-from labserver.harness import load, pauses, results
+from labserver.harness import generator, load, pauses, results
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.load import check_load, check_sweep, run_load, sweep
 from labserver.paths import runs_dir
+from labserver.theory import workload
+from labserver.theory.workload import Workload
 
 GOOD = dict(pattern="gather", users=10, duration_s=2, tasks=1, io_ms=10, cpu_n=0)
 
 
+def check(user_class="fast", processes=1, **workload):
+    """check_load of a workload and Locust's options, each given by name."""
+    check_load(Workload(**workload), user_class=user_class, processes=processes)
+
+
 def test_good_parameters_pass():
-    check_load(**GOOD)
+    check(**GOOD)
     check_sweep(["gather", "threadpool"], [5, 50], io_ms=100, duration_s=5)
 
 
@@ -27,11 +35,11 @@ def test_good_parameters_pass():
     [
         ({"users": 0}, "users"),
         ({"users": -3}, "users"),
-        ({"users": load.USERS_MAX + 1}, "users"),
+        ({"users": workload.USERS_MAX + 1}, "users"),
         ({"users": 2.5}, "users"),
         ({"users": True}, "users"),
         ({"duration_s": 0}, "duration_s"),
-        ({"duration_s": load.DURATION_MAX_S + 1}, "duration_s"),
+        ({"duration_s": workload.DURATION_MAX_S + 1}, "duration_s"),
         ({"pattern": "gathr"}, "pattern"),
         ({"user_class": "selenium"}, "user_class"),
         ({"processes": 0}, "processes"),
@@ -43,13 +51,13 @@ def test_good_parameters_pass():
 )
 def test_check_load_names_the_parameter(change, name):
     with pytest.raises(ValueError, match=name):
-        check_load(**{**GOOD, **change})
+        check(**{**GOOD, **change})
 
 
 def test_unknown_user_class_lists_the_choices():
     with pytest.raises(ValueError) as e:
-        check_load(**{**GOOD, "user_class": "selenium"})
-    assert all(choice in str(e.value) for choice in load.USER_CLASSES)
+        check(**{**GOOD, "user_class": "selenium"})
+    assert all(choice in str(e.value) for choice in generator.USER_CLASSES)
 
 
 @pytest.mark.parametrize(
@@ -311,3 +319,74 @@ def test_run_plans_gives_each_plan_a_fresh_server_started_with_the_others(monkey
         ("blocking", 5): "blocking@5",
         ("blocking", 50): "blocking@50",
     }
+
+
+class Measured:
+    """load._measure stand-in: records each plan it is given; a run reads paused where `paused(pattern, try)` says."""
+
+    def __init__(self, paused=lambda pattern, attempt: False):
+        self.plans, self.paused, self.tries = [], paused, {}
+
+    def __call__(self, server, stages, options):
+        self.plans.append([s.pattern for s in stages])
+        out = []
+        for s in stages:
+            self.tries[s.pattern] = self.tries.get(s.pattern, 0) + 1
+            paused_ms = 400.0 if self.paused(s.pattern, self.tries[s.pattern]) else 0.0
+            row = {"pattern": s.pattern, "users": s.users, "paused_ms": paused_ms, "run_id": "r", "problems": "p"}
+            out.append(SimpleNamespace(row=row))
+        return out
+
+
+@pytest.fixture
+def measured(monkeypatch):
+    monkeypatch.setattr(load, "wait_until_quiet", lambda: None)
+    monkeypatch.setattr(load.cpus, "whole_cores", lambda: 4)  # room for two forked Locust processes
+
+    def install(**kw):
+        fake = Measured(**kw)
+        monkeypatch.setattr(load, "_measure", fake)
+        return fake
+
+    return install
+
+
+RUNS = [{"pattern": "gather", "users": 2}, {"pattern": "sequential", "users": 2}]
+
+
+def test_one_locust_process_measures_the_whole_plan(measured):
+    fake = measured()
+    rows = [r.row for r in load.run_plan(SimpleNamespace(), RUNS, duration_s=2)]
+    assert fake.plans == [["gather", "sequential"]] and [r["pattern"] for r in rows] == ["gather", "sequential"]
+
+
+def test_several_locust_processes_measure_each_run_as_a_plan_of_its_own(measured):
+    fake = measured()
+    load.run_plan(SimpleNamespace(), RUNS, duration_s=2, processes=2)
+    assert fake.plans == [["gather"], ["sequential"]]
+
+
+def test_a_run_the_machine_stopped_in_is_measured_again_in_its_place(measured, capsys):
+    fake = measured(paused=lambda pattern, attempt: pattern == "sequential" and attempt == 1)
+    rows = [r.row for r in load.run_plan(SimpleNamespace(), RUNS, duration_s=2)]
+    assert fake.plans == [["gather", "sequential"], ["sequential"]]
+    assert [(r["pattern"], r["paused_ms"]) for r in rows] == [("gather", 0.0), ("sequential", 0.0)]
+    assert "sequential at 2 users" in capsys.readouterr().out
+
+
+def test_a_pause_is_measured_again_at_most_remeasure_times(measured, capsys):
+    always = measured(paused=lambda pattern, attempt: pattern == "gather")
+    (row,) = [r.row for r in load.run_plan(SimpleNamespace(), RUNS[:1], duration_s=2, remeasure=2)]
+    assert always.plans == [["gather"]] * 3 and row["paused_ms"] == 400.0  # kept, marked, after two more tries
+    never = measured(paused=lambda pattern, attempt: True)
+    load.run_plan(SimpleNamespace(), RUNS, duration_s=2, expect_failures=True)
+    assert never.plans == [["gather", "sequential"]]  # a run that expects failures is not measured again
+
+
+def test_a_plan_is_checked_before_anything_is_measured(measured):
+    fake = measured()
+    with pytest.raises(ValueError, match="users"):
+        load.run_plan(SimpleNamespace(), [*RUNS, {"pattern": "gather", "users": 0}], duration_s=2)
+    with pytest.raises(ValueError, match="give at least one run"):
+        load.run_plan(SimpleNamespace(), [], duration_s=2)
+    assert fake.plans == []

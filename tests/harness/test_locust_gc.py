@@ -16,7 +16,8 @@ def test_cyclic_garbage_is_freed_in_short_passes_once_a_plan_starts():
     # In a process of its own: importing Locust patches the process with gevent. Each "request"
     # leaves a cycle of 15 objects behind, as `requests` leaves its own, for 30,000 requests.
     code = f"""
-import gc, importlib.util, json
+import gc, importlib.util, json, sys
+sys.path.insert(0, {str(LOCUSTFILES)!r})  # as Locust puts the locustfile's folder first
 spec = importlib.util.spec_from_file_location("pattern", {str(LOCUSTFILES / "pattern.py")!r})
 m = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(m)

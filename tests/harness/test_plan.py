@@ -1,9 +1,13 @@
 """A plan's order of runs (mirrored rounds, so that a drift in the machine's speed falls on every run alike),
 and which of its stages runs when."""
 
+import dataclasses
 from types import SimpleNamespace
 
-from labserver.harness.plan import mirrored, stage_at
+import pytest
+
+from labserver.harness.plan import RUN_KEYS, Stage, mirrored, stage_at
+from labserver.theory.workload import Workload
 
 
 def test_mirrored_rounds_reverse_every_other_round():
@@ -27,3 +31,13 @@ def test_the_stage_at_a_moment_of_the_plan():
     assert [stage_at(stages, t) for t in (0, 4.99, 5, 7.99, 8, 11.9)] == [0, 0, 1, 1, 2, 2]
     assert stage_at(stages, -1) == 0  # before the plan starts: its first stage
     assert stage_at(stages, 60) == 2  # after it ends: its last
+
+
+def test_a_plan_s_stage_carries_the_workload_to_locust():
+    server = type("Server", (), {"url": "http://127.0.0.1:1"})()
+    stage = Stage.from_run({"pattern": "gather", "users": 3, "tasks": 2, "tags": {"part": "x"}}, 4, server)
+    assert stage.workload == Workload("gather", 3, tasks=2, duration_s=4) and stage.tags == {"part": "x"}
+    assert stage.locust() == {**dataclasses.asdict(stage.workload), "host": server.url}
+    assert RUN_KEYS[: len(dataclasses.fields(Workload))] == tuple(f.name for f in dataclasses.fields(Workload))
+    with pytest.raises(ValueError, match="unknown run keys"):
+        Stage.from_run({"pattern": "gather", "users": 3, "thread": 8}, 4, server)

@@ -27,6 +27,7 @@ from labserver.postgres import cluster as pg
 from labserver.postgres import data as shopdata
 from labserver.postgres import database as pgdb
 from labserver.theory import pools
+from labserver.theory.workload import Workload
 
 
 def _folder() -> Path:
@@ -326,9 +327,9 @@ def test_routes_only_with_a_database():
 
 
 def test_harness_knows_the_endpoints():
-    check_load("async_select", 10, 2, 1, 0, 0)
+    check_load(Workload("async_select", 10, duration_s=2))
     with pytest.raises(ValueError, match="unknown pattern"):
-        check_load("async_selcet", 10, 2, 1, 0, 0)
+        check_load(Workload("async_selcet", 10, duration_s=2))
 
 
 # --- the model ---------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from labserver.theory.demand import Demand, measured, per_request_ms
-from labserver.theory.model import GENERATOR, predict
+from labserver.theory.model import GENERATOR, predict_for
 
 
 def test_per_request_ms_is_cores_over_rate():
@@ -23,50 +23,50 @@ def test_measured_demand_never_goes_below_zero():
 
 
 def test_a_cpu_bound_worker_serves_one_over_its_measured_cpu():
-    p = predict("sequential", 20, cpu_n=25, cores=2, demand=Demand(worker_ms=12.5, others_ms=0.5))
+    p = predict_for("sequential", users=20, cpu_n=25, cores=2, demand=Demand(worker_ms=12.5, others_ms=0.5))
     assert p.rps == pytest.approx(80.0)
     assert p.bottleneck.startswith("GIL")
 
 
 def test_the_measured_demand_replaces_the_price_of_fib():
     # cpu_ms_per_task would say 1 ms; the run measured 10 ms per request in the worker
-    p = predict("threadpool", 40, cpu_n=25, cores=2, cpu_ms_per_task=1.0, demand=Demand(worker_ms=10.0))
+    p = predict_for("threadpool", users=40, cpu_n=25, cores=2, cpu_ms_per_task=1.0, demand=Demand(worker_ms=10.0))
     assert p.rps == pytest.approx(100.0)
 
 
 def test_the_pool_is_bounded_by_the_machine_it_shares_with_locust():
     d = Demand(worker_ms=0.5, pool_ms=10.0, others_ms=1.5)  # 12 ms of the machine's CPU per request
-    p = predict("processpool", 20, cpu_n=25, procs=2, cores=2, demand=d)
+    p = predict_for("processpool", users=20, cpu_n=25, procs=2, cores=2, demand=d)
     assert p.rps == pytest.approx(2 / 0.012)
     assert p.bottleneck.startswith("cores")
 
 
 def test_io_runs_keep_little_s_law_with_their_cpu_in_the_service_time():
-    p = predict("sequential", 10, io_ms=100, cores=2, demand=Demand(worker_ms=0.5))
+    p = predict_for("sequential", users=10, io_ms=100, cores=2, demand=Demand(worker_ms=0.5))
     assert p.rps == pytest.approx(10 / 0.1005)
     assert p.bottleneck == "users"
 
 
 def test_an_unknown_demand_falls_back_to_the_priced_model():
     unknown = Demand(worker_ms=math.nan)
-    assert predict("sequential", 10, cpu_n=20, cpu_ms_per_task=2.0, cores=2, demand=unknown) == predict(
-        "sequential", 10, cpu_n=20, cpu_ms_per_task=2.0, cores=2
+    assert predict_for("sequential", users=10, cpu_n=20, cpu_ms_per_task=2.0, cores=2, demand=unknown) == predict_for(
+        "sequential", users=10, cpu_n=20, cpu_ms_per_task=2.0, cores=2
     )
 
 
 def test_the_load_generator_is_a_station_of_one_core_per_locust_process():
     # HttpUser: 0.6 ms of Locust's CPU per request against 0.3 ms in the worker, 200 users, 100 ms of I/O
     d = Demand(worker_ms=0.3, others_ms=0.65, generator_ms=0.6)
-    p = predict("sequential", 200, io_ms=100, cores=2, demand=d, queueing=True)
+    p = predict_for("sequential", users=200, io_ms=100, cores=2, demand=d, queueing=True)
     assert p.bottleneck == GENERATOR
     assert p.rps < 1000 / 0.6  # its users queue for it near its limit
-    two = predict("sequential", 200, io_ms=100, cores=2, demand=replace(d, generators=2), queueing=True)
+    two = predict_for("sequential", users=200, io_ms=100, cores=2, demand=replace(d, generators=2), queueing=True)
     assert two.rps > p.rps and two.bottleneck == "users"
 
 
 def test_a_light_generator_leaves_little_s_law_nearly_alone():
     d = Demand(worker_ms=0.4, others_ms=0.4, generator_ms=0.35)
-    p = predict("sequential", 25, io_ms=100, cores=2, demand=d, queueing=True)
+    p = predict_for("sequential", users=25, io_ms=100, cores=2, demand=d, queueing=True)
     assert p.bottleneck == "users"
     assert p.rps == pytest.approx(25 / 0.1004, rel=0.01)
 

@@ -5,103 +5,108 @@ import math
 import pandas as pd
 import pytest
 
+from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.theory.model import (
     closed_loop,
     cpu_ms,
     furthest,
     predict,
     predict_against,
+    predict_for,
     predict_frame,
     server_cpu_ms,
     with_little,
     with_server_cpu,
 )
+from labserver.theory.workload import Workload
 
 
 def test_threadpool_is_capped_by_its_threads():
     # 40 threads, each holding a request for 0.1 s: 40 / 0.1 = 400 req/s, whatever the users
-    p = predict("threadpool", users=100, io_ms=100, threads=40)
+    p = predict_for("threadpool", users=100, io_ms=100, threads=40)
     assert p.rps == pytest.approx(400)
     assert p.bottleneck == "threads"
     assert p.latency_ms == pytest.approx(100 / 400 * 1000)  # Little's law: R = N / X
 
 
 def test_threadpool_below_its_size_is_limited_by_the_users():
-    p = predict("threadpool", users=10, io_ms=100, threads=40)
+    p = predict_for("threadpool", users=10, io_ms=100, threads=40)
     assert p.rps == pytest.approx(100)
     assert p.bottleneck == "users"
     assert p.latency_ms == pytest.approx(100)
 
 
 def test_threadpool_scales_with_workers():
-    assert predict("threadpool", users=500, io_ms=100, threads=40, workers=2).rps == pytest.approx(800)
+    assert predict_for("threadpool", users=500, io_ms=100, threads=40, workers=2).rps == pytest.approx(800)
 
 
 def test_seed_003_sync_baseline():
     # 2 workers × 40 threads, three 5 s sleeps per request: 80 / 15 s = 5.33 req/s
-    p = predict("threadpool", users=500, tasks=3, io_ms=5000, threads=40, workers=2)
+    p = predict_for("threadpool", users=500, tasks=3, io_ms=5000, threads=40, workers=2)
     assert p.rps == pytest.approx(80 / 15)
 
 
 def test_gather_overlaps_its_tasks():
-    p = predict("gather", users=50, tasks=3, io_ms=100)
+    p = predict_for("gather", users=50, tasks=3, io_ms=100)
     assert p.rps == pytest.approx(50 / 0.1)
     assert p.bottleneck == "users"
 
 
 def test_sequential_pays_every_task():
-    p = predict("sequential", users=50, tasks=3, io_ms=100)
+    p = predict_for("sequential", users=50, tasks=3, io_ms=100)
     assert p.rps == pytest.approx(50 / 0.3)
     assert p.latency_ms == pytest.approx(300)
 
 
 def test_gather_over_sequential_is_the_task_count():
-    gather = predict("gather", users=100, tasks=4, io_ms=50).rps
-    sequential = predict("sequential", users=100, tasks=4, io_ms=50).rps
+    gather = predict_for("gather", users=100, tasks=4, io_ms=50).rps
+    sequential = predict_for("sequential", users=100, tasks=4, io_ms=50).rps
     assert gather / sequential == pytest.approx(4)
 
 
 def test_blocking_serves_one_request_per_worker_at_a_time():
-    p = predict("blocking", users=100, io_ms=100, workers=2)
+    p = predict_for("blocking", users=100, io_ms=100, workers=2)
     assert p.rps == pytest.approx(2 / 0.1)
     assert p.bottleneck == "event loop"
     assert p.latency_ms == pytest.approx(100 / 20 * 1000)
 
 
 def test_blocking_with_one_user_serves_that_user():
-    assert predict("blocking", users=1, io_ms=100).rps == pytest.approx(10)
+    assert predict_for("blocking", users=1, io_ms=100).rps == pytest.approx(10)
 
 
 @pytest.mark.parametrize(("procs", "workers", "expected"), [(4, 1, 200), (1, 1, 100), (1, 2, 200), (8, 4, 200)])
 def test_processpool_cpu_is_limited_by_cores(procs, workers, expected):
     # 10 ms of CPU per request; min(workers × procs, cores) of them at once on 2 cores
-    p = predict("processpool", users=100, cpu_n=20, procs=procs, workers=workers, cores=2, cpu_ms_per_task=10)
+    p = predict_for("processpool", users=100, cpu_n=20, procs=procs, workers=workers, cores=2, cpu_ms_per_task=10)
     assert p.rps == pytest.approx(expected)
     assert p.bottleneck == "cores"
 
 
 @pytest.mark.parametrize("pattern", ["threadpool", "sequential", "gather"])
 def test_cpu_in_one_worker_runs_on_one_core(pattern):
-    p = predict(pattern, users=100, cpu_n=20, workers=1, cores=2, cpu_ms_per_task=10)
+    p = predict_for(pattern, users=100, cpu_n=20, workers=1, cores=2, cpu_ms_per_task=10)
     assert p.rps == pytest.approx(100)
     assert p.bottleneck == "GIL (one core per worker)"
 
 
 def test_cpu_with_workers_up_to_the_cores():
-    assert predict("threadpool", users=100, cpu_n=20, workers=2, cores=2, cpu_ms_per_task=10).rps == pytest.approx(200)
-    p = predict("threadpool", users=100, cpu_n=20, workers=4, cores=2, cpu_ms_per_task=10)
+    assert predict_for("threadpool", users=100, cpu_n=20, workers=2, cores=2, cpu_ms_per_task=10).rps == pytest.approx(
+        200
+    )
+    p = predict_for("threadpool", users=100, cpu_n=20, workers=4, cores=2, cpu_ms_per_task=10)
     assert p.rps == pytest.approx(200)
     assert p.bottleneck == "cores"
 
 
 def test_cpu_and_io_add_up_in_the_service_time():
     # sequential: 2 tasks × (50 ms wait + 10 ms CPU) = 120 ms per request; 6 users → 50 req/s
-    p = predict("sequential", users=6, tasks=2, io_ms=50, cpu_n=20, cores=2, cpu_ms_per_task=10)
+    p = predict_for("sequential", users=6, tasks=2, io_ms=50, cpu_n=20, cores=2, cpu_ms_per_task=10)
     assert p.rps == pytest.approx(6 / 0.12)
 
 
 def test_no_work_has_no_prediction():
-    p = predict("gather", users=10)
+    p = predict_for("gather", users=10)
     assert math.isnan(p.rps)
     assert math.isnan(p.latency_ms)
 
@@ -121,49 +126,49 @@ def test_predict_frame_has_one_row_per_pattern_and_users():
 
 
 def test_dependent_awaits_cost_what_sequential_ones_do():
-    dependent = predict("dependent", users=200, tasks=3, io_ms=200)
-    assert dependent == predict("sequential", users=200, tasks=3, io_ms=200)
+    dependent = predict_for("dependent", users=200, tasks=3, io_ms=200)
+    assert dependent == predict_for("sequential", users=200, tasks=3, io_ms=200)
     assert dependent.rps == pytest.approx(200 / 0.6)
 
 
 def test_mixed_holds_the_loop_for_its_blocking_half_only():
     # each sub-task awaits io_ms, then blocks io_ms: the loop serves one request per tasks × io_ms
-    p = predict("mixed", users=50, tasks=2, io_ms=100)
+    p = predict_for("mixed", users=50, tasks=2, io_ms=100)
     assert p.rps == pytest.approx(1 / 0.2)
     assert p.bottleneck == "event loop"
-    assert predict("mixed", users=1, io_ms=100).rps == pytest.approx(1 / 0.2)  # one user waits both halves
+    assert predict_for("mixed", users=1, io_ms=100).rps == pytest.approx(1 / 0.2)  # one user waits both halves
 
 
 def test_wrapped_holds_a_thread_for_both_halves():
-    p = predict("wrapped", users=50, io_ms=100, threads=40)
+    p = predict_for("wrapped", users=50, io_ms=100, threads=40)
     assert p.rps == pytest.approx(40 / 0.2)
     assert p.bottleneck == "threads"
-    assert predict("wrapped", users=10, io_ms=100).rps == pytest.approx(10 / 0.2)
+    assert predict_for("wrapped", users=10, io_ms=100).rps == pytest.approx(10 / 0.2)
 
 
 def test_the_server_s_own_cpu_caps_one_worker():
     # 0.5 ms of uvicorn + FastAPI per request: one worker (one GIL) serves at most 2,000 req/s
-    p = predict("sequential", users=400, io_ms=100, server_ms=0.5)
+    p = predict_for("sequential", users=400, io_ms=100, server_ms=0.5)
     assert p.rps == pytest.approx(2000)
     assert p.bottleneck == "GIL (one core per worker)"
-    assert predict("sequential", users=800, io_ms=100, server_ms=0.5, workers=2, cores=2).rps == pytest.approx(4000)
+    assert predict_for("sequential", users=800, io_ms=100, server_ms=0.5, workers=2, cores=2).rps == pytest.approx(4000)
     # below the cap, a request alone takes io + server CPU
-    assert predict("sequential", users=10, io_ms=100, server_ms=0.5).rps == pytest.approx(10 / 0.1005)
+    assert predict_for("sequential", users=10, io_ms=100, server_ms=0.5).rps == pytest.approx(10 / 0.1005)
 
 
 def test_server_cpu_moves_the_model_only_as_far_as_it_costs():
     kw = dict(users=80, tasks=2, io_ms=50, cpu_n=20, cores=2, cpu_ms_per_task=5)
     for pattern in ("sequential", "gather", "threadpool", "processpool", "blocking"):
-        base = predict(pattern, **kw)
-        assert predict(pattern, **kw, server_ms=1e-6).rps == pytest.approx(base.rps, rel=1e-4)
+        base = predict_for(pattern, **kw)
+        assert predict_for(pattern, **kw, server_ms=1e-6).rps == pytest.approx(base.rps, rel=1e-4)
         # a second of the worker's own CPU per request caps it at one request a second, whatever the pattern
-        heavy = predict(pattern, **kw, server_ms=1000.0)
+        heavy = predict_for(pattern, **kw, server_ms=1000.0)
         assert heavy.rps <= 1.0 + 1e-9 < base.rps
 
 
 def test_process_pool_workers_still_pay_for_the_framework():
     # the pool computes, but every request still passes through the worker's event loop
-    p = predict("processpool", users=1000, io_ms=100, cpu_n=20, cpu_ms_per_task=0.1, server_ms=1.0, cores=2)
+    p = predict_for("processpool", users=1000, io_ms=100, cpu_n=20, cpu_ms_per_task=0.1, server_ms=1.0, cores=2)
     assert p.rps == pytest.approx(1000)
     assert p.bottleneck == "GIL (one core per worker)"
 
@@ -171,27 +176,30 @@ def test_process_pool_workers_still_pay_for_the_framework():
 def test_threads_computing_longer_than_a_turn_move_in_step():
     # fib of 10 ms (two 5 ms turns of the GIL) after 50 ms of sleep, 20 users: they compute together,
     # then sleep together while the core idles: 20 / (0.05 + 20 x 0.01) = 80 req/s, not 1 / 0.01 = 100
-    p = predict("threadpool", users=20, io_ms=50, cpu_n=25, cpu_ms_per_task=10)
+    p = predict_for("threadpool", users=20, io_ms=50, cpu_n=25, cpu_ms_per_task=10)
     assert p.rps == pytest.approx(20 / 0.25)
     assert p.bottleneck == "GIL (threads in step)"
     # without the wait there is nothing to idle through: the GIL's one core
-    assert predict("threadpool", users=20, io_ms=0, cpu_n=25, cpu_ms_per_task=10).rps == pytest.approx(100)
+    assert predict_for("threadpool", users=20, io_ms=0, cpu_n=25, cpu_ms_per_task=10).rps == pytest.approx(100)
 
 
 def test_threads_computing_within_a_turn_do_not_move_in_step():
     # 1 ms of CPU ends within its turn: the threads compute one after another, their waits spread
-    p = predict("threadpool", users=200, io_ms=50, cpu_n=20, cpu_ms_per_task=1, threads=400)
+    p = predict_for("threadpool", users=200, io_ms=50, cpu_n=20, cpu_ms_per_task=1, threads=400)
     assert p.bottleneck == "GIL (one core per worker)"
     # the event loop never shares its core in turns: async stays at one core's worth
-    assert predict("sequential", users=20, io_ms=50, cpu_n=25, cpu_ms_per_task=10).rps == pytest.approx(100)
+    assert predict_for("sequential", users=20, io_ms=50, cpu_n=25, cpu_ms_per_task=10).rps == pytest.approx(100)
     # users beyond the threads queue for them: not priced as in step
-    assert predict("threadpool", users=60, io_ms=50, cpu_n=25, cpu_ms_per_task=10).bottleneck != "GIL (threads in step)"
+    assert (
+        predict_for("threadpool", users=60, io_ms=50, cpu_n=25, cpu_ms_per_task=10).bottleneck
+        != "GIL (threads in step)"
+    )
 
 
 def test_in_step_is_priced_with_the_measured_demand():
     from labserver.theory.demand import Demand
 
-    p = predict("threadpool", users=20, io_ms=50, cpu_n=25, demand=Demand(worker_ms=11.0))
+    p = predict_for("threadpool", users=20, io_ms=50, cpu_n=25, demand=Demand(worker_ms=11.0))
     assert p.rps == pytest.approx(20 / (0.05 + 20 * 0.011))
     assert p.bottleneck == "GIL (threads in step)"
 
@@ -227,12 +235,12 @@ def test_two_stations_near_their_limit_bend_the_curve_below_either_alone():
 
 
 def test_queueing_bends_the_prediction_below_the_bounds_near_the_knee():
-    bound = predict("sequential", users=200, io_ms=100, server_ms=0.5)
-    curve = predict("sequential", users=200, io_ms=100, server_ms=0.5, queueing=True)
+    bound = predict_for("sequential", users=200, io_ms=100, server_ms=0.5)
+    curve = predict_for("sequential", users=200, io_ms=100, server_ms=0.5, queueing=True)
     assert curve.rps < bound.rps
     assert curve.rps == pytest.approx(closed_loop(200, 0.1, [(0.0005, 1)]))
     assert curve.bottleneck == bound.bottleneck
-    far = predict("sequential", users=20, io_ms=100, server_ms=0.5, queueing=True)
+    far = predict_for("sequential", users=20, io_ms=100, server_ms=0.5, queueing=True)
     assert far.rps == pytest.approx(20 / 0.1005, rel=1e-3)  # few users: no queue to speak of
 
 
@@ -288,23 +296,55 @@ def test_a_worker_that_waited_for_its_core_gets_that_much_less_of_it():
 
     # 0.5 ms of CPU per request in the loop, ready with no CPU free for a tenth of the window: 0.9 / 0.0005
     waited = Demand(worker_ms=0.5, worker_waited=0.1)
-    p = predict("sequential", users=1600, io_ms=100, cores=2, demand=waited)
+    p = predict_for("sequential", users=1600, io_ms=100, cores=2, demand=waited)
     assert p.rps == pytest.approx(1800)
     assert p.bottleneck == "GIL (one core per worker)"
-    unmeasured = predict("sequential", users=1600, io_ms=100, cores=2, demand=Demand(worker_ms=0.5))
+    unmeasured = predict_for("sequential", users=1600, io_ms=100, cores=2, demand=Demand(worker_ms=0.5))
     assert unmeasured.rps == pytest.approx(2000)
     # far below the bound, the users set the pace, waited or not
-    assert predict("sequential", users=10, io_ms=100, cores=2, demand=waited).rps == pytest.approx(10 / 0.1005)
+    assert predict_for("sequential", users=10, io_ms=100, cores=2, demand=waited).rps == pytest.approx(10 / 0.1005)
     # a thread pool computes on other threads than the waiting loop's; workers ≥ cores wait for each other
-    assert predict("threadpool", users=1600, io_ms=100, cores=2, demand=waited).rps == pytest.approx(
-        predict("threadpool", users=1600, io_ms=100, cores=2, demand=Demand(worker_ms=0.5)).rps
+    assert predict_for("threadpool", users=1600, io_ms=100, cores=2, demand=waited).rps == pytest.approx(
+        predict_for("threadpool", users=1600, io_ms=100, cores=2, demand=Demand(worker_ms=0.5)).rps
     )
-    assert predict("sequential", users=1600, io_ms=100, workers=2, cores=2, demand=waited).rps == pytest.approx(4000)
+    assert predict_for("sequential", users=1600, io_ms=100, workers=2, cores=2, demand=waited).rps == pytest.approx(
+        4000
+    )
 
 
 def test_offloading_the_blocking_call_restores_the_thread_pool_s_bound():
-    blocked = predict("blocking", users=120, io_ms=100, threads=40)
-    offloaded = predict("offload", users=120, io_ms=100, threads=40)
+    blocked = predict_for("blocking", users=120, io_ms=100, threads=40)
+    offloaded = predict_for("offload", users=120, io_ms=100, threads=40)
     assert blocked.rps == pytest.approx(10)  # one request at a time on the loop
     assert offloaded.rps == pytest.approx(400) and offloaded.bottleneck == "threads"  # 40 threads / 0.1 s
-    assert predict("offload", users=20, io_ms=100, threads=40).rps == pytest.approx(200)  # below it, the users
+    assert predict_for("offload", users=20, io_ms=100, threads=40).rps == pytest.approx(200)  # below it, the users
+
+
+def test_predict_takes_the_run_s_workload_and_its_server_s_settings():
+    p = predict(Workload("threadpool", 100, io_ms=100), Settings(threads=40))
+    assert p == predict_for("threadpool", users=100, io_ms=100, threads=40)
+    assert p.rps == pytest.approx(400) and p.bottleneck == "threads"
+    assert predict(Workload("threadpool", 100, io_ms=100), Settings(threads=THREADS_DEFAULT, workers=2)).rps == 800
+
+
+def test_predict_s_prices_are_keyword_only():
+    with pytest.raises(TypeError):
+        predict(Workload("gather", 10, io_ms=100), None, 2)  # cores, by position
+    with pytest.raises(TypeError):
+        predict_for("gather", 10, io_ms=100)  # users, by position
+
+
+def test_without_settings_the_server_has_a_pool_process_per_core_it_is_given():
+    # 10 ms of CPU per request on 2 cores (or 1.5: a quota), the pool as large: the cores bound it
+    for cores in (2, 1.5):
+        p = predict(Workload("processpool", 100, cpu_n=20), cores=cores, cpu_ms_per_task=10)
+        assert p.rps == pytest.approx(cores * 100) and p.bottleneck == "cores"
+    small = predict(Workload("processpool", 100, cpu_n=20), Settings(procs=1), cores=2, cpu_ms_per_task=10)
+    assert small.rps == pytest.approx(100)
+
+
+def test_a_short_call_names_what_it_does_not_know():
+    with pytest.raises(TypeError, match="thread"):
+        predict_for("threadpool", users=10, io_ms=100, thread=40)
+    with pytest.raises(ValueError, match="users or a rate"):
+        predict_for("threadpool", io_ms=100)

@@ -1,0 +1,246 @@
+"""What the lab and its Locust processes agree on: the plan, the records, the files, the events.
+
+The harness writes a plan into a run's folder and reads what Locust leaves there; the
+locustfile (locustfiles/pattern.py) reads the plan and writes the rest. Both import this module,
+so that neither keeps its own copy of a format. The locustfile runs in Locust's process, which
+gevent patches: this module imports the standard library only (a contract in pyproject.toml),
+and `import labserver` costs little there (labserver/__init__.py imports its names on first use).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import itertools
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+# A plan's files, in its first run's folder (Locust's own start with "locust": locust.log, its CSVs)
+PLAN_FILE = "plan.json"  # the stages, for --plan-file
+LOG_FILE = "locust.log"  # Locust's output: for a human when something fails, never read for its state
+EVENTS_FILE = "locust.events.jsonl"  # what Locust did, as it happened (--events-file)
+RECORDS = "records"  # --records-file: records.<pid>.json per process, records.w<index>.json per worker
+LIVE = "live"  # --live-file: live.<pid>.csv per process, live.w<index>.csv per worker
+
+
+def records_path(prefix: str, process: int | str) -> str:
+    """A Locust process's records file: `process` is its pid, or worker(index) for a master's copy of a worker's."""
+    return f"{prefix}.{process}.json"
+
+
+def live_path(prefix: str, process: int | str) -> str:
+    """A Locust process's live file, named as records_path names its records."""
+    return f"{prefix}.{process}.csv"
+
+
+def worker(index: int) -> str:
+    """How a master names the files it writes for its worker `index`."""
+    return f"w{index}"
+
+
+RECORDS_GLOB = records_path(RECORDS, "*")
+LIVE_GLOB = live_path(LIVE, "*")
+
+
+def from_worker(name: str) -> bool:
+    """Whether a records file's name is a master's copy of a worker's."""
+    return name.startswith(f"{RECORDS}.w")
+
+
+# The stages: what the harness writes of each, for the locustfile to read (and `host`, its server's URL)
+STAGE_KEYS = ("pattern", "users", "tasks", "io_ms", "cpu_n", "duration_s", "rate", "drain_s")
+
+
+def write_plan(path: str | os.PathLike, stages: list[dict]) -> None:
+    with open(path, "w") as f:
+        json.dump(stages, f)
+
+
+def read_plan(path: str | os.PathLike) -> list[dict]:
+    with open(path) as f:
+        return json.load(f)
+
+
+def ends(durations: Iterable[float]) -> list[float]:
+    """When each stage ends, in seconds after the plan began."""
+    return list(itertools.accumulate(durations))
+
+
+def stage_at(stage_ends: Sequence[float], elapsed_s: float) -> int | None:
+    """The index of the stage running `elapsed_s` s into the plan (the first before it starts); None once it is over."""
+    i = bisect.bisect_right(stage_ends, elapsed_s)
+    return i if i < len(stage_ends) else None
+
+
+def request_path(stage: dict) -> str:
+    """The URL a stage's requests get: absolute when the stage names its server, so that a plan can take turns."""
+    query = f"/{stage['pattern']}?tasks={stage['tasks']}&io_ms={stage['io_ms']}&cpu_n={stage['cpu_n']}"
+    return stage.get("host", "") + query
+
+
+class Record(NamedTuple):
+    """One request, as the user that sent it recorded it."""
+
+    end: float  # when the reply (or the failure) came, in seconds since the epoch
+    ms: float  # latency in ms, measured by the user that sent it
+    ok: bool
+    pid: int | None = None  # the worker that answered (X-Worker-Pid), None when no reply came
+    stage: int = 0  # the stage of its plan in which it was sent
+    intended: float | None = None  # open loop: when its schedule meant to send it (None: a closed loop's)
+
+    @property
+    def sent(self) -> float:
+        return self.end - self.ms / 1000
+
+    @property
+    def from_intended_ms(self) -> float:
+        """Latency from when it should have left (an open loop's, corrected for a late send), in ms."""
+        return self.ms if self.intended is None else (self.end - self.intended) * 1000
+
+
+def record(end: float, ms: float, ok: bool, pid: int | None, stage: int, intended: float | None = None) -> tuple:
+    """A record as it is written: five fields, and a sixth (`intended`) for an open loop's request only."""
+    return (end, ms, ok, pid, stage) if intended is None else (end, ms, ok, pid, stage, intended)
+
+
+def shifted(r: Sequence, by: float) -> tuple:
+    """A record moved `by` seconds (a worker's onto its master's clock): both its times move, the rest stays."""
+    intended = r[5] + by if len(r) > 5 and r[5] is not None else None
+    return record(r[0] + by, r[1], r[2], r[3], r[4], intended)
+
+
+@dataclass(frozen=True)
+class ProcessRecords:
+    """What one Locust process's records file holds: its start, and one list of records per user.
+
+    A master writes its own (with no users) and one for each of its workers, on its own clock,
+    with what the worker reported of itself: `cpu` ([time, CPU seconds] pairs), `host`, `pid`.
+    """
+
+    t0: float | None  # when the process's test started (epoch s): None if it never did
+    users: list[list]  # in the order the users started
+    cpu: list | None = None
+    host: str | None = None
+    pid: int | None = None
+
+    def write(self, path: str | os.PathLike) -> None:
+        data = {"t0": self.t0, "users": self.users}
+        data |= {k: getattr(self, k) for k in ("cpu", "host", "pid") if getattr(self, k) is not None}
+        with open(path, "w") as f:
+            json.dump(data, f)
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> ProcessRecords | None:
+        """The file at `path`; None if it is missing, was cut short (Locust killed mid-write) or is not one."""
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or "users" not in data:
+            return None
+        return cls(data.get("t0"), data["users"], data.get("cpu"), data.get("host"), data.get("pid"))
+
+
+# The live files: `t0,<when the process's test started>` first, then `end,ms,ok,stage` per request
+class LiveRecord(NamedTuple):
+    end: float
+    ms: float
+    ok: bool
+    stage: int
+
+
+def live_record(r: Sequence) -> tuple:
+    """What the live view needs of a record: (end, ms, ok, stage)."""
+    return (r[0], r[1], r[2], r[4])
+
+
+def live_lines(t0: float | None, new: Iterable[Sequence], shift: float = 0.0) -> str:
+    """The live file's text for `new` live records: the `t0` line first (when t0 is given), then one line each.
+
+    `shift` moves a worker's times onto its master's clock.
+    """
+    head = f"t0,{t0!r}\n" if t0 is not None else ""
+    return head + "".join(f"{r[0] + shift:.4f},{r[1]:.2f},{r[2]:d},{r[3]}\n" for r in new)
+
+
+def read_live(line: str) -> float | LiveRecord | None:
+    """A live file's line: its process's start (a float), a request, or None for a line that is not one."""
+    fields = line.split(",")
+    try:
+        if fields[0] == "t0":
+            return float(fields[1])
+        return LiveRecord(float(fields[0]), float(fields[1]), fields[2] == "1", int(fields[3]))
+    except (IndexError, ValueError):
+        return None
+
+
+# Locust's state, as the locustfile's events say it (EVENTS_FILE, one JSON object a line)
+STARTED = "started"  # the test started: the plan's clock (`t0`) runs from here
+STAGE = "stage"  # a stage of the plan began (`index`)
+JOINED = "joined"  # a master: a worker joined (`workers` of `expected`)
+GAVE_UP = "gave_up"  # a master: too few workers joined in time (`workers` came); Locust quits
+CPU_WARNING = "cpu_warning"  # a Locust process passed 90% of a core (`worker`: its index; None, the master's own)
+# Locust's own messages between a master and its workers
+PLAN_MESSAGE = "lab_plan"  # master to worker: the stages, the timeout, whether to stream (live)
+LIVE_MESSAGE = "lab_live"  # worker to master: its new requests, once a second
+RECORDS_MESSAGE = "lab_records"  # worker to master: every record and its CPU seconds, at the end
+CPU_MESSAGE = "lab_cpu_warning"  # worker to master: Locust warned of its CPU
+
+
+def event(kind: str, at: float, **fields: Any) -> str:
+    """One line of the events file."""
+    return json.dumps({"event": kind, "at": at, **fields}) + "\n"
+
+
+@dataclass(frozen=True)
+class LocustState:
+    """What a plan's Locust processes have said so far."""
+
+    started: bool = False
+    stage: int | None = None  # the stage begun last
+    joined: int = 0  # the workers that joined a master
+    gave_up: bool = False
+    cpu_warning: bool = False
+
+    def said(self, e: dict) -> LocustState:
+        """This state once event `e` has happened."""
+        kind, replace = e.get("event"), dataclasses.replace
+        if kind == STARTED:
+            return replace(self, started=True)
+        if kind == STAGE:
+            return replace(self, stage=int(e["index"]))
+        if kind == JOINED:
+            return replace(self, joined=int(e["workers"]))
+        if kind == GAVE_UP:
+            return replace(self, gave_up=True, joined=int(e["workers"]))
+        if kind == CPU_WARNING:
+            return replace(self, cpu_warning=True)
+        return self
+
+
+class Events:
+    """The events file at `path`, read as it grows: `state()` reads only what was added since it last did."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path, self.offset, self.partial = path, 0, b""
+        self.now = LocustState()
+
+    def state(self) -> LocustState:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return self.now  # not written yet
+        self.offset += len(data)
+        complete, _, self.partial = (self.partial + data).rpartition(b"\n")
+        for line in complete.splitlines():
+            try:
+                self.now = self.now.said(json.loads(line))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue  # not an event of ours
+        return self.now

@@ -1,0 +1,163 @@
+"""A lab plan as one Locust process runs it: its stages, its clock, its users' records, what it says.
+
+locustfiles/pattern.py wires Locust's events to a `Lab` and holds the users; the formats written
+here are labserver/protocol.py's, which the harness reads. A request belongs to the stage in
+which it was sent, and the users stay spread from one stage to the next (`may_send`): the server
+is never idle between stages, and the lab's warm-up, cut from every stage's window, starts only
+once the last request of the stages before is answered (labserver/harness/collect.py). Starting
+Locust once per plan instead of once per measurement saves its start-up, spawn and report on
+every run but the first, and the users keep their open connections.
+
+What Locust does (the test started, a stage began, a worker joined, the master gave up waiting
+for workers, Locust warned of its CPU) goes to --events-file as it happens, one event a line:
+the harness learns Locust's state from them, never from Locust's log.
+"""
+
+import collections
+import itertools
+import os
+import random
+import time
+
+import gevent
+from locust.runners import MasterRunner
+
+from labserver import protocol
+
+LIVE_EVERY_S = 1.0  # how often --live-file gets the new requests
+
+
+class Lab:
+    """This process's share of the plan: its stages, its clock (`t0`) and each user's records."""
+
+    def __init__(self):
+        self.stages: list[dict] = []  # each with its start (`start_s`) after t0 and its request's `path`
+        self.ends: list[float] = []  # when each stage ends, after t0
+        self.t0: float | None = None  # when the test started (time.time())
+        self.over = False  # the plan is over and the test was told to stop
+        self.records: list[list[tuple]] = []  # per user, in the order the users started
+        self.next_user = itertools.count()
+        self.in_flight = collections.Counter()  # requests sent and not answered yet, per stage
+        self.events_file = ""  # a master's or a lone process's: a worker's test is its master's to tell
+
+    def start(self, stages: list[dict]) -> float:
+        """Set the plan's stages and the test's start; return when the plan ends, after the start."""
+        self.ends = protocol.ends(stage["duration_s"] for stage in stages)
+        for stage, start in zip(stages, [0.0, *self.ends][:-1], strict=True):
+            stage["start_s"] = start
+            stage["path"] = protocol.request_path(stage)
+        self.stages = stages
+        self.t0 = time.time()
+        self.say(protocol.STARTED, t0=self.t0)
+        return self.ends[-1] if self.ends else 0.0
+
+    def say(self, kind: str, **fields) -> None:
+        """An event for the harness, if this process writes them (labserver/protocol.py names them)."""
+        if self.events_file:
+            with open(self.events_file, "a") as f:
+                f.write(protocol.event(kind, time.time(), **fields))
+
+    def stage_now(self) -> tuple[float, int, dict] | None:
+        """(now, the running stage's index, the stage); None once the plan is over, after a short sleep.
+
+        Locust's --run-time stops the test a moment after the plan's end: until then a user idles.
+        """
+        now = time.time()
+        i = protocol.stage_at(self.ends, now - self.t0)
+        if i is None:
+            gevent.sleep(0.1)
+            return None
+        return now, i, self.stages[i]
+
+    def may_send(self, user, now: float, i: int, stage: dict) -> bool:
+        """Whether `user` sends a request of stage `i` now; if not, it has waited for what comes first.
+
+        A user that the stage does not need waits for the next stage. When the stage waits on I/O,
+        a user that was in the loop of the stage before goes straight on; one that joins (or comes
+        back) starts at a random moment within one request's wait instead. When it only computes,
+        every user first waits until the stages before have drained (pattern.py says why).
+        """
+        if user.index >= stage["users"]:
+            gevent.sleep(max(0.001, self.t0 + self.ends[i] - now))
+            return False
+        if user.stage == i:
+            return True
+        carried_on = user.stage == i - 1  # in the loop of the stage just before
+        user.stage = i
+        spread_s = min(1.0, stage["tasks"] * stage["io_ms"] / 1000)  # one request's wait, at most 1 s
+        if not spread_s:
+            while any(self.in_flight[earlier] for earlier in range(i)):
+                gevent.sleep(0.005)
+            return False
+        if not carried_on:
+            # Users that start together stay in step: every wait ends at once and the server
+            # gets its requests in bursts, not the steady flow the model assumes (a burst of
+            # 200 requests costs one worker ~100 ms of CPU). A random start within one
+            # request's wait spreads them evenly; the warm-up, cut from the window, absorbs it.
+            gevent.sleep(random.uniform(0, spread_s))
+            return False
+        return True
+
+    def follow(self, runner, stop: bool) -> None:
+        """Say as each stage begins; once the plan is over, stop the test if `stop`.
+
+        The plan ends the test itself, on time: Locust's own --run-time timer, a safety net here,
+        is set on a clock gevent last read before the imports. A master first stops its workers,
+        which then send their records, and quits once they have: quitting at once would end
+        them before they could.
+        """
+        for i, stage in enumerate(self.stages):
+            _sleep_until(self.t0 + stage["start_s"])
+            self.say(protocol.STAGE, index=i)
+        if not stop or not self.ends:
+            return
+        _sleep_until(self.t0 + self.ends[-1])
+        self.over = True
+        if isinstance(runner, MasterRunner):
+            runner.stop()
+        runner.quit()
+
+    def new_records(self, written: list[int]) -> list[tuple]:
+        """Every user's requests since the last call, as live records; `written` keeps count per user."""
+        written += [0] * (len(self.records) - len(written))
+        new = []
+        for user, records in enumerate(self.records):
+            new += [protocol.live_record(r) for r in records[written[user] :]]
+            written[user] = len(records)
+        return new
+
+    def stream(self, path: str) -> None:
+        """Append each user's new requests to `path` once a second as the test runs: a notebook's live view reads them.
+
+        Only with --live-file (a notebook, or the bench measuring what the view costs): one
+        formatted line per request and one write a second (labserver/harness/feed.py reads them).
+        """
+        written: list[int] = []  # how many of each user's records are in the file already
+        with open(path, "a") as f:
+            f.write(protocol.live_lines(self.t0, []))
+            f.flush()
+            while True:
+                gevent.sleep(LIVE_EVERY_S)
+                lines = protocol.live_lines(None, self.new_records(written))
+                if lines:
+                    f.write(lines)
+                    f.flush()
+
+    def write_records(self, prefix: str) -> None:
+        """This process's records file, if the test names one: a master's has its start and no users."""
+        if prefix:
+            protocol.ProcessRecords(self.t0, self.records).write(protocol.records_path(prefix, os.getpid()))
+
+
+def arrival_times(i: int, stage: dict, start: float, end: float) -> list[float]:
+    """When an open loop sends stage `i`'s requests, from `start` to `end` (epoch s): `rate` a second of them.
+
+    Seeded: a rerun gets the same arrivals.
+    """
+    draw = random.Random(f"{i}-{stage['rate']}").uniform
+    return sorted(draw(start, end) for _ in range(round(stage["rate"] * max(0.0, end - start))))
+
+
+def _sleep_until(at: float) -> None:
+    while time.time() < at:
+        gevent.sleep(at - time.time())  # may wake early on gevent's stale clock: check again

@@ -1,0 +1,40 @@
+"""`make lint`'s type checker in `make test`: mypy, with pyproject.toml's settings, finds nothing in labserver/."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labserver.paths import ROOT
+
+MYPY = Path(sys.executable).with_name("mypy")
+
+
+def _mypy(*paths: str) -> subprocess.CompletedProcess:
+    if not MYPY.exists():
+        pytest.skip(f"mypy is not installed beside {sys.executable} (the `dev` extra)")
+    command = [str(MYPY), "--config-file", str(ROOT / "pyproject.toml"), *paths]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_mypy_finds_nothing():
+    result = _mypy()  # the folder to check comes from [tool.mypy] files
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("source", "code"),
+    [
+        # a float parameter passed None: the kind of slip the checker is here for
+        ("def wait(timeout_s: float) -> float:\n    return timeout_s\n\nwait(None)\n", "arg-type"),
+        # an Optional used without narrowing, in a function without annotations (check_untyped_defs)
+        ("import re\n\ndef first(text):\n    return re.match('a', text).group(0)\n", "union-attr"),
+    ],
+)
+def test_the_settings_catch_a_type_error(tmp_path, source, code):
+    path = tmp_path / "planted.py"
+    path.write_text(source)
+    result = _mypy("--no-incremental", str(path))
+    assert result.returncode != 0
+    assert f"[{code}]" in result.stdout, result.stdout
