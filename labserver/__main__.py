@@ -27,7 +27,7 @@ from labserver.demo.settings import THREADS_DEFAULT, Settings
 LOOPBACK = "127.0.0.1"
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m labserver", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the demo server in the foreground (Ctrl-C stops it)")
@@ -58,10 +58,19 @@ def main(argv: list[str] | None = None) -> int:
         help="a host besides the master's that this worker may send load to (the server's, if it runs elsewhere)",
     )
     worker.add_argument("--runs", type=int, default=0, help="stop after this many runs (default: 0, until Ctrl-C)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "worker":
         return join(parser, args.master, args.allow_target, args.runs)
+    return serve(parser, args)
 
+
+def serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The demo server in the foreground, with the settings checked before uvicorn starts."""
     settings = Settings(workers=args.workers, threads=args.threads, procs=args.procs, queue_limit=args.queue_limit)
     try:
         settings.check()

@@ -146,17 +146,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         in_flight=lambda: _in_flight(app), pool=lambda: app.state.pool, held=lambda: app.state.db_held
     )
 
-    for name, endpoint in PATTERNS.items():
-        doc = sys.modules[endpoint.__module__].__doc__
-        assert doc, f"{endpoint.__module__} needs a docstring: its first line is the route's summary"
-        summary = doc.splitlines()[0]
-        # response_model=None for a `def` endpoint: FastAPI would otherwise validate its return value
-        # with a second trip through the thread pool, queueing behind new requests under load. An
-        # `async def` one keeps the model FastAPI infers from `-> dict`: validated in place and
-        # serialised by pydantic-core, ~100 fewer Python calls per request than jsonable_encoder
-        # (about 15% of the server's CPU per request).
-        plain: dict[str, Any] = {} if inspect.iscoroutinefunction(endpoint) else {"response_model": None}
-        app.add_api_route(f"/{name}", endpoint, methods=["GET"], name=name, summary=summary, **plain)
+    _add_patterns(app)
     if settings.database_url:  # lesson 07's routes; their lifespan opens and closes the psycopg pools
         from labserver.demo.shop import router as db_router
 
@@ -189,6 +179,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         }
 
     return app
+
+
+def _add_patterns(app: FastAPI) -> None:
+    """One GET route per pattern module, summarised by its docstring's first line."""
+    for name, endpoint in PATTERNS.items():
+        doc = sys.modules[endpoint.__module__].__doc__
+        assert doc, f"{endpoint.__module__} needs a docstring: its first line is the route's summary"
+        summary = doc.splitlines()[0]
+        # response_model=None for a `def` endpoint: FastAPI would otherwise validate its return value
+        # with a second trip through the thread pool, queueing behind new requests under load. An
+        # `async def` one keeps the model FastAPI infers from `-> dict`: validated in place and
+        # serialised by pydantic-core, ~100 fewer Python calls per request than jsonable_encoder
+        # (about 15% of the server's CPU per request).
+        plain: dict[str, Any] = {} if inspect.iscoroutinefunction(endpoint) else {"response_model": None}
+        app.add_api_route(f"/{name}", endpoint, methods=["GET"], name=name, summary=summary, **plain)
 
 
 def _cpu(app: FastAPI) -> dict:

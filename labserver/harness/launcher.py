@@ -119,6 +119,7 @@ class LabServer(Server):
 
     def __init__(
         self,
+        *,
         workers: int = 1,
         threads: int = THREADS_DEFAULT,
         procs: int | None = None,

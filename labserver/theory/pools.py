@@ -43,6 +43,7 @@ def limits(
     endpoint: str,
     users: int,
     service_ms: float,
+    *,
     threads: int = THREADS_DEFAULT,
     db_pool: int = DB_POOL_DEFAULT,
     workers: int = 1,
