@@ -38,7 +38,7 @@ def test_a_plan_in_a_kernel_draws_one_chart_that_each_frame_replaces():
         "with LabServer(procs=0) as server:\n"
         "    plan = [dict(pattern='sequential', users=u, io_ms=10) for u in (4, 8)]\n"
         "    done = run_plan(server, plan, duration_s=3, lesson='tests-live')\n"
-        "print(sorted(p.name for r in done for p in r.path.glob('live.*')), [r.row['status'] for r in done])\n"
+        "print(sorted(p.name for r in done for p in r.path.glob('live.*')), [str(r.row['status']) for r in done])\n"
     )
     shown, updates, streams = [], [], []
     try:

@@ -65,8 +65,8 @@ class Chart:
             self.bars: list[list] = [[], []]  # per axis, one Rectangle per run
             self.ticks = [self._marks(ax, "_", 400, PREDICTED, 3) for ax in self.axes]  # the predictions
             self.invalid = [self._marks(ax, "X", 70, plots.INVALID, 4) for ax in self.axes]
-        self.layout = None  # what the background shows: runs' labels, patterns, caption, y-axis tops
-        self.outgrown = (False, False)  # whether a bar outgrew each axis in the last frame
+        self.layout: tuple | None = None  # what the background shows: runs' labels, patterns, caption, y-axis tops
+        self.outgrown: tuple[bool, ...] = (False, False)  # whether a bar outgrew each axis in the last frame
         self.legend = None  # the patterns', over both charts
         self.background = None
 
@@ -116,6 +116,7 @@ class Chart:
         if fresh:
             self.outgrown = (False,) * len(wanted)
             return wanted
+        assert self.layout is not None  # fresh while there is none
         kept = self.layout[3]
         tops = tuple(w if w > k and o else k for w, k, o in zip(wanted, kept, self.outgrown, strict=True))
         self.outgrown = tuple(w > k for w, k in zip(wanted, kept, strict=True))

@@ -21,7 +21,7 @@ import pandas as pd
 from labserver.harness import isolate, pauses, results
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.meters import MachineMeter, tree_seconds, wait_until_quiet
-from labserver.harness.supervise import Watched, supervised, until_exit
+from labserver.harness.supervise import Status, Watched, supervised, until_exit
 from labserver.labels import client_label, pattern_label
 from labserver.theory.clients import LIBRARY, Cost, check_run, predict_client, slots
 from labserver.theory.cores import SATURATED
@@ -55,19 +55,19 @@ def _client(
         # clock starts: it imports its library first.
         isolate.place([run.proc.pid], isolate.others(server))
         until_exit(run, [server], deadline_s=timeout_s, every_s=0.02)
-    status, proc = run.status, run.proc
+    proc = run.proc
     server_cpu_s = _cpu_delta(before, _cpu_seconds(server))
     machine.sample()
     lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("{")]
-    if status == "ok" and (proc.returncode != 0 or not lines):
-        status = f"client failed (exit code {proc.returncode}); see {log}"
-    report = json.loads(lines[-1]) if lines and status == "ok" else None
+    if run.status is Status.OK and (proc.returncode != 0 or not lines):
+        run.stop(Status.CLIENT_FAILED, f"(exit code {proc.returncode}); see {log}")
+    report = json.loads(lines[-1]) if lines and run.status is Status.OK else None
     if report is not None:  # the longest pause while the client sent its requests
         report["paused_ms"] = pauses.longest_ms(
             pauses.read(watched), report["started"], report["started"] + report["wall_s"]
         )
         report["stolen_cpu"] = machine.stolen_cores(-math.inf, math.inf)  # over the client's whole life
-    return report, status, server_cpu_s
+    return report, run.label, server_cpu_s
 
 
 def _cpu_seconds(server: LabServer) -> tuple[float | None, float]:
@@ -102,7 +102,7 @@ def lone_ms(server: LabServer, client: str, pattern: str, io_ms: int) -> float:
     with tempfile.TemporaryDirectory(prefix="lab-alone-") as tmp:
         timeout_s = 30 + 5 * ALONE * (io_ms / 1000 + 0.01)
         report, status, _ = _client(server, one_at_a_time, url, ALONE, 1, Path(tmp) / "client.log", timeout_s)
-    if status != "ok" or not report or report.get("failures"):
+    if status != Status.OK or not report or report.get("failures"):
         return math.nan
     return float(report["p50_ms"])
 
@@ -135,7 +135,7 @@ def run_client(
     run_id = results.new_run_id(f"{w.pattern}-{client}", w.users)
     tmp = results.partial_dir(run_id)
     started_at = _now()
-    report, status, server_s = None, "interrupted", 0.0
+    report, status, server_s = None, str(Status.INTERRUPTED), 0.0
     try:
         url, timeout_s = f"{server.url}/{w.pattern}?io_ms={w.io_ms}", 30 + 5 * requests / bound.rps
         report, status, server_s = _client(server, client, url, requests, w.users, tmp / "client.log", timeout_s)
@@ -148,7 +148,7 @@ def run_client(
             started_at=started_at, alone_ms=alone_ms,
         )  # fmt: skip
         saved = _finish(tmp, params, row, report)
-    if status == "server died":
+    if status == Status.SERVER_DIED:
         raise ServerError(f"the server died during the run; partial result saved in {saved.path}\n{server.log_tail()}")
     return saved
 
@@ -200,7 +200,7 @@ def _row(
     batch = dict(requests=n, concurrency=params["users"], io_ms=params["io_ms"], server_slots=slots)
     priced = bool(cost.known and report)
     predicted = predict_client(params["client"], **batch, cost=cost if priced else None)
-    problems = [] if status == "ok" else [status]
+    problems = [] if status == Status.OK else [status]
     if report.get("failures"):
         problems.append(f"{report['failures']} of {n} requests failed")
     paused = pauses.problem(report.get("paused_ms", math.nan))

@@ -16,6 +16,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -119,6 +120,12 @@ def _stolen(before_s: float, wall_s: float) -> str:
     )
 
 
+def _margin(verdict: dict) -> float:
+    """A saved verdict's margin (claims.Verdict.margin); a field it lacks reads as None."""
+    fields: dict[str, Any] = {k: verdict.get(k) for k in Verdict.__dataclass_fields__}
+    return Verdict(**fields).margin
+
+
 def robustness(rounds: list[list[dict]]) -> pd.DataFrame:
     """One row per claim over several batches: passes, the worst margin, and that margin in units of its spread.
 
@@ -128,7 +135,7 @@ def robustness(rounds: list[list[dict]]) -> pd.DataFrame:
     """
     rows = [
         {"lesson": v["lesson"], "claim": v["claim"], "batch": i, "measured": v["measured"], "passed": v["passed"],
-         "margin": Verdict(**{k: v.get(k) for k in Verdict.__dataclass_fields__}).margin}
+         "margin": _margin(v)}
         for i, verdicts in enumerate(rounds)
         for v in verdicts
     ]  # fmt: skip

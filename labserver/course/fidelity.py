@@ -11,11 +11,11 @@ import pandas as pd
 
 from labserver import config
 from labserver.harness.results import environment
+from labserver.theory.model import CPU_BOUND
 
 TOLERANCE = 0.10
 IO_TOLERANCE = 0.03
 SHARE = 0.95
-CPU_BOUNDS = ("GIL", "cores", "CPU", "client CPU")  # a run the model puts at a CPU bound is not an I/O run
 
 
 def current(runs: pd.DataFrame) -> pd.DataFrame:
@@ -31,7 +31,7 @@ def current(runs: pd.DataFrame) -> pd.DataFrame:
 
 def io_bound(runs: pd.DataFrame) -> pd.Series:
     """Runs whose prediction is set by waiting (users, threads, an event loop held), not by a CPU."""
-    return ~runs["bottleneck"].fillna("").astype(str).str.startswith(CPU_BOUNDS)
+    return ~runs["bottleneck"].isin(CPU_BOUND)
 
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:

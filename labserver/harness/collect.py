@@ -20,6 +20,7 @@ from labserver.demo import cpus
 from labserver.harness import arrivals, columns, isolate, measure, pauses, records, results
 from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter
 from labserver.harness.plan import Options, Stage
+from labserver.harness.supervise import Status
 from labserver.theory import demand, model
 from labserver.theory.cores import SATURATED, usable
 from labserver.theory.demand import Demand
@@ -30,7 +31,6 @@ MIN_REQUESTS = 20
 # (A CPU-bound server alone on every core, with a light Locust, is a fair measurement: lesson 03.)
 MACHINE_BUSY = 0.95  # share of all cores
 MACHINE_LOCUST_CORES = 0.2
-MACHINE_BOUND = "cores (the machine's"  # how the model names the cores everything on the machine shares
 # Two replies this close came back to back (or within one request's CPU in the workers, if more):
 # well under a wake-up and a reply's handling in Locust, far under any sleep a pattern takes.
 BUNCH_GAP_MS = 0.3
@@ -265,9 +265,9 @@ def _validity(
 
 def _problems(status, exit_code, tmp: Path, m: measure.Measured, options: Options, saturated: bool, busiest: float):
     """The run's status, and why it is not a valid measurement (empty: it is one)."""
-    problems = [] if status == "ok" else [status]
-    if status == "ok" and exit_code not in (None, 0, 1):  # 1 means "some requests failed"; None: not judged
-        status = "locust failed"
+    problems = [] if status == Status.OK else [status]
+    if status == Status.OK and exit_code not in (None, 0, 1):  # 1 means "some requests failed"; None: not judged
+        status = Status.LOCUST_FAILED
         problems.append(f"locust exited with code {exit_code}; see {tmp.name}/locust.log")
     if saturated:
         problems.append(f"load generator saturated ({busiest:.0%} of a core): it measured itself")
@@ -302,7 +302,7 @@ def _machine_limit(stage: Stage, figures: dict) -> tuple[str, bool] | None:
     settings = stage.server.settings
     its_cores = usable(stage.workload.pattern, settings.workers, settings.procs, len(settings.cpus) or cores)
     server_set_pace = figures["server_cpu"] / its_cores >= SATURATED  # NaN compares False
-    return limit, figures["bottleneck"].startswith(MACHINE_BOUND) or server_set_pace
+    return limit, figures["bottleneck"] in model.MACHINE_BOUND or server_set_pace
 
 
 def _prediction(stage: Stage, cost: Demand, cores: float, options: Options) -> model.Prediction:

@@ -18,7 +18,7 @@ from labserver.harness import feed, launcher, procs
 from labserver.harness.isolate import Isolation
 from labserver.harness.launcher import Server
 from labserver.harness.plan import Meters, Options, Stage, stage_at
-from labserver.harness.supervise import Watched, until_exit
+from labserver.harness.supervise import Status, Watched, until_exit
 from labserver.paths import LOCUSTFILES
 
 USER_CLASSES = {"fast": "PatternUser", "requests": "PatternHttpUser", "arrivals": "ArrivalUser"}
@@ -151,11 +151,11 @@ def watch(
 
         # start-up and shutdown with room to spare
         until_exit(run, servers, deadline_s=wait_s + total_s + 30, tick=tick, clock=clock)
-    if run.status == "ok":
+    if run.status is Status.OK:
         for meter in every:
             meter.sample()
         if not all(s.alive for s in servers):
-            run.stop("server died")
+            run.stop(Status.SERVER_DIED)
 
 
 def _show(bar, stages: list[Stage], elapsed_s: float, total_s: float) -> None:

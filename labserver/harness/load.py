@@ -40,7 +40,7 @@ from labserver.harness.plan import (
     Stage,
 )
 from labserver.harness.publish import save_plan
-from labserver.harness.supervise import Watched, supervised
+from labserver.harness.supervise import Status, Watched, supervised
 from labserver.theory import model
 from labserver.theory.demand import Demand
 from labserver.theory.workload import DURATION_DEFAULT_S, DURATION_MAX_S, Workload, check_rate
@@ -205,15 +205,15 @@ def _measure(server: Server, stages: list[Stage], options: Options) -> list[resu
     if options.master is not None:
         generator.say_join(options.master, options.processes, options.join_timeout_s)
     run, saved, dead = _supervise(stages, tmp, run_ids, cmd, options, live, progress and not notebook.in_notebook())
-    if run.status == "server died":
+    if run.status is Status.SERVER_DIED:
         where = saved[-1].path if saved else tmp
         log = dead[0].log_tail() if dead else "(it was running again when checked)"
         raise ServerError(f"the server died during the run; partial result saved in {where}\n{log}")
-    if options.master is not None and run.status.startswith("too few Locust workers"):
+    if options.master is not None and run.status is Status.TOO_FEW_WORKERS:
         joined = protocol.Events((saved[-1].path if saved else tmp) / protocol.EVENTS_FILE).state().joined
         where = f"the run is saved, marked so, in {saved[-1].path}" if saved else "nothing was measured"
         raise RuntimeError(
-            f"{run.status}: {joined} of {options.processes} came ({where}); on each worker machine "
+            f"{run.label}: {joined} of {options.processes} came ({where}); on each worker machine "
             f"run `{worker_command(options.master)}` with the lab installed, then run this again"
         )
     return saved
@@ -251,7 +251,7 @@ def _run_locust(run: Watched, metered: list, stages, tmp: Path, cmd: list[str], 
             generator.watch(run, servers, stages, metered[0], text=text, live=live, wait_s=wait_s, events=events,
                             processes=options.processes, isolation=isolation)  # fmt: skip
             if options.master is not None and events.state().gave_up:
-                run.stop(f"too few Locust workers joined in {options.join_timeout_s:g} s")
+                run.stop(Status.TOO_FEW_WORKERS, f"joined in {options.join_timeout_s:g} s")
         finally:
             isolation.release()
 
@@ -262,7 +262,7 @@ def _save(run: Watched, metered: list, stages, run_ids, tmp: Path, options: Opti
     `failing`: an exception is on its way out, and it is the news: a failure to save is not raised
     over it (the unfinished .partial- folder is never read).
     """
-    dead = [s for s in _servers(stages) if not s.alive] if run.status == "server died" else []
+    dead = [s for s in _servers(stages) if not s.alive] if run.status is Status.SERVER_DIED else []
     server_log = dead[0].log_tail(200) if dead else None
     for each in dead:
         each.stop()  # what is left of a dead server (orphaned workers, pool children) holds its port
@@ -273,7 +273,7 @@ def _save(run: Watched, metered: list, stages, run_ids, tmp: Path, options: Opti
         if meters is not None:
             meters.locust.reported = records.worker_cpu(tmp)
             meters.machine.pauses = pauses.read(tmp / pauses.FILE)
-        outcome = Outcome(run.status, run.ended, run.proc, meters, run.started_at, server_log)
+        outcome = Outcome(run.label, run.ended, run.proc, meters, run.started_at, server_log)
         saved = save_plan(stages, run_ids, tmp, outcome, options)
     except Exception:
         if not failing:

@@ -110,7 +110,7 @@ class Meters:
 class Outcome:
     """How the Locust process of a plan went."""
 
-    status: str  # "ok", or why it stopped ("server died", "interrupted", ...)
+    status: str  # supervise.Watched.label: "ok", or why it stopped ("server died", "failed (ValueError)", ...)
     ended: float | None  # when it stopped early (epoch seconds), None if it ran to its end
     locust: subprocess.Popen | None
     meters: Meters | None

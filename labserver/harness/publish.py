@@ -22,6 +22,7 @@ from labserver import protocol
 from labserver.harness import records, results, telemetry
 from labserver.harness.collect import collect
 from labserver.harness.plan import Meters, Options, Outcome, Stage
+from labserver.harness.supervise import Status
 
 
 def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outcome, options: Options) -> list:
@@ -48,7 +49,7 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
         result = _stage_result(
             folder, run_id, stage, mine, clock, outcome, options,
             before=stages[i - 1].users if same_server else 0,
-            status=outcome.status if cut_short else "ok",
+            status=outcome.status if cut_short else Status.OK,
             exit_code=exit_code if (cut_short or last) else None,  # Locust's exit says how the plan ended
         )  # fmt: skip
         result.manifest.update(

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +23,39 @@ from labserver.harness import pauses, procs
 from labserver.paths import ROOT
 
 
+class Status(StrEnum):
+    """How a run ended, in the words of its `status` column: "ok", or why it was cut short.
+
+    Some carry a detail after them in the column (see Watched.label): "failed (ValueError)".
+    """
+
+    OK = "ok"
+    INTERRUPTED = "interrupted"  # a Ctrl-C
+    FAILED = "failed"  # any other exception, named after it
+    SERVER_DIED = "server died"
+    TIMED_OUT = "timed out"
+    TOO_FEW_WORKERS = "too few Locust workers"  # classroom mode: "... joined in 60 s"
+    LOCUST_FAILED = "locust failed"  # Locust ended with an error of its own
+    CLIENT_FAILED = "client failed"  # lesson 06's client: its exit code and log after it
+
+
 @dataclass
 class Watched:
     """How a supervised process went: "ok", or why it was cut short and when (epoch s)."""
 
     proc: Any = None  # its Popen, once started
-    status: str = "ok"
+    status: Status = Status.OK
     ended: float | None = None
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    detail: str = ""  # what the status's label adds after it
 
-    def stop(self, status: str) -> None:
-        self.status, self.ended = status, time.time()
+    def stop(self, status: Status, detail: str = "") -> None:
+        self.status, self.detail, self.ended = status, detail, time.time()
+
+    @property
+    def label(self) -> str:
+        """The status as a run's row says it: the status, then its detail if it has one."""
+        return f"{self.status} {self.detail}" if self.detail else str(self.status)
 
 
 @contextlib.contextmanager
@@ -53,10 +76,10 @@ def supervised(
         run.proc = started[0]
         yield run
     except KeyboardInterrupt:
-        run.stop("interrupted")
+        run.stop(Status.INTERRUPTED)
         raise
     except BaseException as e:
-        run.stop(f"failed ({type(e).__name__})")
+        run.stop(Status.FAILED, f"({type(e).__name__})")
         raise
     finally:
         if started:
@@ -83,10 +106,10 @@ def until_exit(
         if tick is not None:
             tick()
         if not all(s.alive for s in servers):
-            run.stop("server died")
+            run.stop(Status.SERVER_DIED)
             return
         if clock() > deadline:
-            run.stop("timed out")
+            run.stop(Status.TIMED_OUT)
             return
         with contextlib.suppress(subprocess.TimeoutExpired):
             run.proc.wait(timeout=every_s)  # returns the moment it exits: no part of a tick is slept away

@@ -35,13 +35,11 @@ from labserver.demo import cpus
 from labserver.demo.patterns import check_pattern
 from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.demo.work import check_bounds
-from labserver.theory.model import MACHINE, Prediction, closed_loop
+from labserver.theory.model import Bottleneck, Prediction, closed_loop
 
 LIBRARY = {"loop": "requests", "threadpool": "requests", "aiohttp": "aiohttp"}
 REQUESTS_MAX = 10_000
 CONCURRENCY_MAX = 1_000
-CLIENT_CPU = "client CPU (one core)"
-SERVER_CPU = "CPU of the server (one core per worker)"
 
 
 @dataclass(frozen=True)
@@ -125,9 +123,9 @@ def predict_client(
     """
     batch = _Batch.of(client, requests, concurrency, io_ms, server_slots, cost)
     if batch.one <= 0:
-        return Prediction(math.nan, math.nan, "no work to model")
+        return Prediction(math.nan, math.nan, Bottleneck.NO_WORK)
     if client == "loop":
-        name = "one request at a time"
+        name: str = Bottleneck.ONE_AT_A_TIME
     elif server_slots < batch.wanted:
         name = f"server threads ({server_slots:.0f})"
     else:
@@ -204,18 +202,18 @@ def _cpu_walls(walls: dict[str, float], name: str, batch: _Batch, cost: Cost, co
     if 0 < cost.send_share <= 1:
         # its one core sends and reads every request, the last reply read while the last waits
         sent = b.c * cost.send_share
-        walls[CLIENT_CPU] = client_core_s(b.requests, b.wanted, sent, b.c - sent, b.one - b.c)
-    else:
-        walls[CLIENT_CPU] = b.requests * b.c + b.io  # every request's client CPU on its one core, then the last reply
+        walls[Bottleneck.CLIENT_CPU] = client_core_s(b.requests, b.wanted, sent, b.c - sent, b.one - b.c)
+    else:  # every request's client CPU on its one core, then the last reply
+        walls[Bottleneck.CLIENT_CPU] = b.requests * b.c + b.io
     # queueing for both CPUs; between visits, the rest of a lone request's time (io, at least)
     steady = closed_loop(int(b.in_flight), b.one - b.c - b.s, [(b.c, 1), (b.s, 1)])
     # named after the smaller of its two asymptotes: the users' round trips, or the busier CPU
-    cpu = CLIENT_CPU if b.c >= b.s else SERVER_CPU
+    cpu = Bottleneck.CLIENT_CPU if b.c >= b.s else Bottleneck.SERVER_CPU
     loop = name if b.in_flight / b.one < 1 / max(b.c, b.s) else cpu
     walls[loop] = max(walls.get(loop, 0.0), b.requests / steady)
     # Client and server on the same cores: where the process may use one CPU, they take turns on
     # it, and every request costs c + s of it (on two, each side has a core and this binds nowhere).
-    walls[MACHINE] = b.requests * (b.c + b.s) / cores + b.io
+    walls[Bottleneck.MACHINE] = b.requests * (b.c + b.s) / cores + b.io
     return walls
 
 

@@ -21,7 +21,6 @@ from labserver.theory import model
 # A process (or a server) using this share of the CPU it may use has no more to give: it is CPU-bound.
 # A load generator or client that busy measures itself, not the server.
 SATURATED = 0.9
-CPU_LIMITS = ("cores", "GIL")  # model.predict's names for a CPU bottleneck start with these
 PHI = (1 + 5**0.5) / 2  # fib(n) costs about PHI × fib(n - 1): it makes fib(n - 1) + fib(n - 2) calls
 # Lesson 03's words for where each pattern computes its requests, in the order it names them.
 WHERE = {
@@ -81,7 +80,7 @@ def cpu_bound(frame: pd.DataFrame, at: float = SATURATED, cores: int | None = No
 
 def predicted_cpu_bound(frame: pd.DataFrame) -> pd.Series:
     """Whether the model named a CPU limit (cores, or one core per worker's GIL) as each run's bottleneck."""
-    return frame["bottleneck"].str.startswith(CPU_LIMITS)
+    return frame["bottleneck"].isin(model.CORE_BOUND)
 
 
 def ceiling_rps(frame: pd.DataFrame, cores: int | None = None) -> pd.Series:

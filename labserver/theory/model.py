@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from enum import StrEnum
 from functools import cache
 from typing import Any
 
@@ -26,16 +27,50 @@ from labserver.theory.demand import Demand
 from labserver.theory.workload import Workload
 
 ASYNC = ("sequential", "gather", "processpool")
-GENERATOR = "CPU of the load generator (one core per Locust process)"
-IN_STEP = "GIL (threads in step)"
-MACHINE = "cores (the machine's, shared)"
+
+
+class Bottleneck(StrEnum):
+    """What sets a predicted throughput, in the words of the `bottleneck` column and the lessons.
+
+    A few predictions name theirs with figures in the words (lesson 06's "server threads (40)",
+    the queue's "arrivals (open loop, ρ 0.50)"): those stay text, and are none of these.
+    """
+
+    # waits: the users, or the server's slots
+    USERS = "users"
+    THREADS = "threads"
+    EVENT_LOOP = "event loop"
+    CONNECTION_POOL = "connection pool"  # lesson 07 (pools.py)
+    THREAD_POOL = "thread pool"  # lesson 07's sync endpoints
+    ONE_AT_A_TIME = "one request at a time"  # lesson 06's client loop (clients.py)
+    # the server's CPU
+    CORES = "cores"  # the process pool's, or the workers' where they outnumber the cores
+    GIL = "GIL (one core per worker)"
+    IN_STEP = "GIL (threads in step)"
+    WORKER_CPU = "CPU (one core per worker)"  # lesson 07
+    SERVER_CPU = "CPU of the server (one core per worker)"  # lesson 06
+    # the cores every process of the machine shares
+    MACHINE = "cores (the machine's, shared)"
+    MACHINE_AND_DATABASE = "cores (the machine's, shared with PostgreSQL)"  # lesson 07
+    # the sender's CPU
+    GENERATOR = "CPU of the load generator (one core per Locust process)"
+    CLIENT_CPU = "client CPU (one core)"  # lesson 06
+    NO_WORK = "no work to model"
+
+
+# Kinds of bottleneck, as sets: a `bottleneck` column (text) is tested with `isin`.
+MACHINE_BOUND = frozenset({Bottleneck.MACHINE, Bottleneck.MACHINE_AND_DATABASE})
+CORE_BOUND = frozenset({Bottleneck.CORES, Bottleneck.GIL, Bottleneck.IN_STEP, *MACHINE_BOUND})  # cores, or a GIL's
+CPU_BOUND = frozenset(
+    {*CORE_BOUND, Bottleneck.WORKER_CPU, Bottleneck.SERVER_CPU, Bottleneck.GENERATOR, Bottleneck.CLIENT_CPU}
+)  # any CPU: a run put there is not an I/O-bound one
 
 
 @dataclass(frozen=True)
 class Prediction:
     rps: float
     latency_ms: float
-    bottleneck: str  # what sets the throughput: users, threads, event loop, cores, ...
+    bottleneck: str  # what sets the throughput: a Bottleneck, or words with figures in them
 
 
 @cache
@@ -83,7 +118,7 @@ def predict(
     price = _price(workload, demand, cpu_ms_per_task, server_ms)
     service = _service_s(workload, price)
     if service <= 0:
-        return Prediction(math.nan, math.nan, "no work to model")
+        return Prediction(math.nan, math.nan, Bottleneck.NO_WORK)
     limits = _limits(workload, settings, cores, price, service)
     bottleneck = min(limits, key=limits.__getitem__)
     rps = limits[bottleneck]
@@ -142,23 +177,25 @@ def _service_s(workload: Workload, price: _Price) -> float:
     return service + price.own_s + price.worker_s
 
 
-def _limits(workload: Workload, settings: Settings, cores: float, price: _Price, service: float) -> dict[str, float]:
+def _limits(
+    workload: Workload, settings: Settings, cores: float, price: _Price, service: float
+) -> dict[Bottleneck, float]:
     """Each bound on the throughput (req/s), by what sets it: the users, the server's slots, its CPU."""
     w, s, io = workload, settings, workload.io_ms / 1000
-    limits = {"users": w.users / service}
+    limits = {Bottleneck.USERS: w.users / service}
     cpu_per_request = w.tasks * price.task_s
     if w.pattern in ("threadpool", "wrapped", "offload"):
-        limits["threads"] = s.workers * s.threads / service
+        limits[Bottleneck.THREADS] = s.workers * s.threads / service
     if w.pattern == "blocking":
-        limits["event loop"] = s.workers / service  # the loop is held for the whole request
+        limits[Bottleneck.EVENT_LOOP] = s.workers / service  # the loop is held for the whole request
     if w.pattern == "mixed":
-        limits["event loop"] = s.workers / (w.tasks * (io + price.task_s))  # held for the blocking half only
+        limits[Bottleneck.EVENT_LOOP] = s.workers / (w.tasks * (io + price.task_s))  # held for the blocking half only
     if w.pattern == "processpool" and cpu_per_request > 0:
-        limits["cores"] = min(s.workers * s.procs, cores) / cpu_per_request
+        limits[Bottleneck.CORES] = min(s.workers * s.procs, cores) / cpu_per_request
     # CPU that runs in the worker, under its GIL (the pool computes outside it): one core per worker at most
     in_worker = price.in_worker_s
     if in_worker > 0:
-        gil = "GIL (one core per worker)" if s.workers < cores else "cores"
+        gil = Bottleneck.GIL if s.workers < cores else Bottleneck.CORES
         # less what others took while it waited
         its_cores = min(s.workers, cores) * kept(w.pattern, s.workers, cores, price.demand)
         limits[gil] = min(limits.get(gil, math.inf), its_cores / in_worker)
@@ -167,14 +204,14 @@ def _limits(workload: Workload, settings: Settings, cores: float, price: _Price,
         # (processor sharing), so requests that compute together finish together; the worker's
         # loop, itself waiting its turn, then answers them in one burst, and their users come back
         # together. The users move in step, and the core sits idle through every io wait they share.
-        limits[IN_STEP] = w.users / (w.tasks * io + w.users * in_worker / min(s.workers, cores))
+        limits[Bottleneck.IN_STEP] = w.users / (w.tasks * io + w.users * in_worker / min(s.workers, cores))
     if price.generator_s:
         # The load generator is a station too: Locust runs all its users on one core per process,
         # so it sends at most processes / (its CPU per request), and near that its users queue for it.
-        limits[GENERATOR] = price.generators / price.generator_s
+        limits[Bottleneck.GENERATOR] = price.generators / price.generator_s
     if price.machine_s:
         # Every request also costs Locust, a database and the rest CPU, on the same cores.
-        limits[MACHINE] = cores / price.machine_s
+        limits[Bottleneck.MACHINE] = cores / price.machine_s
     return limits
 
 

@@ -22,10 +22,9 @@ from labserver.checks import choice
 from labserver.demo import cpus
 from labserver.demo.routes import SHOP as ENDPOINTS
 from labserver.demo.settings import DB_POOL_DEFAULT, THREADS_DEFAULT
-from labserver.theory.model import Prediction, cpu_ms, loop_kept
+from labserver.theory.model import Bottleneck, Prediction, cpu_ms, loop_kept
 
 QUERIES = {"select": 1, "simulation": 2}  # connections one request holds at once
-POOL = "connection pool"
 CONVERGED = 0.15  # async / sync within this of 1: the two versions serve alike
 
 
@@ -67,17 +66,17 @@ def limits(
     cores = cores or cpus.cores()
     s = service_ms / 1000
     cpu = cpu_ms_per_request / 1000
-    bounds = {"users": users / s}
+    bounds: dict[str, float] = {Bottleneck.USERS: users / s}
     # A connection is held for the request's queries, not its CPU post-processing.
     hold = hold_ms / 1000 if math.isfinite(hold_ms) else max(s - cpu, 1e-6)
-    bounds[POOL] = workers * db_pool / QUERIES[kind(endpoint)] / hold
+    bounds[Bottleneck.CONNECTION_POOL] = workers * db_pool / QUERIES[kind(endpoint)] / hold
     if driver(endpoint) == "sync":
-        bounds["thread pool"] = workers * threads / s
+        bounds[Bottleneck.THREAD_POOL] = workers * threads / s
     if cpu > 0:
         kept = loop_kept(waited, workers, cores) if driver(endpoint) == "async" else 1.0
-        bounds["CPU (one core per worker)"] = min(workers, cores) * kept / cpu
+        bounds[Bottleneck.WORKER_CPU] = min(workers, cores) * kept / cpu
     if machine_ms > 0:
-        bounds["cores (the machine's, shared with PostgreSQL)"] = cores / (machine_ms / 1000)
+        bounds[Bottleneck.MACHINE_AND_DATABASE] = cores / (machine_ms / 1000)
     return bounds
 
 
@@ -90,8 +89,9 @@ def predict(endpoint: str, users: int, service_ms: float, hold_ms: float = math.
     busy because the core is; the core is still what bounds the run.
     """
     bounds = limits(endpoint, users, service_ms, **settings)
-    if min(bounds, key=bounds.__getitem__) == POOL and math.isfinite(hold_ms):
-        bounds[POOL] = limits(endpoint, users, service_ms, hold_ms=hold_ms, **settings)[POOL]
+    pool = Bottleneck.CONNECTION_POOL
+    if min(bounds, key=bounds.__getitem__) == pool and math.isfinite(hold_ms):
+        bounds[pool] = limits(endpoint, users, service_ms, hold_ms=hold_ms, **settings)[pool]
     bottleneck = min(bounds, key=bounds.__getitem__)
     rps = bounds[bottleneck]
     return Prediction(rps=rps, latency_ms=users / rps * 1000, bottleneck=bottleneck)
@@ -141,7 +141,7 @@ def pool_headroom(bounds: Mapping[str, float], rps: float) -> float:
 
     Far above 1, neither the thread pool nor the connection pool is what holds it back.
     """
-    return min(bounds["thread pool"], bounds[POOL]) / rps
+    return min(bounds[Bottleneck.THREAD_POOL], bounds[Bottleneck.CONNECTION_POOL]) / rps
 
 
 def async_over_sync(pairs: Mapping[int, tuple[float, float]]) -> pd.Series:

@@ -12,8 +12,8 @@ import pytest
 from labserver.clients import strategies
 from labserver.harness.procs import free_port
 from labserver.theory import clients
-from labserver.theory.clients import CLIENT_CPU, Cost, check_run, pick, plan, predict_client, slots, speedups
-from labserver.theory.model import MACHINE
+from labserver.theory.clients import Cost, check_run, pick, plan, predict_client, slots, speedups
+from labserver.theory.model import Bottleneck
 from labserver.theory.workload import Workload
 
 
@@ -120,7 +120,8 @@ def test_the_server_caps_what_is_in_flight():
 def test_the_client_cpu_caps_the_rate_and_the_cpus_lengthen_a_wave():
     cost = Cost(client_ms=2.5, server_ms=0.5)  # as measured in the run
     busy = predict_client("threadpool", requests=1000, concurrency=100, io_ms=50, cost=cost)
-    assert busy.rps == pytest.approx(1000 / (1000 * 0.0025 + 0.05), rel=0.01) and busy.bottleneck == CLIENT_CPU
+    assert busy.rps == pytest.approx(1000 / (1000 * 0.0025 + 0.05), rel=0.01)
+    assert busy.bottleneck == Bottleneck.CLIENT_CPU
     calm = predict_client("threadpool", requests=100, concurrency=10, io_ms=50, cost=cost)
     # waves of io + c + s, after the ten threads got their first requests out 2.5 ms apart
     assert calm.rps == pytest.approx(100 / (10 * 0.053 + 9 * 0.0025))
@@ -131,7 +132,7 @@ def test_the_client_cpu_caps_the_rate_and_the_cpus_lengthen_a_wave():
 def test_a_burst_is_no_faster_than_its_client_cpu_plus_one_wait():
     # 100 at once: one wave of 50 ms by the concurrency model, but 100 × 0.3 ms of CPU come first
     p = predict_client("aiohttp", requests=100, concurrency=100, io_ms=50, cost=Cost(client_ms=0.3, server_ms=0.1))
-    assert p.rps == pytest.approx(100 / (100 * 0.0003 + 0.05)) and p.bottleneck == CLIENT_CPU
+    assert p.rps == pytest.approx(100 / (100 * 0.0003 + 0.05)) and p.bottleneck == Bottleneck.CLIENT_CPU
     pure = predict_client("aiohttp", requests=100, concurrency=100, io_ms=50)
     assert pure.rps == pytest.approx(100 / 0.05)
 
@@ -154,7 +155,7 @@ def test_a_burst_gets_through_at_the_slower_sides_pace_and_every_wave_inherits_t
     slow = predict_client(
         "threadpool", requests=100, concurrency=100, io_ms=50, server_slots=40, cost=Cost(client_ms=1.5, server_ms=0.9)
     )
-    assert slow.rps == pytest.approx(100 / (100 * 0.0015 + 0.05)) and slow.bottleneck == CLIENT_CPU
+    assert slow.rps == pytest.approx(100 / (100 * 0.0015 + 0.05)) and slow.bottleneck == Bottleneck.CLIENT_CPU
     # one request in flight: nothing arrives at once, nothing to spread
     assert predict_client("loop", requests=10, concurrency=1, io_ms=50, cost=Cost(0.5, 0.6)).rps == pytest.approx(
         1 / 0.0511
@@ -176,7 +177,7 @@ def test_a_requests_pool_spreads_only_its_last_wave_and_meets_its_cpu_bound_with
     above = predict_client(
         "threadpool", requests=100, concurrency=100, io_ms=50, server_slots=40, cost=Cost(edge + 1e-6, server_ms=0.6)
     )
-    assert below.bottleneck.startswith("server threads") and above.bottleneck == CLIENT_CPU
+    assert below.bottleneck.startswith("server threads") and above.bottleneck == Bottleneck.CLIENT_CPU
     assert 100 / below.rps - 100 / above.rps == pytest.approx(0.0006, abs=0.0001)  # was 2.5 S: 0.13 s
 
 
@@ -205,7 +206,7 @@ def test_a_requests_burst_is_priced_with_its_send_share():
     split = Cost(client_ms=0.8, server_ms=0.3, alone_ms=52.0, send_share=0.7)
     p = predict_client("threadpool", requests=100, concurrency=100, io_ms=50, cost=split)
     one = 0.052
-    assert p.bottleneck == CLIENT_CPU
+    assert p.bottleneck == Bottleneck.CLIENT_CPU
     assert 100 / p.rps == pytest.approx(clients.client_core_s(100, 100, 0.00056, 0.00024, one - 0.0008))
     # not split (aiohttp, or an older run): all its CPU, then one wait, as before
     whole_cost = Cost(client_ms=0.8, server_ms=0.3, alone_ms=52.0)
@@ -232,10 +233,10 @@ def test_a_lone_requests_latency_is_the_floor_of_a_wave():
 def test_on_one_usable_cpu_client_and_server_take_turns_on_it():
     cost = Cost(client_ms=1.1, server_ms=0.5)
     one = predict_client("threadpool", requests=1000, concurrency=100, io_ms=50, cost=cost, cores=1)
-    assert one.rps == pytest.approx(1000 / (1000 * 0.0016 + 0.05)) and one.bottleneck == MACHINE
+    assert one.rps == pytest.approx(1000 / (1000 * 0.0016 + 0.05)) and one.bottleneck == Bottleneck.MACHINE
     # on two, each side has a core: the client's own CPU binds first, as before
     two = predict_client("threadpool", requests=1000, concurrency=100, io_ms=50, cost=cost, cores=2)
-    assert two.bottleneck == CLIENT_CPU and two.rps == pytest.approx(1000 / (1000 * 0.0011 + 0.05))
+    assert two.bottleneck == Bottleneck.CLIENT_CPU and two.rps == pytest.approx(1000 / (1000 * 0.0011 + 0.05))
 
 
 def test_an_unmeasured_cost_falls_back_to_the_concurrency_model():

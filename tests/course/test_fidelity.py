@@ -5,17 +5,17 @@ import pytest
 
 from labserver.course import fidelity
 
+GIL = "GIL (one core per worker)"  # as the model names it (theory.model.Bottleneck)
+
 
 def _runs():
     return pd.DataFrame(
         [
             dict(lesson="01_a", pattern="sequential", users=10, ratio=0.98, bottleneck="users", valid=True),
             dict(lesson="01_a", pattern="threadpool", users=80, ratio=0.95, bottleneck="threads", valid=True),
-            dict(
-                lesson="03_b", pattern="sequential", users=20, cpu_n=25, ratio=1.02, bottleneck="GIL (one)", valid=True
-            ),
+            dict(lesson="03_b", pattern="sequential", users=20, cpu_n=25, ratio=1.02, bottleneck=GIL, valid=True),
             dict(lesson="03_b", pattern="processpool", users=20, cpu_n=25, ratio=0.8, bottleneck="cores", valid=True),
-            dict(lesson="03_b", pattern="threadpool", users=20, cpu_n=25, ratio=0.5, bottleneck="GIL", valid=False),
+            dict(lesson="03_b", pattern="threadpool", users=20, cpu_n=25, ratio=0.5, bottleneck=GIL, valid=False),
         ]
     )
 

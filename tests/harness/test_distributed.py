@@ -180,7 +180,8 @@ def test_too_few_workers_fail_the_plan_saying_what_to_run():
     port = procs.free_port()
     with LabServer(procs=0) as server:
         started = time.monotonic()
-        with pytest.raises(RuntimeError, match=r"0 of 2 came.*python -m labserver worker --master 127\.0\.0\.1:"):
+        came = r"too few Locust workers joined in 2 s: 0 of 2 came"  # the run's status, as its row says it
+        with pytest.raises(RuntimeError, match=came + r".*python -m labserver worker --master 127\.0\.0\.1:"):
             _short_plan(server, port, processes=2, join_timeout_s=2)
     assert time.monotonic() - started < 60  # it gave up: no run is left waiting
 

@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from labserver.harness import pauses
-from labserver.harness.supervise import Watched, supervised, until_exit
+from labserver.harness.supervise import Status, Watched, supervised, until_exit
 
 
 class FakeProc:
@@ -75,4 +75,17 @@ def test_any_other_exception_is_a_failure_named_by_its_type(tmp_path):
     watched = supervised(run, sleeper, tmp_path / "log", pauses_file=tmp_path / pauses.FILE, lasts_s=60, grace_s=1)
     with pytest.raises(ZeroDivisionError), watched:
         1 / 0  # noqa: B018
-    assert run.status == "failed (ZeroDivisionError)" and run.proc.poll() is not None
+    assert run.status is Status.FAILED and run.label == "failed (ZeroDivisionError)"
+    assert run.proc.poll() is not None
+
+
+def test_a_status_is_written_in_the_words_a_run_folder_has_always_had():
+    # rows already on disk name these: a new spelling would split one status in two
+    assert list(Status) == [
+        "ok", "interrupted", "failed", "server died", "timed out", "too few Locust workers", "locust failed",
+        "client failed",
+    ]  # fmt: skip
+    run = Watched()
+    assert run.label == "ok"
+    run.stop(Status.TOO_FEW_WORKERS, "joined in 60 s")
+    assert run.label == "too few Locust workers joined in 60 s" and run.ended is not None

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from labserver.theory.demand import Demand, measured, per_request_ms
-from labserver.theory.model import GENERATOR, predict_for
+from labserver.theory.model import Bottleneck, predict_for
 
 
 def test_per_request_ms_is_cores_over_rate():
@@ -58,7 +58,7 @@ def test_the_load_generator_is_a_station_of_one_core_per_locust_process():
     # HttpUser: 0.6 ms of Locust's CPU per request against 0.3 ms in the worker, 200 users, 100 ms of I/O
     d = Demand(worker_ms=0.3, others_ms=0.65, generator_ms=0.6)
     p = predict_for("sequential", users=200, io_ms=100, cores=2, demand=d, queueing=True)
-    assert p.bottleneck == GENERATOR
+    assert p.bottleneck == Bottleneck.GENERATOR
     assert p.rps < 1000 / 0.6  # its users queue for it near its limit
     two = predict_for("sequential", users=200, io_ms=100, cores=2, demand=replace(d, generators=2), queueing=True)
     assert two.rps > p.rps and two.bottleneck == "users"

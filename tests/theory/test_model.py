@@ -7,6 +7,10 @@ import pytest
 
 from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.theory.model import (
+    CORE_BOUND,
+    CPU_BOUND,
+    MACHINE_BOUND,
+    Bottleneck,
     closed_loop,
     cpu_ms,
     furthest,
@@ -348,3 +352,14 @@ def test_a_short_call_names_what_it_does_not_know():
         predict_for("threadpool", users=10, io_ms=100, thread=40)
     with pytest.raises(ValueError, match="users or a rate"):
         predict_for("threadpool", io_ms=100)
+
+
+def test_each_kind_of_bottleneck_is_the_labels_its_words_say():
+    # the column on disk keeps these words; a kind is a set of them, not a prefix
+    assert Bottleneck.GIL == "GIL (one core per worker)" and Bottleneck.MACHINE == "cores (the machine's, shared)"
+    for b in Bottleneck:
+        assert (b in MACHINE_BOUND) == b.startswith("cores (the machine's"), b
+        assert (b in CORE_BOUND) == b.startswith(("cores", "GIL")), b
+        assert (b in CPU_BOUND) == b.startswith(("GIL", "cores", "CPU", "client CPU")), b
+    runs = pd.DataFrame({"bottleneck": ["users", "cores", "client CPU (one core)", "server threads (40)", None]})
+    assert list(runs["bottleneck"].isin(CPU_BOUND)) == [False, True, True, False, False]

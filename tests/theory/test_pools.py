@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from labserver.theory import pools
+from labserver.theory.model import Bottleneck
 
 
 def test_headroom_is_the_smaller_pool_bound_over_the_measured_rate():
@@ -38,18 +39,19 @@ def test_the_edge_kept_compares_the_deepest_depth_with_the_shallowest_whatever_t
 
 def test_the_connection_pool_is_priced_with_the_hold_measured_under_load():
     alone = pools.limits("async_select", 80, service_ms=101.5, db_pool=20, cpu_ms_per_request=1.0)
-    assert alone[pools.POOL] == pytest.approx(20 / 0.1005)  # the lone request's time less its CPU
+    assert alone[Bottleneck.CONNECTION_POOL] == pytest.approx(20 / 0.1005)  # the lone request's time less its CPU
     held = pools.limits("async_select", 80, service_ms=101.5, db_pool=20, cpu_ms_per_request=1.0, hold_ms=105.0)
-    assert held[pools.POOL] == pytest.approx(20 / 0.105)
-    assert {k: v for k, v in held.items() if k != pools.POOL} == {k: v for k, v in alone.items() if k != pools.POOL}
+    assert held[Bottleneck.CONNECTION_POOL] == pytest.approx(20 / 0.105)
+    pool = Bottleneck.CONNECTION_POOL
+    assert {k: v for k, v in held.items() if k != pool} == {k: v for k, v in alone.items() if k != pool}
     # two queries at once hold two connections, each for its own hold
     two = pools.limits("async_simulation", 80, service_ms=101.5, db_pool=20, hold_ms=105.0)
-    assert two[pools.POOL] == pytest.approx(10 / 0.105)
+    assert two[Bottleneck.CONNECTION_POOL] == pytest.approx(10 / 0.105)
 
 
 def test_the_measured_hold_prices_the_pool_only_where_the_pool_is_the_bound():
     p = pools.predict("sync_select", 80, service_ms=101.5, db_pool=20, cpu_ms_per_request=1.0, hold_ms=105.0)
-    assert p.bottleneck == pools.POOL and p.rps == pytest.approx(20 / 0.105)
+    assert p.bottleneck == Bottleneck.CONNECTION_POOL and p.rps == pytest.approx(20 / 0.105)
     # a CPU-bound run's connections wait for the core: that wait is the core's, not the pool's bound
     cpu_bound = dict(service_ms=2.0, db_pool=20, cpu_ms_per_request=1.0)
     assert pools.predict("sync_select", 1000, hold_ms=19.0, **cpu_bound) == pools.predict(

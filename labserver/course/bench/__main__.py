@@ -10,6 +10,8 @@ import time
 from datetime import UTC, datetime
 
 from labserver.course import bench
+from labserver.course.bench import harness, live_view, overhead, repeatability, scaleout, telemetry
+from labserver.course.bench.batch import batch
 from labserver.course.bench.report import TARGETS, plain, table, targets
 from labserver.harness import results
 from labserver.paths import data_dir
@@ -26,8 +28,6 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     _measure(report, args, set(bench.PARTS) - set(args.skip))
     if "batch" not in args.skip:
-        from labserver.course.bench.batch import batch
-
         print(f"Batch: python -m labserver.course.batch --profile {args.profile} …", flush=True)
         report["batch"] = batch(args.profile, batch_env, out_dir / f"batch-{stamp}.log")
     report["bench_s"] = time.perf_counter() - started
@@ -50,8 +50,6 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def _measure(report: dict, args: argparse.Namespace, parts: set[str]) -> None:
     """The load parts, in order, into `report`; the overhead medians from every run they made."""
-    from labserver.course.bench import harness, live_view, overhead, repeatability, scaleout, telemetry
-
     ready: list[float] = []  # every server's start, for the overhead medians
     runs: list[dict] = []  # every bench run, for the overhead medians
     if "harness" in parts:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -34,7 +35,7 @@ def scaleout(duration_s: int, rounds: int = 2) -> dict:
     log = data_dir() / "scaleout-serve.log"  # data/bench/ while the bench runs
     serve = [sys.executable, "-m", "labserver", "serve", "--port", str(port), "--procs", "0"]
     worker = [sys.executable, "-m", "labserver", "worker", "--master", master]
-    started = []
+    started: list[subprocess.Popen] = []
     try:
         procs.spawn(serve, log, cwd=ROOT, on_start=started.append)
         for i in range(2):
@@ -60,7 +61,7 @@ def _turns() -> list[tuple[str, int]]:
 def _turn(server, mode: str, users: int, master: str, duration_s: int) -> dict:
     """One run of two Locust processes, forked here or joined as workers; its row with the mode."""
     quiet()
-    joined = {"master": master, "join_timeout_s": 60} if mode == "joined" else {}
+    joined: dict[str, Any] = {"master": master, "join_timeout_s": 60} if mode == "joined" else {}
     run = {"pattern": "sequential", "users": users, "io_ms": IO_MS}
     (done,) = run_plan(server, [run], duration_s=duration_s, processes=2, lesson="bench", progress=False, **joined)
     print(f"  {mode} {users} users: {done.row['rps']:.0f} req/s, measured/predicted {done.row['ratio']:.3f}")

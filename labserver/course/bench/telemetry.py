@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from labserver.course.bench.measure import IO_MS, quiet, ready_s
@@ -30,7 +32,7 @@ def telemetry_cost(duration_s: int, ready: list[float]) -> dict:
         rows = [r.row for r in run_plan(on, plan, duration_s=duration_s, lesson="bench", progress=False)]
     frame = pd.DataFrame(rows).groupby(["pattern", "users", "telemetry"], sort=False)["ratio"].mean()
     runs = [f"{p} × {u}" for p, u in PLAN]
-    out = {
+    out: dict[str, Any] = {
         "what": f"{', '.join(runs)} users, {IO_MS} ms I/O, {duration_s} s each, twice, telemetry on and off",
         "runs": runs,
         "on_ratios": [float(frame[p, u, "on"]) for p, u in PLAN],
