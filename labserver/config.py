@@ -111,7 +111,7 @@ PROGRESS: Setting[bool] = Setting(
 LIVE_EVERY_S: Setting[float] = Setting(
     name="LAB_LIVE_EVERY_S",
     default=1.0,
-    meaning="seconds between the live view's frames; inf draws a plan's first and last only (`make figures`)",
+    meaning="seconds between the live view's frames; inf draws a plan's first and last only",
     parse=_seconds,
     form="a number of seconds above 0 (or inf)",
 )
