@@ -222,7 +222,7 @@ def _row(
         "concurrency_rps": bound.rps,
         **_cpu(report, cost, server_s),
         "priced_by": "measured demand" if priced else "concurrency alone",
-        "status": status,
+        "status": str(status),  # the words, not the enum
         "valid": not problems,
         "problems": "; ".join(problems),
         "started_at": started_at,

@@ -259,7 +259,7 @@ def _validity(
         notes.append(f"Locust and the server's neighbours ran on CPU {','.join(map(str, kept_off))}, off its cores")
     if open_loop is not None:
         problems += [why for why in [arrivals.problem(open_loop)] if why]
-    verdict = {"generator_saturated": saturated, "status": status, "valid": not problems}
+    verdict = {"generator_saturated": saturated, "status": str(status), "valid": not problems}  # the words
     return verdict | {"problems": "; ".join(problems), "notes": "; ".join(notes)}, problems
 
 

@@ -72,6 +72,10 @@ class Prediction:
     latency_ms: float
     bottleneck: str  # what sets the throughput: a Bottleneck, or words with figures in them
 
+    def __post_init__(self) -> None:
+        # Plain text from here on: a row, a table or a repr shows the words, never `Bottleneck.GIL`.
+        object.__setattr__(self, "bottleneck", str(self.bottleneck))
+
 
 @cache
 def cpu_ms(cpu_n: int, repeat: int = 3) -> float:

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from labserver.demo.settings import THREADS_DEFAULT, Settings
+from labserver.theory import model
 from labserver.theory.model import (
     CORE_BOUND,
     CPU_BOUND,
@@ -363,3 +364,10 @@ def test_each_kind_of_bottleneck_is_the_labels_its_words_say():
         assert (b in CPU_BOUND) == b.startswith(("GIL", "cores", "CPU", "client CPU")), b
     runs = pd.DataFrame({"bottleneck": ["users", "cores", "client CPU (one core)", "server threads (40)", None]})
     assert list(runs["bottleneck"].isin(CPU_BOUND)) == [False, True, True, False, False]
+
+
+def test_a_prediction_s_bottleneck_is_plain_words():
+    # rows, tables and printed lists show the words a reader knows, never `<Bottleneck.GIL: ...>`
+    p = model.Prediction(1.0, 1.0, model.Bottleneck.GIL)
+    assert type(p.bottleneck) is str and p.bottleneck == model.Bottleneck.GIL
+    assert p.bottleneck in model.CPU_BOUND
