@@ -34,8 +34,10 @@ from labserver.checks import choice, whole
 from labserver.demo import cpus
 from labserver.demo.patterns import check_pattern
 from labserver.demo.settings import THREADS_DEFAULT, Settings
+from labserver.demo.traits import Hold, Where
 from labserver.demo.work import check_bounds
 from labserver.theory.model import Bottleneck, Prediction, closed_loop
+from labserver.theory.workload import traits_of
 
 LIBRARY = {"loop": "requests", "threadpool": "requests", "aiohttp": "aiohttp"}
 REQUESTS_MAX = 10_000
@@ -100,8 +102,19 @@ def client_core_s(requests: int, threads: int, send_s: float, read_s: float, wai
 
 
 def slots(pattern: str, threads: int = THREADS_DEFAULT, workers: int = 1) -> float:
-    """Requests the server holds at once on `pattern`: its thread pool, or (event loop) no limit."""
-    return {"threadpool": threads * workers, "blocking": workers}.get(pattern, math.inf)
+    """Requests the server holds at once on `pattern`: its threads, its event loops, or no limit.
+
+    A plain `def` with one wait a sub-task (`threadpool`) holds a thread a request, and one whose
+    every wait blocks the loop (`blocking`) a worker. Lesson 06 prices a request as one wait and
+    its CPU (`_Batch`): one that waits twice (`wrapped`), or waits in a thread and computes on the
+    loop (`offload`), is not capped here.
+    """
+    t = traits_of(pattern)
+    if t.computes is Where.THREAD_POOL and t.waits == (Hold.THREAD,):
+        return threads * workers
+    if t.waits and t.holds(Hold.LOOP) == len(t.waits):  # every wait holds its worker's one loop
+        return workers
+    return math.inf
 
 
 def predict_client(

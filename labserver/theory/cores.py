@@ -16,7 +16,9 @@ import sys
 import pandas as pd
 
 from labserver.demo import cpus
+from labserver.demo.traits import Where
 from labserver.theory import model
+from labserver.theory.workload import traits_of
 
 # A process (or a server) using this share of the CPU it may use has no more to give: it is CPU-bound.
 # A load generator or client that busy measures itself, not the server.
@@ -36,7 +38,7 @@ def usable(pattern: str, workers: int = 1, procs: int = 0, cores: float | None =
     The machine's may be a fraction (a cgroup quota of 1.5 CPUs), and so may the result.
     """
     cores = cores or cpus.cores()
-    if pattern == "processpool" and procs > 0:
+    if traits_of(pattern).computes is Where.PROCESS_POOL and procs > 0:
         return min(workers * procs, cores)
     return min(workers, cores)
 

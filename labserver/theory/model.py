@@ -22,11 +22,10 @@ import pandas as pd
 
 from labserver.demo import cpus
 from labserver.demo.settings import Settings
+from labserver.demo.traits import Hold, Where
 from labserver.demo.work import fib
 from labserver.theory.demand import Demand
-from labserver.theory.workload import Workload
-
-ASYNC = ("sequential", "gather", "processpool")
+from labserver.theory.workload import Workload, traits_of
 
 
 class Bottleneck(StrEnum):
@@ -64,6 +63,8 @@ CORE_BOUND = frozenset({Bottleneck.CORES, Bottleneck.GIL, Bottleneck.IN_STEP, *M
 CPU_BOUND = frozenset(
     {*CORE_BOUND, Bottleneck.WORKER_CPU, Bottleneck.SERVER_CPU, Bottleneck.GENERATOR, Bottleneck.CLIENT_CPU}
 )  # any CPU: a run put there is not an I/O-bound one
+# The server's CPU, its load generator's, or the cores they share: any CPU bound but a client program's (lesson 06)
+SERVER_OR_GENERATOR_CPU = CPU_BOUND - {Bottleneck.CLIENT_CPU}
 
 
 @dataclass(frozen=True)
@@ -152,16 +153,17 @@ class _Price:
 def _price(workload: Workload, demand: Demand | None, cpu_ms_per_task: float | None, server_ms: float) -> _Price:
     """What `predict` prices a request with: the run's measured demand where it is known, else fib's time here."""
     w = workload
+    pooled = w.traits.computes is Where.PROCESS_POOL  # fib runs outside the worker
     if demand is None or not demand.known:
         task_s = (cpu_ms(w.cpu_n) if cpu_ms_per_task is None else cpu_ms_per_task) / 1000  # s per sub-task
         own_s = server_ms / 1000  # s of the server's own CPU per request
-        in_worker = own_s + (0.0 if w.pattern == "processpool" else w.tasks * task_s)
+        in_worker = own_s + (0.0 if pooled else w.tasks * task_s)
         return _Price(task_s, own_s, 0.0, in_worker, demand=demand)
     # The measured CPU per request holds every sub-task's fib and the server's own work.
     worker_s = demand.worker_ms / 1000  # s of CPU in the worker per request
     generator_s = demand.generator_ms / 1000 if demand.generator_ms > 0 else 0.0
     return _Price(
-        task_s=(demand.pool_ms if w.pattern == "processpool" else 0.0) / 1000 / w.tasks,
+        task_s=(demand.pool_ms if pooled else 0.0) / 1000 / w.tasks,
         own_s=0.0,
         worker_s=worker_s,  # the pool's CPU is in `task_s`; the worker's is measured as a whole
         in_worker_s=worker_s,
@@ -174,10 +176,11 @@ def _price(workload: Workload, demand: Demand | None, cpu_ms_per_task: float | N
 
 def _service_s(workload: Workload, price: _Price) -> float:
     """How long one request alone takes, in s: its waits and its CPU."""
-    w, io = workload, workload.io_ms / 1000
-    service = (io + w.tasks * price.task_s) if w.pattern == "gather" else w.tasks * (io + price.task_s)
-    if w.pattern in ("mixed", "wrapped"):
-        service += w.tasks * io  # seed 001's mixed endpoints: an awaited and a blocking io_ms per sub-task
+    w, t, io = workload, workload.traits, workload.io_ms / 1000
+    service = (io + w.tasks * price.task_s) if t.overlaps else w.tasks * (io + price.task_s)
+    if len(t.waits) > 1:
+        # seed 001's mixed endpoints: an awaited and a blocking io_ms per sub-task, one after the other
+        service += w.tasks * (len(t.waits) - 1) * io
     return service + price.own_s + price.worker_s
 
 
@@ -185,16 +188,17 @@ def _limits(
     workload: Workload, settings: Settings, cores: float, price: _Price, service: float
 ) -> dict[Bottleneck, float]:
     """Each bound on the throughput (req/s), by what sets it: the users, the server's slots, its CPU."""
-    w, s, io = workload, settings, workload.io_ms / 1000
+    w, s, t, io = workload, settings, workload.traits, workload.io_ms / 1000
     limits = {Bottleneck.USERS: w.users / service}
     cpu_per_request = w.tasks * price.task_s
-    if w.pattern in ("threadpool", "wrapped", "offload"):
+    if t.holds(Hold.THREAD):  # a waiting request holds a pool thread
         limits[Bottleneck.THREADS] = s.workers * s.threads / service
-    if w.pattern == "blocking":
+    held = t.holds(Hold.LOOP)
+    if held and held == len(t.waits):
         limits[Bottleneck.EVENT_LOOP] = s.workers / service  # the loop is held for the whole request
-    if w.pattern == "mixed":
-        limits[Bottleneck.EVENT_LOOP] = s.workers / (w.tasks * (io + price.task_s))  # held for the blocking half only
-    if w.pattern == "processpool" and cpu_per_request > 0:
+    elif held:  # held for the blocking waits and fib only
+        limits[Bottleneck.EVENT_LOOP] = s.workers / (w.tasks * (held * io + price.task_s))
+    if t.computes is Where.PROCESS_POOL and cpu_per_request > 0:
         limits[Bottleneck.CORES] = min(s.workers * s.procs, cores) / cpu_per_request
     # CPU that runs in the worker, under its GIL (the pool computes outside it): one core per worker at most
     in_worker = price.in_worker_s
@@ -231,7 +235,7 @@ def kept(pattern: str, workers: int, cores: float, demand: Demand | None) -> flo
     Only where the loop's thread does the worker's work: a thread pool's threads compute while the
     loop waits, and where workers outnumber the cores, their waits for each other are the bound.
     """
-    if demand is None or pattern in ("threadpool", "wrapped"):
+    if demand is None or traits_of(pattern).computes is Where.THREAD_POOL:
         return 1.0
     return loop_kept(demand.worker_waited, workers, cores)
 
@@ -251,9 +255,13 @@ def in_step(pattern: str, users: int, io_s: float, compute_s: float, threads: in
     compute one after the other and their waits stay spread; a longer one is cut into turns
     shared with every other computing thread, and they all end together: the replies come back
     in one burst a round (lesson 03's fib + sleep). Users beyond the threads queue instead, which
-    this does not price.
+    this does not price, nor a sub-task that waits more than once (`wrapped`): the round is priced
+    with one wait of io_s each.
     """
-    return pattern == "threadpool" and io_s > 0 and compute_s >= sys.getswitchinterval() and users <= threads
+    t = traits_of(pattern)
+    if t.computes is not Where.THREAD_POOL or len(t.waits) != 1:
+        return False
+    return io_s > 0 and compute_s >= sys.getswitchinterval() and users <= threads
 
 
 Station = tuple[float, float]  # a CPU every request visits: (seconds of CPU per visit, cores that serve it)

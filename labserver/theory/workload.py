@@ -12,14 +12,23 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from labserver.checks import choice, whole
-from labserver.demo.patterns import PATTERNS
+from labserver.demo.patterns import PATTERNS, TRAITS
 from labserver.demo.routes import SHOP
+from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import check_bounds
 
 USERS_MAX = 2000
 DURATION_MAX_S = 600
 DURATION_DEFAULT_S = 5
 RATE_MAX = 5000  # arrivals per second: one Locust process sends about 2,000 req/s on its core
+# A database route (demo/routes.SHOP) declares no traits: lesson 07 models it on its own (theory/pools.py),
+# and this model prices it as an awaited request computing on the loop.
+AWAITED = Traits(computes=Where.LOOP, waits=(Hold.NOTHING,))
+
+
+def traits_of(pattern: str) -> Traits:
+    """What `pattern` does with a request, as its module declares it (demo/patterns); AWAITED for any other endpoint."""
+    return TRAITS.get(pattern, AWAITED)
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,11 @@ class Workload:
             raise ValueError(f"a run needs a pattern, and users or a rate, got {dict(given)!r}")
         known = {f.name: given[f.name] for f in fields(cls) if given.get(f.name) is not None}
         return cls(**{"users": 1, **known})
+
+    @property
+    def traits(self) -> Traits:
+        """What its pattern does with a request: the questions the model asks instead of its name."""
+        return traits_of(self.pattern)
 
     def check(self) -> None:
         """Raise ValueError naming what to change, before any process starts."""

@@ -1,8 +1,9 @@
-"""The registry of concurrency patterns: one module each, served at `/{pattern}`."""
+"""The registry of concurrency patterns: one module each, served at `/{pattern}`, with its traits beside it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 
 from labserver.checks import choice
 from labserver.demo.patterns import (
@@ -16,18 +17,22 @@ from labserver.demo.patterns import (
     threadpool,
     wrapped,
 )
+from labserver.demo.traits import Traits
 
-PATTERNS: dict[str, Callable] = {
-    "sequential": sequential.endpoint,
-    "gather": gather.endpoint,
-    "threadpool": threadpool.endpoint,
-    "processpool": processpool.endpoint,
-    "blocking": blocking.endpoint,
-    "dependent": dependent.endpoint,
-    "mixed": mixed.endpoint,
-    "wrapped": wrapped.endpoint,
-    "offload": offload.endpoint,
+_MODULES: dict[str, ModuleType] = {
+    "sequential": sequential,
+    "gather": gather,
+    "threadpool": threadpool,
+    "processpool": processpool,
+    "blocking": blocking,
+    "dependent": dependent,
+    "mixed": mixed,
+    "wrapped": wrapped,
+    "offload": offload,
 }
+PATTERNS: dict[str, Callable] = {name: module.endpoint for name, module in _MODULES.items()}
+# What the model asks of a pattern, as each module declares it beside its endpoint.
+TRAITS: dict[str, Traits] = {name: module.TRAITS for name, module in _MODULES.items()}
 
 
 def check_pattern(name: str) -> str:

@@ -9,7 +9,10 @@ import time
 from fastapi import Depends
 
 from labserver.demo.params import reply, work_query
+from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import Work, fib
+
+TRAITS = Traits(computes=Where.LOOP, waits=(Hold.LOOP,))  # time.sleep on the loop: the anti-pattern
 
 
 async def endpoint(work: Work = Depends(work_query)) -> dict:

@@ -9,12 +9,16 @@ import asyncio
 from fastapi import Depends
 
 from labserver.demo.params import reply, work_query
+from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import Work, fib
 
 
 async def subtask(work: Work, previous: int) -> int:
     await asyncio.sleep(work.io_s)
     return previous + fib(work.cpu_n)
+
+
+TRAITS = Traits(computes=Where.LOOP, waits=(Hold.NOTHING,))  # like sequential: each await needs the one before
 
 
 async def endpoint(work: Work = Depends(work_query)) -> dict:

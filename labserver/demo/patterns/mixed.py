@@ -12,7 +12,10 @@ import time
 from fastapi import Depends
 
 from labserver.demo.params import reply, work_query
+from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import Work, fib
+
+TRAITS = Traits(computes=Where.LOOP, waits=(Hold.NOTHING, Hold.LOOP))  # an awaited io_ms, then a blocking one
 
 
 async def endpoint(work: Work = Depends(work_query)) -> dict:

@@ -13,7 +13,10 @@ from fastapi import Depends
 from starlette.concurrency import run_in_threadpool
 
 from labserver.demo.params import reply, work_query
+from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import Work, fib
+
+TRAITS = Traits(computes=Where.LOOP, waits=(Hold.THREAD,))  # the wait in a pool thread, fib back on the loop
 
 
 async def endpoint(work: Work = Depends(work_query)) -> dict:

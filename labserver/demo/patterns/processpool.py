@@ -9,7 +9,10 @@ import asyncio
 from fastapi import Depends, HTTPException, Request
 
 from labserver.demo.params import reply, work_query
+from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import Work, fib
+
+TRAITS = Traits(computes=Where.PROCESS_POOL, waits=(Hold.NOTHING,))  # fib in the pool; the loop awaits it
 
 
 async def endpoint(request: Request, work: Work = Depends(work_query)) -> dict:

@@ -13,7 +13,11 @@ import anyio
 from fastapi import Depends
 
 from labserver.demo.params import reply, work_query
+from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import Work, fib
+
+# anyio.run's io_ms and time.sleep's: the thread waits through both
+TRAITS = Traits(computes=Where.THREAD_POOL, waits=(Hold.THREAD, Hold.THREAD))
 
 
 def endpoint(work: Work = Depends(work_query)) -> dict:

@@ -1,0 +1,40 @@
+"""What a pattern does with a request, as the model reads it: where it computes, what its waits hold.
+
+Each pattern module declares its `TRAITS` beside its endpoint; the registry (patterns/__init__.py)
+collects them, and the theory asks them its questions (does a wait hold a thread? do the sub-tasks
+overlap?) instead of testing a pattern's name. The standard library only: every worker imports it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Where(StrEnum):
+    """Where a request's CPU work (fib) runs."""
+
+    LOOP = "event loop"  # on the worker's event loop: nothing else on that worker runs meanwhile
+    THREAD_POOL = "thread pool"  # in a thread of the worker's pool, under the worker's GIL
+    PROCESS_POOL = "process pool"  # in the worker's pool of processes, each with a GIL and a core of its own
+
+
+class Hold(StrEnum):
+    """What one wait of a sub-task holds while it lasts."""
+
+    NOTHING = "nothing"  # awaited: the loop serves other requests meanwhile
+    THREAD = "a pool thread"  # blocking, in a thread of the pool: one request a thread
+    LOOP = "the event loop"  # blocking, on the loop: no request on that worker moves meanwhile
+
+
+@dataclass(frozen=True)
+class Traits:
+    """A pattern's traits: where its sub-tasks compute, what each of their io_ms waits holds, whether they overlap."""
+
+    computes: Where
+    waits: tuple[Hold, ...]  # each sub-task's waits of io_ms, in order
+    overlaps: bool = False  # the sub-tasks run at once (asyncio.gather): a request waits one io_ms, not tasks × io_ms
+
+    def holds(self, what: Hold) -> int:
+        """How many of a sub-task's waits hold `what`."""
+        return self.waits.count(what)
