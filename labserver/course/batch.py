@@ -4,6 +4,7 @@ Executed notebooks land in data/executed/, figures in data/figures/, and one tab
 claims is printed at the end; the exit code is non-zero if a claim failed or a lesson broke.
 `--repeat N` runs the whole batch N times and writes, under data/bench/, one table of each
 claim's passes and worst margin over the N batches: which claims are robust on this machine.
+A claim is followed by its key, so a sentence reworded between batches keeps its one row.
 """
 
 from __future__ import annotations
@@ -129,18 +130,20 @@ def _margin(verdict: dict) -> float:
 def robustness(rounds: list[list[dict]]) -> pd.DataFrame:
     """One row per claim over several batches: passes, the worst margin, and that margin in units of its spread.
 
-    The spread is the claim's measured value's standard deviation over the batches: a claim whose
-    worst margin is a few spreads from its bound holds batch after batch; one within a spread of it
-    stands on its edge.
+    A claim is its lesson and its key (claims.Verdict.key), whatever its sentence said in each batch:
+    the row shows the latest batch's sentence. The spread is the claim's measured value's standard
+    deviation over the batches: a claim whose worst margin is a few spreads from its bound holds
+    batch after batch; one within a spread of it stands on its edge.
     """
     rows = [
-        {"lesson": v["lesson"], "claim": v["claim"], "batch": i, "measured": v["measured"], "passed": v["passed"],
-         "margin": _margin(v)}
+        {"lesson": v["lesson"], "key": v["key"], "claim": v["claim"], "batch": i, "measured": v["measured"],
+         "passed": v["passed"], "margin": _margin(v)}
         for i, verdicts in enumerate(rounds)
         for v in verdicts
     ]  # fmt: skip
-    frame = pd.DataFrame(rows, columns=["lesson", "claim", "batch", "measured", "passed", "margin"])
-    table = frame.groupby(["lesson", "claim"], sort=False).agg(
+    frame = pd.DataFrame(rows, columns=["lesson", "key", "claim", "batch", "measured", "passed", "margin"])
+    table = frame.groupby(["lesson", "key"], sort=False).agg(
+        claim=("claim", "last"),
         passes=("passed", "sum"),
         batches=("batch", "nunique"),
         median=("measured", "median"),

@@ -1,8 +1,11 @@
+import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from labserver.course import batch
+from labserver.course.claims import Claims
 from labserver.paths import NOTEBOOKS
 
 
@@ -45,3 +48,34 @@ def test_a_failed_lesson_is_written_aside_then_lands_under_its_final_name(tmp_pa
     assert written[0].parent == tmp_path and written[0].name.startswith(".partial-")  # never the final name
     assert [p.name for p in tmp_path.iterdir()] == [lesson.name]
     assert (tmp_path / lesson.name).read_text() == "the failed copy"
+
+
+def _batch_verdicts(tmp_path, monkeypatch, sentence: str, value: float) -> list[dict]:
+    """One batch's verdicts as the lessons write them (LAB_CLAIMS_FILE), with lesson 01's claim worded `sentence`."""
+    path = tmp_path / f"claims-{value}.jsonl"
+    monkeypatch.setenv("LAB_CLAIMS_FILE", str(path))
+    runs = pd.DataFrame({"valid": [True]})
+    first = Claims("01_async_vs_sync")
+    first.between(sentence, value, low=2.0, key="async-beats-sync")
+    first.valid("every run is a valid measurement", runs, key="runs-valid")
+    Claims("02_sequential_vs_gather").valid("every run is a valid measurement", runs, key="runs-valid")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_the_repeat_table_follows_a_reworded_claim_by_its_key(tmp_path, monkeypatch):
+    rounds = [
+        _batch_verdicts(tmp_path, monkeypatch, "async / sync throughput", 3.0),
+        _batch_verdicts(tmp_path, monkeypatch, "at ≥ 3× the pool: async / sync throughput (smallest)", 2.5),
+    ]
+    table = batch.robustness(rounds)
+    assert list(table.columns[:3]) == ["lesson", "key", "claim"]
+    assert list(zip(table["lesson"], table["key"], strict=True)) == [
+        ("01_async_vs_sync", "async-beats-sync"),
+        ("01_async_vs_sync", "runs-valid"),
+        ("02_sequential_vs_gather", "runs-valid"),  # the same key in another lesson: another claim
+    ]
+    row = table.iloc[0]
+    assert row["claim"] == "at ≥ 3× the pool: async / sync throughput (smallest)"  # the latest batch's sentence
+    assert (row["passes"], row["batches"]) == (2, 2)
+    assert row["median"] == pytest.approx(2.75)
+    assert row["worst_margin"] == pytest.approx(0.5)

@@ -105,5 +105,5 @@ def test_lesson_runs_under_papermill_and_reaches_every_verdict(path, tmp_path, m
     verdicts = [json.loads(line) for line in verdicts_file.read_text().splitlines()] if verdicts_file.exists() else []
     sites = _verdict_sites(nbformat.read(path, as_version=4))
     assert len(verdicts) >= sites > 0, f"{path.stem}: {len(verdicts)} verdicts from {sites} claim checks"
-    names = [v["claim"] for v in verdicts]
-    assert len(set(names)) == len(names), f"{path.stem}: a claim checked twice: {names}"
+    keys = [v["key"] for v in verdicts]
+    assert len(set(keys)) == len(keys), f"{path.stem}: a claim checked twice: {keys}"
