@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PROFILE ?= quick
 KERNEL := concurrency-lab
 
-.PHONY: setup test test-stress test-browser figures lab live bench db lint format lock clean site reference
+.PHONY: setup test test-stress test-browser figures lab live bench db lint format lock clean site reference python-ft
 
 setup: $(STAMP)
 
@@ -44,6 +44,12 @@ $(CHROMIUM):
 
 test-browser: $(BROWSER_STAMP) $(CHROMIUM)
 	$(PY) -m pytest -m browser tests/browser
+
+# Lesson 10's free-threaded Python: found (LAB_FREETHREADED_PYTHON, python3.14t/3.13t on PATH, uv), else built
+# once per machine from CPython's source into ~/.cache/concurrency-lab (LAB_CACHE_DIR), with the server's
+# dependencies in a venv there. Without it, lesson 10 runs the GIL build alone and its claims say why.
+python-ft: setup
+	$(PY) -m labserver.course.python_ft
 
 REPEAT ?= 1
 figures: setup

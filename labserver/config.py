@@ -122,6 +122,20 @@ PG_BIN: Setting[Path | None] = Setting(
     parse=Path,
     form="a folder",
 )
+FREETHREADED_PYTHON: Setting[Path | None] = Setting(
+    name="LAB_FREETHREADED_PYTHON",
+    default=None,
+    meaning="a free-threaded CPython (3.13t or newer) for lesson 10's server (unset: looked for on PATH, in the cache)",
+    parse=Path,
+    form="the path of a python executable",
+)
+CACHE_DIR: Setting[Path | None] = Setting(
+    name="LAB_CACHE_DIR",
+    default=None,
+    meaning="folder outside the repository for what one machine builds once (unset: $XDG_CACHE_HOME/concurrency-lab)",
+    parse=Path,
+    form="a folder",
+)
 WORKER_TARGETS: Setting[tuple[str, ...]] = Setting(
     name="LAB_WORKER_TARGETS",
     default=(),
@@ -191,6 +205,15 @@ QUEUE_LIMIT: Setting[int | None] = Setting(
     form="a whole number",
 )
 
+GIL: Setting[bool] = Setting(
+    name="LAB_GIL",
+    default=True,
+    meaning="1: the server's Python runs with its GIL; 0: a free-threaded one runs without it (lesson 10)",
+    parse=_on,
+    form="0 or 1",
+    show=lambda on: "1" if on else "0",
+)
+
 SETTINGS: dict[str, Setting] = {
     s.name: s
     for s in (
@@ -201,6 +224,8 @@ SETTINGS: dict[str, Setting] = {
         PROGRESS,
         LIVE_EVERY_S,
         PG_BIN,
+        FREETHREADED_PYTHON,
+        CACHE_DIR,
         WORKER_TARGETS,
         WORKERS,
         THREADS,
@@ -210,5 +235,6 @@ SETTINGS: dict[str, Setting] = {
         CPUS,
         TELEMETRY_DIR,
         QUEUE_LIMIT,
+        GIL,
     )
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 import pandas as pd
@@ -126,6 +127,10 @@ class Claims:
     def cannot_show(self, claim: str, why: str, *, key: str) -> Verdict:
         """Record `claim` as not shown by this run, and why: stated, neither passed nor failed."""
         return self._record(Verdict(self.lesson, key, claim, math.nan, "not shown here", True, why, skipped=True))
+
+    def cannot_show_all(self, claims: Mapping[str, str], why: str) -> list[Verdict]:
+        """Record each of `claims` (key: sentence) as not shown here, and why: a lesson that could not make its runs."""
+        return [self.cannot_show(claim, why, key=key) for key, claim in claims.items()]
 
     def _check_key(self, key: str, claim: str) -> None:
         """Refuse, at the check that names it, a key that is not an id or that this lesson used for another claim.

@@ -9,6 +9,9 @@ so that a test can ask for any count.
 
 from __future__ import annotations
 
+import math
+import sys
+from pathlib import Path
 from typing import NamedTuple
 
 import pandas as pd
@@ -17,6 +20,7 @@ from labserver import checks
 from labserver.course import sizing
 from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT, Settings
+from labserver.harness import interpreters
 from labserver.harness.load import check_arrivals, check_load, check_sweep
 from labserver.postgres import runs as database_runs
 from labserver.theory import clients as client_model
@@ -299,6 +303,44 @@ def stalls_and_shedding(
 def _above_capacity(name: str, rho: object) -> None:
     if checks.positive(name, rho) <= 1:
         raise ValueError(f"{name} is a utilisation above capacity: more than 1, got {rho!r}")
+
+
+class WithoutTheGil(NamedTuple):
+    users: int  # users of the fib runs; the parameter's 0 sized to the cores
+    threads: list[int]  # thread-pool sizes of the threads run; the parameter's [] sized to the cores
+    free_threaded: Path | None  # the python of a free-threaded build's server environment; None: none here
+    missing: str  # why there is none ("" where there is): the lesson says so and its claims skip
+    builds: tuple[str, str, str]  # labels: the lab's GIL build, the free-threaded build with its GIL, without
+
+
+def without_the_gil(
+    *,
+    users: int,
+    cpu_n: int,
+    io_ms: int,
+    threads: list[int] | int,
+    rounds: int,
+    duration_s: int,
+    cores: float | None = None,
+) -> WithoutTheGil:
+    """Lesson 10: the fib, threads and fib + sleep runs sized to `cores`, and the free-threaded Python, if any."""
+    cores = cpus.cores() if cores is None else cores
+    users = sizing.cpu_users(checks.parameter("users", users, int), cores)
+    threads = checks.parameter("threads", threads, list[int]) or sorted({1, math.ceil(cores), users})
+    for t in threads:
+        Settings(threads=t).check()
+    for io in (0, io_ms):  # fib, then fib + sleep
+        check_sweep(
+            ["threadpool", "sequential", "processpool"], [1, users], cpu_n=cpu_n, io_ms=io, duration_s=duration_s
+        )
+    checks.whole("rounds", rounds, 1, 5)
+    try:
+        python, missing = interpreters.free_threaded_server(), ""
+    except interpreters.NoFreeThreadedPython as e:
+        python, missing = None, str(e)
+    version = interpreters.probe(python).label if python else "free-threaded"
+    lab = f"{sys.version.split()[0]}, GIL build"
+    return WithoutTheGil(users, threads, python, missing, (lab, f"{version}, GIL on", f"{version}, GIL off"))
 
 
 def summary(*, lessons: list[str] | str) -> list[str]:

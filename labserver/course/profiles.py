@@ -85,6 +85,13 @@ PROFILES: dict[str, dict[str, dict]] = {
         "full": {"duration_s": 15},
         "smoke": {"duration_s": 2, "stall_every_s": 1.0},
     },
+    # 10 needs a free-threaded Python (`make python-ft`); without one its runs are the GIL build's alone.
+    "10_without_the_gil": {
+        "quick": {},
+        "live": {"rounds": 1, "duration_s": 2},
+        "full": {"rounds": 3, "duration_s": 10},
+        "smoke": {"users": 4, "threads": [1, 4], "rounds": 1, "duration_s": 2},
+    },
     # 99 only reads the runs on disk: nothing to size.
     "99_summary": {"quick": {}, "live": {}, "full": {}, "smoke": {}},
 }

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import sysconfig
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -170,6 +171,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "procs": settings.procs,
             "queue_limit": settings.queue_limit,
             "cpus": usable_cpus(),
+            # lesson 10: the interpreter, and whether its threads share one GIL now (an import can turn it on)
+            "python": sys.version.split()[0],
+            "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+            "gil_enabled": getattr(sys, "_is_gil_enabled", lambda: True)(),
             # in_flight, threads_busy and _waiting, pool_running and _queued, db_held_s and db_uses:
             # what the telemetry samples
             **app.state.gauges.read(),

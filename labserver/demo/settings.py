@@ -30,6 +30,7 @@ ENV: dict[str, config.Setting] = {
     "cpus": config.CPUS,
     "telemetry_dir": config.TELEMETRY_DIR,
     "queue_limit": config.QUEUE_LIMIT,
+    "gil": config.GIL,
 }
 
 
@@ -49,6 +50,9 @@ class Settings:
     # Load shedding (lesson 08, demo/shed.py): a request that would wait behind this many others for
     # a thread gets 503 + Retry-After at once. None: every request waits its turn.
     queue_limit: int | None = config.QUEUE_LIMIT.default
+    # Whether the server's threads share one GIL: False only on a free-threaded Python that runs
+    # without it (lesson 10), where a thread pool computes on several cores at once.
+    gil: bool = config.GIL.default
 
     def to_env(self) -> dict[str, str]:
         """What `from_env` reads back in each worker: one LAB_* variable per field."""

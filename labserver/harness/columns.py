@@ -42,6 +42,7 @@ PARAMS = (
     Column("threads", "count", "thread-pool size per worker", "server"),
     Column("procs", "count", "process-pool size per worker", "server"),
     Column("cpus", "text", "the CPUs the server was pinned to, comma-separated; empty: not pinned", "server"),
+    Column("gil", "bool", "whether the server's threads shared one GIL (False: free-threaded, without it)", "server"),
     Column("duration_s", "s", "length of the run", "workload"),
     Column("spawn_rate", "users/s", "users Locust started per second", "locust"),
     Column("user_class", "text", "Locust's user class (labserver.harness.generator.USER_CLASSES)", "locust"),

@@ -15,6 +15,8 @@ import contextlib
 import dataclasses
 import ipaddress
 import json
+import os
+import re
 import shutil
 import socket
 import subprocess
@@ -32,8 +34,9 @@ from typing import Any
 from labserver.demo import cpus
 from labserver.demo.cpus import check_cpus
 from labserver.demo.settings import THREADS_DEFAULT, Settings
-from labserver.harness import procs
+from labserver.harness import interpreters, procs
 from labserver.harness.meters import CpuMeter
+from labserver.paths import ROOT
 
 LOOPBACK = "127.0.0.1"
 PORT_ATTEMPTS = 3
@@ -115,6 +118,11 @@ class LabServer(Server):
         thread gets 503 with Retry-After at once; None: every request waits its turn.
     neighbours : the pids of processes that serve it (a database's), asked at each run; pinned
         (`cpus`), its runs keep them, and Locust, on the other usable CPUs (harness/isolate.py).
+    python : the Python that runs uvicorn (None: the lab's own). Lesson 10's is a free-threaded one,
+        `interpreters.free_threaded_server()`: its environment holds the server's dependencies.
+    gil : False runs `python`, which must be free-threaded, without its GIL; True runs any Python with it
+        (PYTHON_GIL=1 on a free-threaded one: the same build, the GIL on). A server asked to run without
+        the GIL that has it on (an extension turned it back on at import) fails to start, naming the module.
     """
 
     def __init__(
@@ -130,13 +138,16 @@ class LabServer(Server):
         telemetry: bool = True,
         queue_limit: int | None = None,
         neighbours: Callable[[], list[int]] | None = None,
+        python: str | Path | None = None,
+        gil: bool = True,
     ):
+        self.python = _check_python(python, gil)
         if cpus is not None:
             check_cpus(cpus)  # here too: an empty list would otherwise read as "not pinned"
         given: dict[str, Any] = {} if procs is None else {"procs": procs}  # else the Settings' default
         if cpus is not None:
             given["cpus"] = tuple(cpus)
-        self.settings = Settings(workers=workers, threads=threads, queue_limit=queue_limit, **given)
+        self.settings = Settings(workers=workers, threads=threads, queue_limit=queue_limit, gil=gil, **given)
         self.settings.check()
         _check_processes(self.settings)
         _check_host(host)
@@ -191,8 +202,9 @@ class LabServer(Server):
         self.telemetry_dir = self.log_path.parent / "telemetry" if self.telemetry else None
         # not in self.settings: the folder is this start's, the settings are the server's
         env = dataclasses.replace(self.settings, telemetry_dir=str(self.telemetry_dir or "")).to_env()
+        env.update(self._interpreter_env())
         cmd = [
-            sys.executable,
+            str(self.python.path),
             "-m",
             "uvicorn",
             "labserver.demo.app:create_app",
@@ -216,11 +228,30 @@ class LabServer(Server):
             # on_start hands the process over before spawn returns: a Ctrl-C in between cannot orphan it
             procs.spawn(cmd, self.log_path, env=env, on_start=self._adopt)
             self._wait_ready()
+            self._check_gil()
         except BaseException:
             self.stop()
             raise
         self.ready_s = time.perf_counter() - started
         return self
+
+    def _interpreter_env(self) -> dict[str, str]:
+        """PYTHON_GIL for a free-threaded Python (1: the GIL on; empty: its default, off); the lab on its path."""
+        if self.python.path == Path(sys.executable):
+            return {}
+        # the server's environment holds its dependencies, not the lab: the lab's own source is imported from here
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        return {"PYTHONPATH": path, "PYTHON_GIL": "1" if self.python.free_threaded and self.settings.gil else ""}
+
+    def _check_gil(self) -> None:
+        """Raise ServerError where a server asked to run without the GIL has it on."""
+        if self.settings.gil or not self.get("/info").get("gil_enabled"):
+            return
+        culprit = _gil_culprit(self.log_tail(200))
+        raise ServerError(
+            f"the server runs on {self.python.path} with the GIL on, though asked to run without it: "
+            f"{culprit or 'see the log'}. Its runs would measure the GIL build.\n{self.log_tail()}"
+        )
 
     def _adopt(self, proc: subprocess.Popen) -> None:
         self.proc = proc
@@ -288,7 +319,32 @@ class LabServer(Server):
     def __repr__(self) -> str:
         state = "running" if self.alive else "stopped"
         s = self.settings
-        return f"LabServer({self.url}, workers={s.workers}, threads={s.threads}, procs={s.procs}, {state})"
+        python = "" if self.python.path == Path(sys.executable) else f", python={self.python.label}, gil={s.gil}"
+        return f"LabServer({self.url}, workers={s.workers}, threads={s.threads}, procs={s.procs}{python}, {state})"
+
+
+def _check_python(python: str | Path | None, gil: bool) -> interpreters.Interpreter:
+    """The interpreter to run uvicorn with, checked before anything starts."""
+    if not isinstance(gil, bool):
+        raise ValueError(f"gil must be True or False, got {gil!r}")
+    if python is None:
+        found = interpreters.Interpreter(
+            Path(sys.executable), "", free_threaded=False, gil_enabled=True, interpreter_pool=False
+        )
+    else:
+        found = interpreters.probe(python)  # ValueError: not a Python
+    if not gil and not found.free_threaded:
+        raise ValueError(
+            f"gil=False needs a free-threaded Python, and {found.path} has the GIL built in: pass "
+            "python=interpreters.free_threaded_server() (`make python-ft` makes one)"
+        )
+    return found
+
+
+def _gil_culprit(log: str) -> str | None:
+    """The module CPython's warning names where importing it turned the GIL back on."""
+    match = re.search(r"GIL\) has been enabled to load module '([^']+)'", log)
+    return f"importing {match.group(1)} turned it on (it has not declared it runs without the GIL)" if match else None
 
 
 def _check_processes(settings: Settings) -> None:

@@ -32,14 +32,20 @@ WHERE = {
 }
 
 
-def usable(pattern: str, workers: int = 1, procs: int = 0, cores: float | None = None) -> float:
+def usable(
+    pattern: str, workers: int = 1, procs: int = 0, cores: float | None = None, *, threads: int = 1, gil: bool = True
+) -> float:
     """Cores `pattern` can keep busy at once: one per worker (its GIL), or the process pool's, up to the machine's.
 
-    The machine's may be a fraction (a cgroup quota of 1.5 CPUs), and so may the result.
+    Without a GIL (lesson 10) a thread pool's threads each compute on a core of their own. The
+    machine's cores may be a fraction (a cgroup quota of 1.5 CPUs), and so may the result.
     """
     cores = cores or cpus.cores()
-    if traits_of(pattern).computes is Where.PROCESS_POOL and procs > 0:
+    computes = traits_of(pattern).computes
+    if computes is Where.PROCESS_POOL and procs > 0:
         return min(workers * procs, cores)
+    if computes is Where.THREAD_POOL and not gil:
+        return min(workers * threads, cores)
     return min(workers, cores)
 
 
@@ -50,12 +56,20 @@ def usage(frame: pd.DataFrame, cores: int | None = None) -> pd.DataFrame:
     at the machine's speed during that run: compare it with model.cpu_ms(cpu_n).
     """
     out = frame.copy()
-    out["usable_cores"] = [usable(r.pattern, r.workers, r.procs, cores) for r in frame.itertuples()]
+    out["usable_cores"] = [
+        usable(r["pattern"], r["workers"], r["procs"], cores, threads=r.get("threads", 1), gil=_gil(r.get("gil")))
+        for r in frame.to_dict("records")
+    ]
     out["busy"] = out["server_cpu"] / out["usable_cores"]
     # the harness computes it once per run (`server_ms`); frames made by hand may lack it
     by_hand = "server_ms" not in frame
     out["cpu_ms_per_request"] = frame["server_cpu"] / frame["rps"] * 1000 if by_hand else frame["server_ms"]
     return out
+
+
+def _gil(value) -> bool:
+    """A row's `gil`: runs saved before the column existed, or beside rows that have it (NaN), ran with one."""
+    return value is not False and value != 0
 
 
 def share_busy(frame: pd.DataFrame, by: str = "pattern", how: str = "mean", cores: int | None = None) -> pd.Series:

@@ -46,7 +46,7 @@ class Bottleneck(StrEnum):
     CORES = "cores"  # the process pool's, or the workers' where they outnumber the cores
     GIL = "GIL (one core per worker)"
     IN_STEP = "GIL (threads in step)"
-    WORKER_CPU = "CPU (one core per worker)"  # lesson 07
+    WORKER_CPU = "CPU (one core per worker)"  # lesson 07; lesson 10's event loop without a GIL, still one thread
     SERVER_CPU = "CPU of the server (one core per worker)"  # lesson 06
     # the cores every process of the machine shares
     MACHINE = "cores (the machine's, shared)"
@@ -129,8 +129,9 @@ def predict(
     rps = limits[bottleneck]
     if queueing and price.in_worker_s > 0:
         # a worker that gets a share of its core takes that much longer over its CPU per request
-        slower = price.in_worker_s / kept(workload.pattern, settings.workers, cores, demand)
-        stations = [(slower, min(settings.workers, cores)), (price.generator_s, price.generators)]
+        _, parallel, share = _worker_cores(workload, settings, cores, price)
+        slower = price.in_worker_s / share
+        stations = [(slower, parallel), (price.generator_s, price.generators)]
         # The generator's CPU is not part of the server's service time: it adds to each user's round trip.
         rps = min(rps, closed_loop(workload.users, service - price.in_worker_s, stations))
     return Prediction(rps=rps, latency_ms=workload.users / rps * 1000, bottleneck=bottleneck)
@@ -203,11 +204,9 @@ def _limits(
     # CPU that runs in the worker, under its GIL (the pool computes outside it): one core per worker at most
     in_worker = price.in_worker_s
     if in_worker > 0:
-        gil = Bottleneck.GIL if s.workers < cores else Bottleneck.CORES
-        # less what others took while it waited
-        its_cores = min(s.workers, cores) * kept(w.pattern, s.workers, cores, price.demand)
-        limits[gil] = min(limits.get(gil, math.inf), its_cores / in_worker)
-    if in_step(w.pattern, w.users, io, in_worker / w.tasks, s.workers * s.threads):
+        bound, parallel, share = _worker_cores(w, s, cores, price)
+        limits[bound] = min(limits.get(bound, math.inf), parallel * share / in_worker)
+    if s.gil and in_step(w.pattern, w.users, io, in_worker / w.tasks, s.workers * s.threads):
         # The GIL shares one core among the computing threads in turns of the switch interval
         # (processor sharing), so requests that compute together finish together; the worker's
         # loop, itself waiting its turn, then answers them in one burst, and their users come back
@@ -221,6 +220,21 @@ def _limits(
         # Every request also costs Locust, a database and the rest CPU, on the same cores.
         limits[Bottleneck.MACHINE] = cores / price.machine_s
     return limits
+
+
+def _worker_cores(w: Workload, s: Settings, cores: float, price: _Price) -> tuple[Bottleneck, float, float]:
+    """What bounds the workers' own CPU: its name, the cores it may run on, and the share of them it kept.
+
+    Under a GIL, one core per worker, less what others took while it waited (`kept`). Without one
+    (a free-threaded Python, lesson 10), a thread pool's threads compute on as many cores as there
+    are threads, while an event loop is still one thread.
+    """
+    if not s.gil and w.traits.computes is Where.THREAD_POOL:
+        return Bottleneck.CORES, min(s.workers * s.threads, cores), 1.0
+    share = kept(w.pattern, s.workers, cores, price.demand)
+    if s.workers >= cores:
+        return Bottleneck.CORES, min(s.workers, cores), share
+    return (Bottleneck.GIL if s.gil else Bottleneck.WORKER_CPU), min(s.workers, cores), share
 
 
 def kept(pattern: str, workers: int, cores: float, demand: Demand | None) -> float:
@@ -294,7 +308,7 @@ def closed_loop(users: int, think_s: float, stations: Sequence[Station]) -> floa
     return rps
 
 
-SERVER = ("threads", "workers", "procs")  # what the model reads of a server's Settings
+SERVER = ("threads", "workers", "procs", "gil")  # what the model reads of a server's Settings
 
 
 def predict_for(pattern: str, **given) -> Prediction:

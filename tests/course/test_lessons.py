@@ -27,6 +27,7 @@ LESSONS = [
     "07_database",
     "08_overload",
     "09_stalls_and_shedding",
+    "10_without_the_gil",
     "98_the_instrument",
     "99_summary",
 ]
@@ -437,3 +438,22 @@ def test_the_lessons_take_lists_to_check():
     # the text-list test above must not pass for want of lists to look at
     taken = [s for lesson in LESSONS for s in ast.parse(_cells(lesson)[0]).body if "list" in ast.unparse(s.annotation)]
     assert len(taken) >= 8
+
+
+def test_10_defaults_sized_to_the_cores(monkeypatch):
+    from labserver.harness import interpreters
+
+    def none():
+        raise interpreters.NoFreeThreadedPython("none here")
+
+    monkeypatch.setattr(interpreters, "free_threaded_server", none)
+    on_two = call("10_without_the_gil", cores=2.0)
+    assert on_two.users == 20 and on_two.threads == [1, 2, 20]
+    assert on_two.free_threaded is None and on_two.missing == "none here"  # the lesson says so, its claims skip
+    assert call("10_without_the_gil", cores=16.0).threads == [1, 16, 160] and on_two.builds[2].endswith("GIL off")
+
+
+def test_10_checks_each_part():
+    fails("rounds must be a whole number from 1 to 5", "10_without_the_gil", rounds=0)
+    fails("threads must be a whole number from 1 to 1000", "10_without_the_gil", threads=[0])
+    fails("duration_s must be a whole number from 1 to 600", "10_without_the_gil", duration_s=0)

@@ -107,7 +107,9 @@ def test_a_steady_stage_is_a_valid_run_with_its_figures(tmp_path):
     assert (row["workers_seen"], row["worker_requests"]) == (1, {7: row["requests"]})
     assert row["lesson"] == "tests-collect" and row["users"] == 2
     assert result.manifest["result"] is row and result.manifest["params"] == {
-        **dict(pattern="sequential", users=2, tasks=1, io_ms=50, cpu_n=0, workers=1, threads=40, procs=0, cpus=""),
+        **dict(
+            pattern="sequential", users=2, tasks=1, io_ms=50, cpu_n=0, workers=1, threads=40, procs=0, cpus="", gil=True
+        ),
         **dict(duration_s=5, spawn_rate=2, user_class="fast", processes=1, timeout_s=60.0),
     }
     assert row["started_at"] == STARTED

@@ -1,0 +1,67 @@
+"""Lesson 10's arithmetic: a free-threaded Python's thread pool beside the same build with its GIL.
+
+Each run's own prediction (`predicted_rps`) already prices the CPU that run measured, so a build
+that computes slower per request (the free-threaded one, whose interpreter skips some of the
+GIL build's speed-ups) is predicted slower too. These functions compare the builds, tagged
+`build` in each row, on what they measured and on what the model said of them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+
+def mean_rps(runs: pd.DataFrame, build: str, pattern: str = "threadpool", users: int | None = None) -> pd.Series:
+    """Mean measured and predicted req/s of `build`'s runs of `pattern` (at `users`, if given); NaN if it has none."""
+    chosen = runs[(runs["build"] == build) & (runs["pattern"] == pattern)]
+    if users is not None:
+        chosen = chosen[chosen["users"] == users]
+    if chosen.empty:
+        return pd.Series({"rps": math.nan, "predicted_rps": math.nan})
+    return chosen[["rps", "predicted_rps"]].mean()
+
+
+def speedup(runs: pd.DataFrame, build: str, baseline: str, users: int, pattern: str = "threadpool") -> pd.Series:
+    """`build` over `baseline` at `users`: measured (`rps`) and predicted (`predicted_rps`) throughput ratios."""
+    return mean_rps(runs, build, pattern, users) / mean_rps(runs, baseline, pattern, users)
+
+
+def cpu_per_request(runs: pd.DataFrame, users: int = 1, pattern: str = "threadpool") -> pd.Series:
+    """Each build's server CPU per request, in ms, at `users` (one user: one request at a time, no contention)."""
+    chosen = runs[(runs["pattern"] == pattern) & (runs["users"] == users)]
+    return chosen.groupby("build", sort=False)["server_ms"].mean()
+
+
+def near_model(runs: pd.DataFrame, tolerance: float = 0.1) -> float:
+    """The share of `runs`' valid runs whose throughput lies within ±`tolerance` of their prediction."""
+    valid = runs[runs["valid"].astype(bool)]
+    if valid.empty:
+        return math.nan
+    return float(((valid["rps"] / valid["predicted_rps"] - 1).abs() <= tolerance).mean())
+
+
+def in_words(runs: pd.DataFrame, builds: tuple[str, ...], users: int, cores: float) -> str:
+    """Per build, the cores its thread pool kept busy on fib at `users`, and its CPU per request alone."""
+    alone = cpu_per_request(runs)
+    lines = []
+    for build in builds:
+        chosen = runs[(runs["build"] == build) & (runs["pattern"] == "threadpool") & (runs["users"] == users)]
+        if chosen.empty:
+            continue
+        lines.append(
+            f"{build + ':':<20} {users} users in the thread pool kept {chosen['server_cpu'].mean():.2f} of {cores:g} "
+            f"cores busy, {chosen['rps'].mean():.0f} req/s; alone, a request cost {alone.get(build, math.nan):.1f} ms"
+        )
+    return "\n".join(lines)
+
+
+def in_step_rps(run: pd.Series, cores: float) -> float:
+    """A fib + sleep run's throughput if its threads moved fully in step: all compute, then all sleep.
+
+    users / (io + users × cpu / c), with c = min(threads, cores) cores shared by the computing threads
+    and cpu the CPU per request the run measured (lesson 03's in-step bound, where the GIL made c = 1).
+    """
+    shared = min(run["threads"], cores)
+    return run["users"] / (run["io_ms"] / 1000 + run["users"] * run["server_ms"] / 1000 / shared)
