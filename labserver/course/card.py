@@ -144,6 +144,21 @@ def blocked_loop(runs: pd.DataFrame) -> Measured:
     return _bound(runs, "05", "blocking", "workers", "time.sleep in async def")
 
 
+def free_threads(runs: pd.DataFrame) -> Measured:
+    """Lesson 10: the thread pool on fib without the GIL over the same build with it, at the lesson's most users."""
+    rows = _lesson(runs, "10", "threadpool")
+    if rows.empty or "build" not in rows or "part" not in rows:
+        return Measured(math.nan, NOT_YET)
+    rows = rows[rows["part"] == "fib"]  # the threads run's small pools are no baseline
+    rows = rows[rows["users"] == rows["users"].max()]
+    gil = rows["gil"].astype(bool)
+    off, on = rows.loc[~gil, "rps"], rows.loc[gil & rows["build"].str.endswith("GIL on"), "rps"]
+    if off.empty or on.empty:
+        return Measured(math.nan, NOT_YET)
+    ratio = float(off.mean() / on.mean())
+    return Measured(ratio, f"{ratio:.1f}× (free-threaded, GIL off / GIL on, fib({_span(rows['cpu_n'])}))")
+
+
 @dataclass(frozen=True)
 class Row:
     situation: str
@@ -194,6 +209,14 @@ ROWS = [
         "process pool / one-core patterns; as many workers as cores / one",
         ("03", "04"),
         pool_and_workers,
+    ),
+    Row(
+        "CPU-bound work on a free-threaded Python (3.13t, 3.14t)",
+        "a plain `def` (the thread pool); state shared between requests behind a lock",
+        "min(threads, cores) / cpu, cpu priced on the free-threaded build",
+        "thread pool without the GIL / with it, same build",
+        ("10",),
+        free_threads,
     ),
     Row(
         "Never: `time.sleep` (or any blocking call) in `async def`",

@@ -26,6 +26,7 @@ CHOSEN = {
     "03_cpu_bound": "fib_throughput.png",
     "08_overload": "overload.png",
     "09_stalls_and_shedding": "omission.png",
+    "10_without_the_gil": "builds.png",
     "07_database": "bounds.png",
     "99_summary": "summary.png",
 }

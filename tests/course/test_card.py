@@ -43,7 +43,7 @@ def test_the_card_has_its_columns_and_a_row_each():
     frame = card.card(RUNS)
     assert list(frame.columns) == card.COLUMNS
     assert len(frame) == len(card.ROWS)
-    assert list(frame["lesson"]) == ["01", "01", "05", "02", "03, 04", "05"]
+    assert list(frame["lesson"]) == ["01", "01", "05", "02", "03, 04", "10", "05"]
 
 
 def test_async_over_def_is_the_smallest_ratio_at_three_times_the_pool():
@@ -81,7 +81,7 @@ def test_a_row_without_runs_says_not_measured_yet():
     offload = card.card(RUNS).iloc[2]
     assert offload["measured"].startswith("not measured yet")
     measured = card.card(RUNS)["measured"]
-    assert sum(m.startswith("not measured yet") for m in measured) == 1
+    assert sum(m.startswith("not measured yet") for m in measured) == 2  # offload, and lesson 10's free threads
 
 
 def test_offload_is_read_once_its_runs_are_on_disk():
@@ -111,3 +111,27 @@ def test_markdown_escapes_a_pipe_in_a_cell():
 def test_workers_without_their_cores_recorded_are_not_read():
     runs = RUNS.assign(usable_cores=float("nan"))
     assert card.pool_and_workers(runs).text == "1.9× (process pool / one-core patterns, fib(25))"
+
+
+L10 = "10_without_the_gil"
+
+
+def _build(build, gil, rps, users=20, **row):
+    return _run(
+        L10, "threadpool", users, rps, **{"io_ms": 0, "cpu_n": 25, "build": build, "gil": gil, "part": "fib", **row}
+    )
+
+
+def test_free_threads_read_the_same_build_with_and_without_its_gil():
+    runs = pd.DataFrame([
+        _build("3.11.7, GIL build", True, 124.0),  # another build: not the baseline
+        _build("3.13.5t, GIL on", True, 80.0),
+        _build("3.13.5t, GIL off", False, 150.0),
+        _build("3.13.5t, GIL off", False, 70.0, users=1),  # one user: not the most users
+        _build("3.13.5t, GIL off", False, 75.0, part="threads", threads=1),  # the threads run's small pool
+    ])  # fmt: skip
+    assert card.free_threads(runs) == card.Measured(150.0 / 80.0, "1.9× (free-threaded, GIL off / GIL on, fib(25))")
+
+
+def test_free_threads_without_a_free_threaded_run_is_not_measured_yet():
+    assert math.isnan(card.free_threads(pd.DataFrame([_build("3.11.7, GIL build", True, 124.0)])).ratio)
