@@ -14,6 +14,7 @@ import dataclasses
 import itertools
 import json
 import os
+import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -23,7 +24,7 @@ PLAN_FILE = "plan.json"  # the stages, for --plan-file
 LOG_FILE = "locust.log"  # Locust's output: for a human when something fails, never read for its state
 EVENTS_FILE = "locust.events.jsonl"  # what Locust did, as it happened (--events-file)
 RECORDS = "records"  # --records-file: records.<pid>.json per process, records.w<index>.json per worker
-LIVE = "live"  # --live-file: live.<pid>.csv per process, live.w<index>.csv per worker
+LIVE = "live"  # --live-file: live.<pid>.bin per process, live.w<index>.bin per worker
 
 
 def records_path(prefix: str, process: int | str) -> str:
@@ -33,7 +34,7 @@ def records_path(prefix: str, process: int | str) -> str:
 
 def live_path(prefix: str, process: int | str) -> str:
     """A Locust process's live file, named as records_path names its records."""
-    return f"{prefix}.{process}.csv"
+    return f"{prefix}.{process}.bin"
 
 
 def worker(index: int) -> str:
@@ -145,37 +146,36 @@ class ProcessRecords:
         return cls(data.get("t0"), data["users"], data.get("cpu"), data.get("host"), data.get("pid"))
 
 
-# The live files: `t0,<when the process's test started>` first, then `end,ms,ok,stage` per request
-class LiveRecord(NamedTuple):
-    end: float
-    ms: float
-    ok: bool
-    stage: int
+# The live files: fixed-size binary records, appended once a second in one write. A record costs
+# Locust's process one struct.pack and the harness its share of one bulk numpy read, where a text
+# line costs a format and a parse (docs/evidence.md). A file's first record is its head (`stage`
+# LIVE_HEAD, `end` when the process's test started: t0), then one per request on the head's clock.
+# The harness builds its numpy dtype from LIVE_FIELDS: (name, struct code) each.
+LIVE_FIELDS = (("end", "d"), ("ms", "f"), ("ok", "?"), ("stage", "h"))
+LIVE_RECORD = struct.Struct("<" + "".join(code for _, code in LIVE_FIELDS))  # little-endian, unpadded
+LIVE_HEAD = -1  # the head record's `stage`
 
 
-def live_record(r: Sequence) -> tuple:
-    """What the live view needs of a record: (end, ms, ok, stage)."""
-    return (r[0], r[1], r[2], r[4])
+def live_head(t0: float) -> bytes:
+    """A live file's first record: when its process's test started."""
+    return LIVE_RECORD.pack(t0, 0.0, False, LIVE_HEAD)
 
 
-def live_lines(t0: float | None, new: Iterable[Sequence], shift: float = 0.0) -> str:
-    """The live file's text for `new` live records: the `t0` line first (when t0 is given), then one line each.
+def live_records(new: Iterable[Sequence], shift: float = 0.0) -> bytes:
+    """The live records of `new` records (Record's fields): (end, ms, ok, stage) each.
 
     `shift` moves a worker's times onto its master's clock.
     """
-    head = f"t0,{t0!r}\n" if t0 is not None else ""
-    return head + "".join(f"{r[0] + shift:.4f},{r[1]:.2f},{r[2]:d},{r[3]}\n" for r in new)
+    pack = LIVE_RECORD.pack
+    return b"".join([pack(r[0] + shift, r[1], r[2], r[4]) for r in new])
 
 
-def read_live(line: str) -> float | LiveRecord | None:
-    """A live file's line: its process's start (a float), a request, or None for a line that is not one."""
-    fields = line.split(",")
-    try:
-        if fields[0] == "t0":
-            return float(fields[1])
-        return LiveRecord(float(fields[0]), float(fields[1]), fields[2] == "1", int(fields[3]))
-    except (IndexError, ValueError):
-        return None
+def live_shifted(data: bytes, shift: float) -> bytes:
+    """Live records moved `shift` seconds (a worker's, onto its master's clock)."""
+    if not shift:
+        return data
+    pack = LIVE_RECORD.pack
+    return b"".join([pack(end + shift, ms, ok, stage) for end, ms, ok, stage in LIVE_RECORD.iter_unpack(data)])
 
 
 # Locust's state, as the locustfile's events say it (EVENTS_FILE, one JSON object a line)

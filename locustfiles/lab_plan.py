@@ -37,7 +37,7 @@ class Lab:
         self.over = False  # the plan is over and the test was told to stop
         self.records: list[list[tuple]] = []  # per user, in the order the users started
         self.next_user = itertools.count()
-        self.in_flight = collections.Counter()  # requests sent and not answered yet, per stage
+        self.in_flight: collections.Counter[int] = collections.Counter()  # sent, not answered yet, per stage
         self.events_file = ""  # a master's or a lone process's: a worker's test is its master's to tell
 
     def start(self, stages: list[dict]) -> float:
@@ -51,6 +51,13 @@ class Lab:
         self.say(protocol.STARTED, t0=self.t0)
         return self.ends[-1] if self.ends else 0.0
 
+    @property
+    def began(self) -> float:
+        """When the test started (`t0`), for what runs only once it has: the users, the plan's clock, the streams."""
+        if self.t0 is None:
+            raise RuntimeError("the plan has not started")
+        return self.t0
+
     def say(self, kind: str, **fields) -> None:
         """An event for the harness, if this process writes them (labserver/protocol.py names them)."""
         if self.events_file:
@@ -63,7 +70,7 @@ class Lab:
         Locust's --run-time stops the test a moment after the plan's end: until then a user idles.
         """
         now = time.time()
-        i = protocol.stage_at(self.ends, now - self.t0)
+        i = protocol.stage_at(self.ends, now - self.began)
         if i is None:
             gevent.sleep(0.1)
             return None
@@ -78,7 +85,7 @@ class Lab:
         every user first waits until the stages before have drained (pattern.py says why).
         """
         if user.index >= stage["users"]:
-            gevent.sleep(max(0.001, self.t0 + self.ends[i] - now))
+            gevent.sleep(max(0.001, self.began + self.ends[i] - now))
             return False
         if user.stage == i:
             return True
@@ -107,40 +114,40 @@ class Lab:
         them before they could.
         """
         for i, stage in enumerate(self.stages):
-            _sleep_until(self.t0 + stage["start_s"])
+            _sleep_until(self.began + stage["start_s"])
             self.say(protocol.STAGE, index=i)
         if not stop or not self.ends:
             return
-        _sleep_until(self.t0 + self.ends[-1])
+        _sleep_until(self.began + self.ends[-1])
         self.over = True
         if isinstance(runner, MasterRunner):
             runner.stop()
         runner.quit()
 
-    def new_records(self, written: list[int]) -> list[tuple]:
+    def new_live(self, written: list[int]) -> bytes:
         """Every user's requests since the last call, as live records; `written` keeps count per user."""
         written += [0] * (len(self.records) - len(written))
         new = []
         for user, records in enumerate(self.records):
-            new += [protocol.live_record(r) for r in records[written[user] :]]
+            new.append(records[written[user] :])
             written[user] = len(records)
-        return new
+        return protocol.live_records(itertools.chain.from_iterable(new))
 
     def stream(self, path: str) -> None:
         """Append each user's new requests to `path` once a second as the test runs: a notebook's live view reads them.
 
         Only with --live-file (a notebook, or the bench measuring what the view costs): one
-        formatted line per request and one write a second (labserver/harness/feed.py reads them).
+        binary write a second (labserver/protocol.py's records; labserver/harness/feed.py reads them).
         """
         written: list[int] = []  # how many of each user's records are in the file already
-        with open(path, "a") as f:
-            f.write(protocol.live_lines(self.t0, []))
+        with open(path, "ab") as f:
+            f.write(protocol.live_head(self.began))
             f.flush()
             while True:
                 gevent.sleep(LIVE_EVERY_S)
-                lines = protocol.live_lines(None, self.new_records(written))
-                if lines:
-                    f.write(lines)
+                new = self.new_live(written)
+                if new:
+                    f.write(new)
                     f.flush()
 
     def write_records(self, prefix: str) -> None:

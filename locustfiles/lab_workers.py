@@ -98,28 +98,36 @@ class Workers:
         written: list[int] = []
         while True:
             gevent.sleep(LIVE_EVERY_S)
-            new = self.lab.new_records(written)
+            new = self.lab.new_live(written)  # as a lone process writes them: one bytes object, not a list
             if new:
-                data = {"index": runner.worker_index, "t0": self.lab.t0, "records": new}
+                data = {"index": runner.worker_index, "t0": self.lab.began, "records": new}
                 runner.send_message(protocol.LIVE_MESSAGE, data)
 
     def take_live(self, prefix: str, data: dict) -> None:
         """A master's: a worker's new requests, appended to that worker's live file on the master's clock."""
         path = protocol.live_path(prefix, protocol.worker(data["index"]))
-        t0 = self.lab.t0
-        text = protocol.live_lines(None if os.path.exists(path) else t0, data["records"], t0 - data["t0"])
-        with open(path, "a") as f:
-            f.write(text)
+        t0 = self.lab.began
+        head = b"" if os.path.exists(path) else protocol.live_head(t0)
+        with open(path, "ab") as f:
+            f.write(head + protocol.live_shifted(data["records"], t0 - data["t0"]))
 
     def take_records(self, prefix: str, data: dict) -> None:
         """A master's: a worker's records and CPU seconds, on the master's clock, in the run's folder."""
-        shift = self.lab.t0 - data["t0"]
+        shift = self.lab.began - data["t0"]
         if prefix:
             users = [[protocol.shifted(r, shift) for r in user] for user in data["users"]]
             cpu = [[t + shift, seconds] for t, seconds in data["cpu"]]
             theirs = protocol.ProcessRecords(self.lab.t0, users, cpu, data["host"], data["pid"])
             theirs.write(protocol.records_path(prefix, protocol.worker(data["index"])))
         self.reported.add(data["index"])
+
+    def stop(self, runner, records_file: str) -> None:
+        """When the test stops: a worker sends its records to its master, which waits for them, then writes its own."""
+        if isinstance(runner, WorkerRunner):
+            self.send_records(runner)
+            return
+        self.wait_for_records(runner)
+        self.lab.write_records(records_file)
 
     def send_records(self, runner) -> None:
         """A worker's records and CPU seconds, to its master (once: a worker that quits after stopping stops twice)."""

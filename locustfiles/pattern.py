@@ -22,24 +22,27 @@ compute.
 import gc
 import os
 import time
+from typing import Generic, TypeVar
 
 import gevent
 from lab_plan import Lab, arrival_times
 from lab_workers import Workers, refused
 from locust import FastHttpUser, HttpUser, constant, events, task
+from locust.clients import HttpSession
+from locust.contrib.fasthttp import FastHttpSession
 from locust.runners import MasterRunner, WorkerRunner
 
 from labserver import protocol
 
 LAB = Lab()
 WORKERS = Workers(LAB)
-# The youngest objects are collected every 5,000 net allocations, not Python's 700 nor the server's
-# 100,000 (labserver/demo/app.py). At 700, hundreds of users holding a request's objects reach the
-# count by chance many times a second, and each pass walks their live objects to free nothing. But
-# `requests` (HttpUser) leaves cyclic garbage on every request: at 100,000 it piles up and one long
-# pass frees it all, a stall in which no reply is read and every user waits. At 5,000 the same
-# collecting comes in passes of a few ms (docs/evidence.md).
+# The youngest objects are collected every 5,000 net allocations, not Python's 700 nor the server's 100,000
+# (labserver/demo/app.py). At 700, hundreds of users holding a request's objects reach the count by chance many
+# times a second, and each pass walks their live objects to free nothing. But `requests` (HttpUser) leaves cyclic
+# garbage on every request: at 100,000 it piles up and one long pass frees it all, a stall in which no reply is
+# read and every user waits. At 5,000 the same collecting comes in passes of a few ms (docs/evidence.md).
 GC_THRESHOLD0 = 5_000
+Client = TypeVar("Client", HttpSession, FastHttpSession)  # a user's HTTP client: requests' or geventhttpclient's
 
 
 @events.init_command_line_parser.add_listener
@@ -69,7 +72,7 @@ def set_up(environment, **_):
 
 
 def set_timeout(timeout: float) -> None:
-    for user_class in (PatternUser, PatternHttpUser, ArrivalUser):
+    for user_class in (PatternUser, ArrivalUser):  # FastHttpUser's settings: HttpUser (requests) has none
         user_class.network_timeout = user_class.connection_timeout = timeout
 
 
@@ -110,19 +113,16 @@ def take_plan(environment, plan: dict) -> None:
 
 @events.test_stop.add_listener
 def write_records(environment, **_):
-    if isinstance(environment.runner, WorkerRunner):
-        WORKERS.send_records(environment.runner)  # its master writes them
-        return
-    WORKERS.wait_for_records(environment.runner)  # a master's workers' first
-    LAB.write_records(environment.parsed_options.records_file)
+    WORKERS.stop(environment.runner, environment.parsed_options.records_file)
 
 
-class PatternMixin:
+class PatternMixin(Generic[Client]):
+    client: Client  # the User's own: HttpUser's or FastHttpUser's
     wait_time = constant(0)  # closed loop: the next request leaves as soon as the reply arrives
 
     def on_start(self):
         self.index = next(LAB.next_user)
-        self.records = []
+        self.records: list[tuple] = []
         self.stage = None  # the stage of this user's last request
         LAB.records.append(self.records)
 
@@ -147,7 +147,7 @@ class PatternMixin:
         self.records.append(protocol.record(time.time(), ms, ok, int(pid) if pid else None, i, intended))
 
 
-class PatternUser(PatternMixin, FastHttpUser):
+class PatternUser(PatternMixin[FastHttpSession], FastHttpUser):
     """The default: geventhttpclient, light enough that one process drives about 2,000 req/s."""
 
     @task
@@ -155,7 +155,7 @@ class PatternUser(PatternMixin, FastHttpUser):
         self.call()
 
 
-class PatternHttpUser(PatternMixin, HttpUser):
+class PatternHttpUser(PatternMixin[HttpSession], HttpUser):
     """The same user on `requests`: heavier, it saturates its core sooner (seed 004's lesson)."""
 
     @task
@@ -163,7 +163,7 @@ class PatternHttpUser(PatternMixin, HttpUser):
         self.call()
 
 
-class ArrivalUser(PatternMixin, FastHttpUser):
+class ArrivalUser(PatternMixin[FastHttpSession], FastHttpUser):
     """The open loop: requests leave on a schedule, whatever the server does with the ones before.
 
     The first user of the process is the schedule: Poisson arrivals at the stage's `rate`, each
@@ -186,7 +186,7 @@ class ArrivalUser(PatternMixin, FastHttpUser):
         if running is None:
             return
         now, i, stage = running
-        ends = LAB.t0 + LAB.ends[i]
+        ends = LAB.began + LAB.ends[i]
         if self.index > 0 or not stage.get("rate") or self.stage == i:  # one schedule per process and stage
             gevent.sleep(max(0.001, ends - now))
             return

@@ -84,13 +84,18 @@ def test_a_process_records_file_round_trips_and_a_cut_one_is_none(tmp_path):
     assert sorted(p.name for p in tmp_path.glob(protocol.RECORDS_GLOB)) == ["records.42.json", "records.w3.json"]
 
 
-def test_live_lines_read_back_as_written():
-    text = protocol.live_lines(1000.0, [protocol.live_record((1001.5, 10.0, True, 42, 2))], shift=0.5)
-    first, second = text.splitlines()
-    assert protocol.read_live(first) == 1000.0
-    assert protocol.read_live(second) == (1002.0, 10.0, True, 2)
-    assert protocol.read_live("Type,Name") is None and protocol.read_live("") is None
-    assert protocol.live_lines(None, []) == ""
+def test_live_records_read_back_as_written_and_a_worker_s_move_onto_its_master_s_clock():
+    head, closed, opened = protocol.live_head(1000.0), (1001.5, 10.25, True, 42, 2), (1002.0, 7.5, False, None, 3, 1.9)
+    data = protocol.live_records([closed, opened])
+    assert len(head) == protocol.LIVE_RECORD.size and len(data) == 2 * protocol.LIVE_RECORD.size  # fixed size
+    assert list(protocol.LIVE_RECORD.iter_unpack(head + data)) == [
+        (1000.0, 0.0, False, protocol.LIVE_HEAD),
+        (1001.5, 10.25, True, 2),  # (end, ms, ok, stage): the live view needs no pid, no intended time
+        (1002.0, 7.5, False, 3),
+    ]
+    assert protocol.live_shifted(data, 0.5) == protocol.live_records([closed, opened], shift=0.5)
+    assert protocol.live_shifted(data, 0.0) is data and protocol.live_records([]) == b""
+    assert protocol.live_path(protocol.LIVE, protocol.worker(0)) == "live.w0.bin"
 
 
 def test_events_are_read_as_they_grow_into_locusts_state(tmp_path):

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-import struct
 import time
-import zlib
 
 import matplotlib
 import numpy as np
@@ -25,6 +23,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from labserver.charts import plots
+from labserver.charts.png import Encoder
 from labserver.harness.feed import RunSoFar, Snapshot
 from labserver.labels import pattern_label
 
@@ -33,7 +32,6 @@ DPI = 80
 PREDICTED = "black"
 PROGRESS = "#4c72b0"
 NICE = (1, 1.5, 2, 3, 4, 5, 6, 8, 10)  # y-axis tops: the axes change only when a bar outgrows them
-PNG = b"\x89PNG\r\n\x1a\n"
 
 
 class Chart:
@@ -45,6 +43,8 @@ class Chart:
     the whole Figure is drawn, in the course's theme, and kept as a background; every other
     frame pastes that background back and draws the bars, ticks and progress on it
     (matplotlib's blitting), with no text and no theme to set: their styles are set already.
+    The bars of the runs before the last come with a second background, drawn again only when
+    they change, and the PNG compresses anew only the rows that changed (charts/png.py).
     """
 
     def __init__(self):
@@ -68,7 +68,10 @@ class Chart:
         self.layout: tuple | None = None  # what the background shows: runs' labels, patterns, caption, y-axis tops
         self.outgrown: tuple[bool, ...] = (False, False)  # whether a bar outgrew each axis in the last frame
         self.legend = None  # the patterns', over both charts
-        self.background = None
+        self.background = None  # the Figure without its animated artists: text, axes, the runs' labels
+        self.settled: tuple | None = None  # what the second background adds: the bars of the runs before the last
+        self.settled_background = None
+        self.encoder = Encoder()  # compresses anew only the rows a frame changed
 
     @staticmethod
     def _marks(ax, marker: str, size: float, color, zorder: int):
@@ -89,9 +92,12 @@ class Chart:
             if changed:
                 self._arrange(runs, layout)
             self.progress.set_width(min(max(progress, 0.0), 1.0))
+            settled: list = []  # the bars of the runs before the last, in the second background
             animated: list = [self.progress]
             for k, ax in enumerate(self.axes):
-                animated += self._bars(k, ax, runs, measured[k])
+                bars = self._bars(k, ax, runs, measured[k])
+                settled += bars[:-1]
+                animated.append(bars[-1])
                 self.ticks[k].set_offsets(_points(range(len(runs)), predicted[k]))
                 bad = [i for i, r in enumerate(runs) if not r.valid]
                 self.invalid[k].set_offsets(_points(bad, [measured[k][i] for i in bad]))
@@ -99,12 +105,28 @@ class Chart:
             if changed:
                 self.canvas.draw()  # everything but the animated artists
                 self.background = self.canvas.copy_from_bbox(self.fig.bbox)
-                self.layout = layout
-            else:
-                self.canvas.restore_region(self.background)
+                self.layout, self.settled = layout, None
+            self._settle(settled, (*(tuple(m[:-1]) for m in measured), tuple(r.pattern for r in runs[:-1])))
             for artist in animated:
                 self.fig.draw_artist(artist)
-        return _encode(self.canvas)
+        return self.encoder.png(np.asarray(self.canvas.buffer_rgba()))
+
+    def _settle(self, bars: list, settled: tuple) -> None:
+        """Paste the background with the bars of the runs before the last, drawing them only when they changed.
+
+        Those runs are over: their bars change for a frame or two after a run ends (its last
+        replies come in), then stay. Bars do not overlap each other: drawn before the last run's
+        bar and the ticks, as a whole drawing orders them, they give the same pixels. `settled` is
+        what they show: their heights on each axis and their patterns (their colours).
+        """
+        if settled == self.settled:
+            self.canvas.restore_region(self.settled_background)
+            return
+        self.canvas.restore_region(self.background)
+        for bar in bars:
+            self.fig.draw_artist(bar)
+        self.settled_background = self.canvas.copy_from_bbox(self.fig.bbox)
+        self.settled = settled
 
     def _tops(self, wanted: tuple, fresh: bool) -> tuple:
         """The y-axes' tops: `wanted` where the Figure is drawn anew anyway (a run starts, the last frame).
@@ -174,25 +196,6 @@ def _points(x, y) -> np.ndarray:
     """(x, y) pairs for a scatter, the unknown ones left out."""
     pairs = [(a, b) for a, b in zip(x, y, strict=True) if math.isfinite(b)]
     return np.array(pairs, dtype=float).reshape(-1, 2)
-
-
-def _encode(canvas: FigureCanvasAgg) -> bytes:
-    """The canvas as PNG, compressed lightly: a frame lives a second.
-
-    Written here rather than by PIL, which filters every row before compressing it: a chart's
-    flat colours compress as well unfiltered, for a fraction of the CPU.
-    """
-    rgba = np.asarray(canvas.buffer_rgba())
-    height, width = rgba.shape[:2]
-    rows = np.zeros((height, 1 + 4 * width), dtype=np.uint8)  # each row starts with its filter: 0, none
-    rows[:, 1:] = rgba.reshape(height, -1)  # alpha kept: dropping it costs more than compressing it
-    header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)  # 8 bits a channel, RGBA, not interlaced
-    data = zlib.compress(rows.tobytes(), 1)
-    return PNG + _chunk(b"IHDR", header) + _chunk(b"IDAT", data) + _chunk(b"IEND", b"")
-
-
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
 def caption(snapshot: Snapshot, before: int = 0) -> str:

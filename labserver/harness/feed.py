@@ -1,11 +1,12 @@
 """A plan as it runs: what each run has measured so far, handed to a watcher about once a second.
 
 While a plan runs, Locust appends every request to its live file once a second
-(locustfiles/pattern.py, --live-file; the lines are labserver/protocol.py's). `Live` reads only
-the bytes added since its last read, tallies them per run and hands a `Snapshot` (plain numbers)
-to its watcher; while a master waits for its workers, its events say how many came. The harness
-draws nothing: in a notebook the watcher is the chart labserver/__init__.py registers
-(harness/notebook.py, charts/live.py); anywhere else there is none unless run_plan is given one.
+(locustfiles/pattern.py, --live-file; the binary records are labserver/protocol.py's). `Live`
+reads only the records added since its last read, in bulk with numpy, tallies them per run and
+hands a `Snapshot` (plain numbers) to its watcher; while a master waits for its workers, its
+events say how many came. The harness draws nothing: in a notebook the watcher is the chart
+labserver/__init__.py registers (harness/notebook.py, charts/live.py); anywhere else there is none
+unless run_plan is given one.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import math
 import os
 import time
 import warnings
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,50 +106,60 @@ class Every:
         return True
 
 
+# Locust's live records, as numpy reads them in bulk: the fields labserver/protocol.py declares
+LIVE_RECORD = np.dtype([(name, "<" + code) for name, code in protocol.LIVE_FIELDS])
+
+
 class Tail:
-    """The complete lines appended to the files `pattern` matches in `folder` since the last read."""
+    """The whole live records appended to the files `pattern` matches in `folder` since the last read."""
 
     def __init__(self, folder: Path | str, pattern: str = protocol.LIVE_GLOB):
         self.folder = Path(folder)
         self.pattern = str(self.folder / pattern)
         self.offsets: dict[str, int] = {}
-        self.partial: dict[str, bytes] = {}
 
-    def lines(self) -> list[str]:
-        """The new complete lines, file by file; a line still being written waits for the next read."""
+    def records(self) -> np.ndarray:
+        """The new records, file by file, as one array of LIVE_RECORD; a record still being written waits."""
         out = []
         for path in sorted(glob.glob(self.pattern)):
+            offset = self.offsets.get(path, 0)
             try:
                 with open(path, "rb") as f:
-                    f.seek(self.offsets.get(path, 0))
+                    f.seek(offset)
                     data = f.read()
             except OSError:
                 continue
-            self.offsets[path] = self.offsets.get(path, 0) + len(data)
-            text = self.partial.pop(path, b"") + data
-            complete, _, rest = text.rpartition(b"\n")
-            if rest:
-                self.partial[path] = rest
-            out += [line for line in complete.decode(errors="replace").splitlines() if line]
-        return out
+            whole = len(data) // LIVE_RECORD.itemsize
+            self.offsets[path] = offset + whole * LIVE_RECORD.itemsize  # a record cut short is read again whole
+            out.append(np.frombuffer(data, LIVE_RECORD, count=whole))
+        return np.concatenate(out) if out else np.empty(0, LIVE_RECORD)
 
 
 class _Tally:
-    """One run's requests after its warm-up: their latencies, and the last reply's time."""
+    """One run's requests after its warm-up: their latencies, kept sorted, and the last reply's time."""
 
     def __init__(self):
-        self.ms = array("d")
+        self.ms = np.empty(0)
         self.last = -math.inf
-        self._p95 = (0, math.nan)  # (requests, p95) when last computed: a finished run is computed once
+
+    def add(self, ms: np.ndarray, last: float) -> None:
+        # merged into the sorted ones (a sorted run and a short new one: timsort merges them in linear
+        # time), so that a frame reads its p95 off without sorting every request again
+        self.ms = np.sort(np.concatenate([self.ms, ms]), kind="stable")
+        self.last = max(self.last, last)
 
     def p95(self) -> float:
-        if self._p95[0] != len(self.ms):
-            self._p95 = (len(self.ms), float(np.percentile(np.frombuffer(self.ms), 95)) if self.ms else math.nan)
-        return self._p95[1]
+        """np.percentile(ms, 95) (linear, its default), read off the sorted latencies: its arithmetic, its float."""
+        if not len(self.ms):
+            return math.nan
+        h = (len(self.ms) - 1) * 0.95
+        below = int(h)
+        a, b, t = self.ms[below], self.ms[min(below + 1, len(self.ms) - 1)], h - below
+        return float(b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t)
 
 
 class PlanSoFar:
-    """Each run's throughput and p95 latency so far, from the lines Locust streams (see the top of this file).
+    """Each run's throughput and p95 latency so far, from the records Locust streams (see the top of this file).
 
     A request belongs to the run (stage) in which it was sent; like collect(), a run counts the
     replies after its warm-up (`warmup_s` after it began) and up to its end. Its throughput is
@@ -162,26 +172,29 @@ class PlanSoFar:
         self.t0: float | None = None
         self.tallies = [_Tally() for _ in stages]
 
-    def feed(self, lines: list[str]) -> None:
-        """Tally Locust's live lines: each process's start first, then its requests."""
-        for line in lines:
-            got = protocol.read_live(line)
-            if isinstance(got, float):
-                self.t0 = got if self.t0 is None else min(self.t0, got)
-                continue
-            if got is None or self.t0 is None or not 0 <= got.stage < len(self.stages):
-                continue  # not a line of ours, or before any start
-            stage = got.stage
-            if self.t0 + self.begins[stage] + self.warmup_s <= got.end <= self.t0 + self.begins[stage + 1]:
-                tally = self.tallies[stage]
-                tally.ms.append(got.ms)
-                tally.last = max(tally.last, got.end)
+    def feed(self, records: np.ndarray) -> None:
+        """Tally Locust's live records (a Tail's): each process's start (its head record), and its requests."""
+        stage = records["stage"].astype(np.intp)
+        head = stage == protocol.LIVE_HEAD
+        if head.any():
+            t0 = float(records["end"][head].min())
+            self.t0 = t0 if self.t0 is None else min(self.t0, t0)
+        if self.t0 is None:
+            return  # no process has started
+        end = records["end"]
+        ours = (stage >= 0) & (stage < len(self.stages))
+        at = self.t0 + np.array(self.begins)  # when each stage begins, and the last ends (epoch s)
+        picked = np.where(ours, stage, 0)  # any stage's bounds, for the records dropped anyway
+        ours &= (at[picked] + self.warmup_s <= end) & (end <= at[picked + 1])
+        for i in np.unique(stage[ours]):
+            mine = ours & (stage == i)
+            self.tallies[i].add(records["ms"][mine].astype(float), float(end[mine].max()))
 
     def run(self, i: int) -> RunSoFar:
         s, p, tally = self.stages[i], self.predictions[i], self.tallies[i]
         cut = (self.t0 or 0.0) + self.begins[i] + self.warmup_s
         span = tally.last - cut
-        rps = len(tally.ms) / span if tally.ms and span > 0 else math.nan
+        rps = len(tally.ms) / span if len(tally.ms) and span > 0 else math.nan
         return RunSoFar(s.pattern, s.users, rps, tally.p95(), p.rps, p.latency_ms, len(tally.ms))
 
     def snapshot(self, now: float) -> Snapshot:
@@ -239,7 +252,7 @@ class Live:
             self._show(self._now)
 
     def _now(self) -> Snapshot:
-        self.plan.feed(self.tail.lines())
+        self.plan.feed(self.tail.records())
         now = self.plan.snapshot(self.wall())
         if self.joining and not now.started:
             now = dataclasses.replace(now, waiting=waiting(self.events.state(), self.joining))
@@ -247,7 +260,7 @@ class Live:
 
     def stop(self) -> None:
         """Once Locust is gone: read what it streamed last, then remove the live files (collect reads its records)."""
-        self.plan.feed(self.tail.lines())
+        self.plan.feed(self.tail.records())
         for path in glob.glob(str(Path(self.tail.folder) / protocol.LIVE_GLOB)):
             with contextlib.suppress(OSError):
                 os.remove(path)

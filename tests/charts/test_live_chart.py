@@ -51,6 +51,31 @@ def test_an_invalid_run_is_marked_in_a_frame_drawn_on_the_kept_background():
     assert frame != live.png(Snapshot(runs(), 2, 3, 2.5, 5))
 
 
+def test_the_runs_before_the_last_are_drawn_again_only_when_their_bars_change(monkeypatch):
+    chart = live.Chart()
+    drawn = []
+    draw_artist = chart.fig.draw_artist
+    monkeypatch.setattr(chart.fig, "draw_artist", lambda a: drawn.append(a) or draw_artist(a))
+
+    def frame(late: float, now: float) -> bytes:
+        before = replace(runs()[1], rps=200.0 + late)  # the run just over: its last replies come in
+        current = replace(runs()[-1], rps=300.0 + now, p95_ms=150.0)
+        frame = live.png(Snapshot((runs()[0], before, current), 2, 3, 1 + now, 5), chart=chart)
+        assert frame == live.png(Snapshot((runs()[0], before, current), 2, 3, 1 + now, 5))  # as a whole drawing
+        return frame
+
+    frame(0.0, 0.0)
+    drawn.clear()
+    frame(0.0, 1.0)  # the runs before are as they were: their bars come with the background
+    assert len(drawn) == 1 + 2 * 2 and {a for a in drawn if a in chart.bars[0]} == {chart.bars[0][2]}
+    drawn.clear()
+    frame(5.0, 2.0)  # a late reply moved the run before's bar: those bars are drawn again, once
+    assert {a for a in drawn if a in chart.bars[0]} == set(chart.bars[0])
+    drawn.clear()
+    frame(5.0, 3.0)
+    assert {a for a in drawn if a in chart.bars[0]} == {chart.bars[0][2]}
+
+
 def test_a_frame_is_the_canvas_s_pixels():
     chart = live.Chart()
     frame = live.png(Snapshot(runs(), 2, 3, 1.5, 5), chart=chart)

@@ -1,4 +1,4 @@
-"""A plan as it runs: the lines Locust streams, read incrementally into snapshots, handed on about once a second."""
+"""A plan as it runs: the records Locust streams, read incrementally into snapshots, handed on about once a second."""
 
 import math
 import subprocess
@@ -6,6 +6,7 @@ import sys
 import types
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from labserver import protocol
@@ -35,64 +36,138 @@ def guesses(n: int) -> list[model.Prediction]:
     return [model.Prediction(100.0, 50.0, "users")] * n
 
 
-def write(path, text: str) -> None:
-    with open(path, "a") as f:
-        f.write(text)
+def write(path, data: bytes | str) -> None:
+    with open(path, "ab" if isinstance(data, bytes) else "a") as f:
+        f.write(data)
 
 
-def test_tail_reads_only_new_complete_lines(tmp_path):
-    path = tmp_path / "live.7.csv"
+def streamed(*requests, t0: float | None = T0) -> bytes:
+    """A live file's bytes as Locust writes them: its head (if `t0`), then (end, ms, stage) requests, all ok."""
+    head = protocol.live_head(t0) if t0 is not None else b""
+    return head + protocol.live_records([protocol.record(end, ms, True, 42, stage) for end, ms, stage in requests])
+
+
+def records(*requests, t0: float | None = T0) -> np.ndarray:
+    """What a Tail hands on of such a file."""
+    return np.frombuffer(streamed(*requests, t0=t0), feed.LIVE_RECORD)
+
+
+def test_the_harness_reads_the_records_the_protocol_declares():
+    assert feed.LIVE_RECORD.itemsize == protocol.LIVE_RECORD.size
+    assert feed.LIVE_RECORD.names == tuple(name for name, _ in protocol.LIVE_FIELDS)
+    head, request = records((T0 + 1.5, 10.25, 3))
+    assert (head["end"], head["stage"]) == (T0, protocol.LIVE_HEAD)
+    assert (request["end"], request["ms"], request["ok"], request["stage"]) == (T0 + 1.5, 10.25, True, 3)
+
+
+def test_tail_reads_only_new_whole_records(tmp_path):
+    path = tmp_path / "live.7.bin"
     tail = feed.Tail(tmp_path)
-    assert tail.lines() == []  # no file yet
-    write(path, "t0,1000.0\n1001.5,10.00,1,0\n1001.6,1")
-    assert tail.lines() == ["t0,1000.0", "1001.5,10.00,1,0"]
-    assert tail.lines() == []  # nothing new: the half line waits
-    write(path, "2.00,1,0\n")
-    assert tail.lines() == ["1001.6,12.00,1,0"]
-    write(tmp_path / "live.8.csv", "t0,999.0\n")  # a second Locust process
-    write(path, "1001.7,9.00,0,0\n")
-    assert sorted(tail.lines()) == ["1001.7,9.00,0,0", "t0,999.0"]
+    assert len(tail.records()) == 0  # no file yet
+    path.write_bytes(b"")
+    empty = tail.records()
+    assert len(empty) == 0 and empty.dtype == feed.LIVE_RECORD  # an empty file
+    data = streamed((T0 + 1.5, 10.0, 0), (T0 + 1.6, 12.0, 0))
+    write(path, data[:-7])  # the last record cut in half: Locust is writing it
+    got = tail.records()
+    assert list(got["stage"]) == [protocol.LIVE_HEAD, 0] and got[1]["ms"] == 10.0
+    assert len(tail.records()) == 0  # nothing new: the half record waits
+    write(path, data[-7:])
+    (got,) = tail.records()
+    assert (got["end"], got["ms"]) == (T0 + 1.6, 12.0)  # read whole, once
+    write(tmp_path / "live.8.bin", protocol.live_head(T0 - 1))  # a second Locust process
+    write(path, streamed((T0 + 1.7, 9.0, 0), t0=None))
+    assert sorted(tail.records()["end"]) == [T0 - 1, T0 + 1.7]
     assert tail.offsets[str(path)] == path.stat().st_size  # read up to the end, once
 
 
-def test_the_locustfile_streams_what_the_feed_reads(tmp_path):
-    # the locustfile's own function, in a process of its own (importing Locust patches the process with gevent)
-    code = f"""
+def test_records_written_in_pieces_that_cut_them_anywhere_are_each_read_once(tmp_path):
+    data = streamed(*((T0 + 1 + i / 10, float(i), 0) for i in range(20)))
+    tail, plan = feed.Tail(tmp_path), feed.PlanSoFar(stages(5), guesses(1), warmup_s=0.0)
+    for start in range(0, len(data), 11):  # 11 bytes at a time: most writes end inside a record
+        write(tmp_path / "live.1.bin", data[start : start + 11])
+        plan.feed(tail.records())
+    assert plan.t0 == T0 and plan.run(0).requests == 20
+    assert plan.run(0).p95_ms == np.percentile(np.arange(20.0), 95)
+
+
+def _run_locustfile(code: str, cwd) -> None:
+    """The locustfile's own functions, in a process of their own (importing Locust patches it with gevent)."""
+    prelude = f"""
 import importlib.util, sys, gevent
 sys.path.insert(0, {str(LOCUSTFILES)!r})  # as Locust puts the locustfile's folder first
 spec = importlib.util.spec_from_file_location("pattern", {str(LOCUSTFILES / "pattern.py")!r})
 m = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(m)
 import lab_plan
+"""
+    subprocess.run([sys.executable, "-c", prelude + code], check=True, timeout=120, cwd=cwd)
+
+
+def test_the_locustfile_streams_what_the_feed_reads(tmp_path):
+    _run_locustfile(
+        f"""
 m.LAB.t0 = {T0}
 lab_plan.LIVE_EVERY_S = 0.01
 m.LAB.records[:] = [[({T0 + 1.5}, 10.0, True, 42, 0)], []]
-streaming = gevent.spawn(m.LAB.stream, {str(tmp_path / "live.1.csv")!r})
+streaming = gevent.spawn(m.LAB.stream, {str(tmp_path / "live.1.bin")!r})
 gevent.sleep(0.1)
 m.LAB.records[1].append(({T0 + 2}, 20.0, False, None, 0))
 m.LAB.records[0].append(({T0 + 6.5}, 30.0, True, 42, 1, {T0 + 6.4}))  # a record may carry more fields
 gevent.sleep(0.1)
 streaming.kill()
-"""
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=tmp_path)
-    text = (tmp_path / "live.1.csv").read_text()
-    assert text.count("\n") == 4  # t0, then each record once
+""",
+        tmp_path,
+    )
+    assert (tmp_path / "live.1.bin").stat().st_size == 4 * protocol.LIVE_RECORD.size  # the head, then each once
     plan = feed.PlanSoFar(stages(5, 5), guesses(2))
-    plan.feed(feed.Tail(tmp_path).lines())
+    plan.feed(feed.Tail(tmp_path).records())
     assert plan.t0 == T0
     assert (plan.run(0).requests, plan.run(1).requests) == (2, 1)
     assert plan.run(1).p95_ms == 30.0
 
 
-def lines(*records) -> list[str]:
-    return [f"t0,{T0}"] + [f"{end},{ms},1,{stage}" for end, ms, stage in records]
+def test_a_master_writes_its_worker_s_records_on_its_own_clock(tmp_path):
+    # a worker's clock 100 s behind its master's: its new records, as it sends them, as the master writes them
+    _run_locustfile(
+        f"""
+worker = lab_plan.Lab()
+worker.t0 = {T0 - 100}
+worker.records[:] = [[({T0 - 98.5}, 10.0, True, 42, 0)], [({T0 - 98}, 20.0, False, None, 0)]]
+written = []
+sent = [worker.new_live(written)]
+worker.records[0].append(({T0 - 93.5}, 30.0, True, 42, 1))
+sent.append(worker.new_live(written))
+assert worker.new_live(written) == b""  # nothing new
+m.LAB.t0 = {T0}
+for new in sent:
+    m.WORKERS.take_live({str(tmp_path / "live")!r}, {{"index": 0, "t0": worker.t0, "records": new}})
+""",
+        tmp_path,
+    )
+    got = feed.Tail(tmp_path).records()
+    assert list(got["end"]) == [T0, T0 + 1.5, T0 + 2, T0 + 6.5]  # the master's head, then the worker's, moved
+    assert list(got["ok"]) == [False, True, False, True]
+    plan = feed.PlanSoFar(stages(5, 5), guesses(2))
+    plan.feed(got)
+    assert (plan.t0, plan.run(0).requests, plan.run(1).requests) == (T0, 2, 1)
+
+
+def test_a_run_s_p95_is_numpy_s_percentile_of_its_requests():
+    plan = feed.PlanSoFar(stages(100), guesses(1), warmup_s=0.0)
+    rng = np.random.default_rng(7)
+    ms = rng.exponential(50.0, 3000).astype(np.float32)  # as the records carry them
+    for k, chunk in enumerate(np.array_split(ms, 7)):  # a second's records at a time
+        plan.feed(records(*((T0 + k + 0.5, float(v), 0) for v in chunk)))
+        seen = ms[: sum(len(c) for c in np.array_split(ms, 7)[: k + 1])]
+        assert plan.run(0).p95_ms == np.percentile(seen.astype(float), 95)
 
 
 def test_a_run_counts_its_replies_after_its_warm_up_and_before_its_end():
     plan = feed.PlanSoFar(stages(5, 5), guesses(2), warmup_s=1.0)
     # stage 0 runs 1000-1005 (window from 1001), stage 1 1005-1010 (window from 1006)
-    plan.feed(lines((T0 + 0.5, 999, 0), *((T0 + 1 + i / 10, 10 + i, 0) for i in range(21)), (T0 + 5.5, 999, 0)))
-    plan.feed(lines((T0 + 6.5, 40, 1), (T0 + 7.0, 60, 1), (T0 + 12, 1, 7)))  # stage 7 is not in the plan
+    plan.feed(records((T0 + 0.5, 999, 0), *((T0 + 1 + i / 10, 10 + i, 0) for i in range(21)), (T0 + 5.5, 999, 0)))
+    plan.feed(records((T0 + 6.5, 40, 1), (T0 + 7.0, 60, 1), (T0 + 12, 1, 7)))  # stage 7 is not in the plan
     first = plan.run(0)
     assert first.requests == 21  # the warm-up's reply and the one after the stage's end are left out
     assert first.rps == pytest.approx(21 / 2.0)  # 21 replies from 1001 to 1003
@@ -106,7 +181,7 @@ def test_a_snapshot_says_where_the_plan_is():
     plan = feed.PlanSoFar(stages(5, 3, 4), guesses(3))
     starting = plan.snapshot(now=T0 + 100)
     assert not starting.started and starting.stage == 0 and len(starting.runs) == 1
-    plan.feed([f"t0,{T0}"])
+    plan.feed(records())
     now = plan.snapshot(now=T0 + 6.5)
     assert (now.stage, now.stages, now.planned_s) == (1, 3, 3)
     assert now.elapsed_s == pytest.approx(1.5)
@@ -150,7 +225,7 @@ class FakeMeter:
 
 def test_watch_hands_the_watcher_a_snapshot_about_once_a_second(tmp_path):
     clock = [0.0]
-    write(tmp_path / "live.1.csv", f"t0,{T0}\n")
+    write(tmp_path / "live.1.bin", streamed())
     seen = []
     plan = feed.PlanSoFar(stages(10), guesses(1))
     live = feed.Live(seen.append, tmp_path, plan, feed.Every(clock=lambda: clock[0]), wall=lambda: T0 + clock[0])
@@ -180,7 +255,7 @@ def test_a_last_frame_that_cannot_be_made_is_a_warning(tmp_path):
 
 
 def test_the_last_frame_holds_the_saved_runs_and_the_live_files_go(tmp_path):
-    write(tmp_path / "live.1.csv", f"t0,{T0}\n{T0 + 2},10,1,0\n")
+    write(tmp_path / "live.1.bin", streamed((T0 + 2, 10.0, 0)))
     seen = []
     live = feed.Live(seen.append, tmp_path, feed.PlanSoFar(stages(5, 5), guesses(2)))
     live.stop()
@@ -194,7 +269,7 @@ def test_the_last_frame_holds_the_saved_runs_and_the_live_files_go(tmp_path):
 
 def test_foreseen_takes_the_lesson_s_prediction_and_prices_fib_without_running_it(monkeypatch):
     given = model.Prediction(1.0, 2.0, "lesson")
-    stage = Stage(types.SimpleNamespace(settings=types.SimpleNamespace(threads=40, workers=1, procs=2)), GATHER)
+    stage = Stage(types.SimpleNamespace(settings=Settings(threads=40, workers=1, procs=2)), GATHER)
     assert load.foreseen(replace(stage, predicted=given), Options()) is given
     priced = []
     lesson = replace(stage, predicted=lambda d: priced.append(d) or given)
@@ -210,7 +285,7 @@ def test_foreseen_takes_the_lesson_s_prediction_and_prices_fib_without_running_i
 
 
 def test_foreseen_prices_like_the_model_with_no_demand():
-    stage = Stage(types.SimpleNamespace(settings=types.SimpleNamespace(threads=40, workers=1, procs=2)), GATHER)
+    stage = Stage(types.SimpleNamespace(settings=Settings(threads=40, workers=1, procs=2)), GATHER)
     p = load.foreseen(replace(stage, workload=replace(GATHER, io_ms=100)), Options())
     settings = Settings(threads=40, workers=1, procs=2)
     expected = model.predict(Workload("gather", 10, io_ms=100), settings, demand=Demand(math.nan), queueing=True)
@@ -288,6 +363,6 @@ def test_while_a_master_waits_for_its_workers_the_view_says_how_many_joined(tmp_
     live.tick()
     assert [s.waiting for s in seen] == ["0 of 2 joined", "1 of 2 joined"]
     assert caption(seen[-1]).endswith("users: waiting for Locust workers, 1 of 2 joined")
-    write(tmp_path / "live.w0.csv", f"t0,{T0}\n")  # the first worker's requests are in: the run is on
+    write(tmp_path / "live.w0.bin", streamed())  # the first worker's requests are in: the run is on
     live.tick()
     assert seen[-1].started and seen[-1].waiting is None
