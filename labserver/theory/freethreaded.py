@@ -42,12 +42,12 @@ def near_model(runs: pd.DataFrame, tolerance: float = 0.1) -> float:
     return float(((valid["rps"] / valid["predicted_rps"] - 1).abs() <= tolerance).mean())
 
 
-def in_words(runs: pd.DataFrame, builds: tuple[str, ...], users: int, cores: float) -> str:
-    """Per build, the cores its thread pool kept busy on fib at `users`, and its CPU per request alone."""
-    alone = cpu_per_request(runs)
+def in_words(runs: pd.DataFrame, builds: tuple[str, ...], users: int, cores: float, pattern: str = "threadpool") -> str:
+    """Per build, the cores `pattern` kept busy on fib at `users`, and its CPU per request alone."""
+    alone = cpu_per_request(runs, pattern=pattern)
     lines = []
     for build in builds:
-        chosen = runs[(runs["build"] == build) & (runs["pattern"] == "threadpool") & (runs["users"] == users)]
+        chosen = runs[(runs["build"] == build) & (runs["pattern"] == pattern) & (runs["users"] == users)]
         if chosen.empty:
             continue
         lines.append(

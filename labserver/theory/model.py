@@ -326,6 +326,8 @@ def predict_for(pattern: str, **given) -> Prediction:
 def _settings(given: Mapping[str, Any], cores: float | None) -> Settings:
     """The server's Settings named in `given` (a short call's keywords, a row on disk); the rest its defaults."""
     server = {k: given[k] for k in SERVER if k in given}
+    if "gil" in server:  # a run saved before the column existed reads NaN there: it ran with its GIL
+        server["gil"] = server["gil"] is not False and server["gil"] != 0
     return Settings(**{"procs": math.ceil(cores or cpus.cores()), **server})
 
 

@@ -29,6 +29,7 @@ PINNED = {
     "threads": "count",
     "procs": "count",
     "cpus": "text",
+    "gil": "bool",
     "duration_s": "s",
     "spawn_rate": "users/s",
     "user_class": "text",
@@ -133,14 +134,14 @@ def rows(tmp_path, workload: Workload, **options):
 def test_a_closed_loop_s_row_holds_the_declared_columns_in_order(tmp_path):
     row = rows(tmp_path, Workload("sequential", 2, io_ms=50))
     closed = [name for name in PINNED if name not in {c.name for c in columns.OPEN_LOOP} | OPEN_ONLY | {"master"}]
-    assert list(row) == [*closed[:16], "part", *closed[16:]]  # the lesson's tags follow the parameters
+    assert list(row) == [*closed[:17], "part", *closed[17:]]  # the lesson's tags follow the parameters
     json.dumps(row)  # as its manifest will hold it
 
 
 def test_an_open_loop_s_row_adds_its_own_columns_last(tmp_path):
     row = rows(tmp_path, Workload("threadpool", 1, io_ms=50, rate=20.0, drain_s=1.0), master="127.0.0.1:5557")
     every = list(PINNED)
-    assert list(row) == [*every[:19], "part", *every[19:]]
+    assert list(row) == [*every[:20], "part", *every[20:]]
     assert row["rps"] == row["served_rps"]  # an open loop's throughput is what it served
 
 
@@ -164,6 +165,6 @@ def test_a_run_s_parameters_come_from_its_workload_settings_and_options():
     }
     params = columns.params(sources, {"round": 1})
     assert params == dict(
-        pattern="gather", users=3, tasks=2, io_ms=80, cpu_n=0, workers=2, threads=8, procs=1, cpus="0,1",
+        pattern="gather", users=3, tasks=2, io_ms=80, cpu_n=0, workers=2, threads=8, procs=1, cpus="0,1", gil=True,
         duration_s=5, spawn_rate=3, user_class="fast", processes=1, timeout_s=60.0, round=1,
     )  # fmt: skip
