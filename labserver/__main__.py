@@ -77,13 +77,13 @@ def serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except ValueError as e:
         parser.error(str(e))
 
-    from labserver.harness import launcher, procs  # imported late: `--help` should not pay for them
+    from labserver.harness import addresses, procs  # imported late: `--help` should not pay for them
 
     try:
         procs.free_port(args.host)  # an address of this machine? (uvicorn's own error would bury it in a traceback)
     except OSError as e:
         parser.error(f"cannot listen on --host {args.host} ({e.strerror or e}): leave it at {LOOPBACK}")
-    reach = launcher.exposure(args.host, args.port)
+    reach = addresses.exposure(args.host, args.port)
     if reach:
         print(f"labserver: {reach}", file=sys.stderr)
     # Each worker samples itself into a folder of this run's (removed at exit): with --workers N,

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from labserver import protocol
-from labserver.harness import feed, launcher, procs
+from labserver.harness import addresses, feed, procs
 from labserver.harness.isolate import Isolation
 from labserver.harness.launcher import Server
 from labserver.harness.plan import Meters, Options, Stage, stage_at
@@ -65,7 +65,7 @@ def worker_command(master: str) -> str:
 def say_join(master: str, processes: int, join_timeout_s: float) -> None:
     """Tell the user what to run on each worker machine, and who may reach the master meanwhile."""
     host, port = master_address(master)
-    reach = launcher.exposure(host, port)
+    reach = addresses.exposure(host, port)
     lines = [f"Locust's master waits up to {join_timeout_s:g} s for {processes} worker(s) at {host}:{port}."]
     lines.append(f"On each worker machine, with the lab installed, run:\n    {worker_command(master)}")
     if reach:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -184,3 +185,25 @@ def lost_updates(python: Path | str, *, gil: bool, threads: int = 4, n: int = 20
     if out.returncode != 0:
         raise RuntimeError(f"the counter did not run on {python}: {out.stderr.strip()}")
     return int(out.stdout)
+
+
+def check_python(python: str | Path | None, gil: bool) -> Interpreter:
+    """The interpreter LabServer runs uvicorn with (None: the lab's own), checked before anything starts."""
+    if not isinstance(gil, bool):
+        raise ValueError(f"gil must be True or False, got {gil!r}")
+    if python is None:
+        found = Interpreter(Path(sys.executable), "", free_threaded=False, gil_enabled=True, interpreter_pool=False)
+    else:
+        found = probe(python)  # ValueError: not a Python
+    if not gil and not found.free_threaded:
+        raise ValueError(
+            f"gil=False needs a free-threaded Python, and {found.path} has the GIL built in: pass "
+            "python=interpreters.free_threaded_server() (`make python-ft` makes one)"
+        )
+    return found
+
+
+def gil_culprit(log: str) -> str | None:
+    """The module CPython's warning names where importing it turned the GIL back on."""
+    match = re.search(r"GIL\) has been enabled to load module '([^']+)'", log)
+    return f"importing {match.group(1)} turned it on (it has not declared it runs without the GIL)" if match else None

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import ipaddress
 import json
 import os
-import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,7 +23,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,11 +30,11 @@ from typing import Any
 from labserver.demo import cpus
 from labserver.demo.cpus import check_cpus
 from labserver.demo.settings import THREADS_DEFAULT, Settings
-from labserver.harness import interpreters, procs
+from labserver.harness import addresses, interpreters, procs
+from labserver.harness.addresses import LOOPBACK
 from labserver.harness.meters import CpuMeter
 from labserver.paths import ROOT
 
-LOOPBACK = "127.0.0.1"
 PORT_ATTEMPTS = 3
 # Each worker is a process, and so is each process-pool child of each worker: bounded so that a
 # typo (workers=100) cannot fork a laptop into swap.
@@ -141,7 +137,7 @@ class LabServer(Server):
         python: str | Path | None = None,
         gil: bool = True,
     ):
-        self.python = _check_python(python, gil)
+        self.python = interpreters.check_python(python, gil)
         if cpus is not None:
             check_cpus(cpus)  # here too: an empty list would otherwise read as "not pinned"
         given: dict[str, Any] = {} if procs is None else {"procs": procs}  # else the Settings' default
@@ -150,8 +146,8 @@ class LabServer(Server):
         self.settings = Settings(workers=workers, threads=threads, queue_limit=queue_limit, gil=gil, **given)
         self.settings.check()
         _check_processes(self.settings)
-        _check_host(host)
-        if port is not None and _port_taken(port, host):
+        addresses.check_host(host)
+        if port is not None and addresses.port_taken(port, host):
             raise ValueError(f"port {port} is already in use on {host}: pass port=None to pick a free one")
         self.host = host
         self.port = port
@@ -247,7 +243,7 @@ class LabServer(Server):
         """Raise ServerError where a server asked to run without the GIL has it on."""
         if self.settings.gil or not self.get("/info").get("gil_enabled"):
             return
-        culprit = _gil_culprit(self.log_tail(200))
+        culprit = interpreters.gil_culprit(self.log_tail(200))
         raise ServerError(
             f"the server runs on {self.python.path} with the GIL on, though asked to run without it: "
             f"{culprit or 'see the log'}. Its runs would measure the GIL build.\n{self.log_tail()}"
@@ -323,30 +319,6 @@ class LabServer(Server):
         return f"LabServer({self.url}, workers={s.workers}, threads={s.threads}, procs={s.procs}{python}, {state})"
 
 
-def _check_python(python: str | Path | None, gil: bool) -> interpreters.Interpreter:
-    """The interpreter to run uvicorn with, checked before anything starts."""
-    if not isinstance(gil, bool):
-        raise ValueError(f"gil must be True or False, got {gil!r}")
-    if python is None:
-        found = interpreters.Interpreter(
-            Path(sys.executable), "", free_threaded=False, gil_enabled=True, interpreter_pool=False
-        )
-    else:
-        found = interpreters.probe(python)  # ValueError: not a Python
-    if not gil and not found.free_threaded:
-        raise ValueError(
-            f"gil=False needs a free-threaded Python, and {found.path} has the GIL built in: pass "
-            "python=interpreters.free_threaded_server() (`make python-ft` makes one)"
-        )
-    return found
-
-
-def _gil_culprit(log: str) -> str | None:
-    """The module CPython's warning names where importing it turned the GIL back on."""
-    match = re.search(r"GIL\) has been enabled to load module '([^']+)'", log)
-    return f"importing {match.group(1)} turned it on (it has not declared it runs without the GIL)" if match else None
-
-
 def _check_processes(settings: Settings) -> None:
     count = settings.workers * (1 + settings.procs)
     if count > PROCESSES_MAX:
@@ -354,50 +326,6 @@ def _check_processes(settings: Settings) -> None:
             f"workers × (1 + procs) = {settings.workers} × (1 + {settings.procs}) = {count} processes, more than "
             f"{PROCESSES_MAX}: lower workers or procs (procs=0 when the lesson does not use the process pool)"
         )
-
-
-def _check_host(host: str) -> None:
-    """Refuse an address this machine does not have; warn when the server would be reachable from others."""
-    if not isinstance(host, str) or not host:
-        raise ValueError(f"host must be an address such as {LOOPBACK!r}, got {host!r}")
-    try:
-        procs.free_port(host)
-    except OSError as e:
-        raise ValueError(f"cannot listen on host {host!r} ({e.strerror or e}): leave host at {LOOPBACK!r}") from None
-    if not _loopback(host):
-        warnings.warn(
-            f"the lab server will listen on {host}: other machines may reach it and make it compute and wait "
-            f"for them. Leave host at {LOOPBACK!r} unless you mean it.",
-            stacklevel=3,
-        )
-
-
-def exposure(host: str, port: int) -> str | None:
-    """One line saying who may reach a server listening on `host`:`port`; None when only this machine can."""
-    if _loopback(host):
-        return None
-    try:
-        everywhere = ipaddress.ip_address(host).is_unspecified
-    except ValueError:
-        everywhere = False  # a name: it stands for one address of this machine
-    where = f"every interface of this machine, port {port}" if everywhere else f"{host}:{port}"
-    return (
-        f"listening on {where}: any machine that can reach it over the network can make this server compute "
-        "and wait, and nothing authenticates requests (Ctrl-C stops it)"
-    )
-
-
-def _loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
-    except (OSError, ValueError):
-        return False
-
-
-def _port_taken(port: int, host: str) -> bool:
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        raise ValueError(f"port must be from 1 to 65535, got {port}")
-    return procs.port_in_use(port, host)
 
 
 _owned = procs.Owned()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from labserver.harness import interpreters, launcher
+from labserver.harness import interpreters
 from labserver.harness.interpreters import Interpreter, NoFreeThreadedPython
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.paths import ROOT
@@ -51,9 +51,9 @@ def test_the_lab_s_own_python_named_is_still_a_gil_build():
 
 
 def test_the_culprit_is_the_module_cpython_names():
-    found = launcher._gil_culprit(f"INFO: started\n{WARNING}\nINFO: ready\n")
+    found = interpreters.gil_culprit(f"INFO: started\n{WARNING}\nINFO: ready\n")
     assert found is not None and "foo._bar" in found
-    assert launcher._gil_culprit("INFO: started\nINFO: ready\n") is None
+    assert interpreters.gil_culprit("INFO: started\nINFO: ready\n") is None
 
 
 def _stand_in(gil: bool, python: Interpreter = FREE_THREADED) -> LabServer:

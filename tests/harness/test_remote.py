@@ -14,7 +14,8 @@ import pytest
 
 from labserver.demo.app import BOOT_ID, PROTOCOL, VERSION
 from labserver.harness import procs, remote
-from labserver.harness.launcher import ServerError, exposure
+from labserver.harness.addresses import exposure
+from labserver.harness.launcher import ServerError
 from labserver.harness.load import sweep
 from labserver.harness.meters import RemoteCpuMeter
 from labserver.harness.remote import RemoteServer, check_info, check_url
