@@ -11,26 +11,6 @@ from labserver.paths import LOCUSTFILES, ROOT
 
 PACKAGE = ROOT / "labserver"
 NAME = re.compile(r"LAB_[A-Z0-9_]+")
-# Modules other engineers are rewriting (issue 36), by path without ".py" (a folder counts too):
-# each still reads these itself, until that work moves the read to config.py. The tests fail once
-# a module no longer names one, so that its entry goes too.
-PENDING = {
-    "labserver/harness/collect": {"LAB_BATCH_ID"},
-    "labserver/harness/load": {"LAB_PROGRESS"},
-    "labserver/harness/feed": {"LAB_LIVE_EVERY_S"},
-    "labserver/clients/runs": {"LAB_BATCH_ID"},
-    "labserver/course/bench": {"LAB_DATA_DIR"},
-}
-
-
-def _pending(path: str) -> set[str]:
-    """The names `path` (relative to the repository) may still spell: its module's or its folder's entry."""
-    return set().union(*(PENDING[key] for key in _keys(path)))
-
-
-def _keys(path: str) -> list[str]:
-    module = path.removesuffix(".py")
-    return [key for key in PENDING if module == key or module.startswith(key + "/")]
 
 
 def _strings(tree: ast.Module) -> dict[str, str]:
@@ -115,25 +95,16 @@ def test_other_keys_and_other_dicts_are_not_reads():
 
 
 def test_only_config_reads_the_lab_settings():
-    found = {}
-    for path in _modules():
-        keys = environ_keys(path.read_text())
-        if keys:
-            found[path.relative_to(ROOT).as_posix()] = keys
-    stray = {path: keys - _pending(path) for path, keys in found.items()}
+    stray = {path.relative_to(ROOT).as_posix(): environ_keys(path.read_text()) for path in _modules()}
     stray = {path: keys for path, keys in stray.items() if keys}
     assert not stray, f"read these through labserver/config.py (config.<SETTING>.read()): {stray}"
 
 
 def test_no_other_module_spells_a_setting_name():
     # A bare "LAB_..." string outside config.py is a second home for the name (a key written, a constant).
-    spelled = {path.relative_to(ROOT).as_posix(): _names(path) for path in _modules()}
-    stray = {path: names - _pending(path) for path, names in spelled.items()}
+    stray = {path.relative_to(ROOT).as_posix(): _names(path) for path in _modules()}
     stray = {path: names for path, names in stray.items() if names}
     assert not stray, f"name these by config.<SETTING>.name: {stray}"
-    still = {key: set().union(*(n for path, n in spelled.items() if key in _keys(path))) for key in PENDING}
-    gone = {key: names - still[key] for key, names in PENDING.items() if names - still[key]}
-    assert not gone, f"these modules no longer name the setting themselves: take them out of PENDING: {gone}"
 
 
 def test_every_setting_is_listed_once_with_its_meaning():

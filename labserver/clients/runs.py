@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import sys
 import tempfile
 from datetime import UTC, datetime
@@ -18,7 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from labserver.harness import isolate, pauses, results
+from labserver import config
+from labserver.harness import columns, isolate, pauses, results
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.meters import MachineMeter, tree_seconds, wait_until_quiet
 from labserver.harness.supervise import Status, Watched, supervised, until_exit
@@ -188,7 +188,8 @@ def _row(
     """A client run's row: its parameters, the client's report, and the prediction priced with the CPU it measured.
 
     `server_s` is the server's CPU seconds over the run, `slots` the requests it holds at once,
-    `bound` the pure concurrency model's prediction.
+    `bound` the pure concurrency model's prediction. The row's columns are harness/columns.py's
+    CLIENT, in that order.
     """
     n, rps = params["requests"], report.get("rps", math.nan)
     cost = Cost(
@@ -206,9 +207,7 @@ def _row(
     paused = pauses.problem(report.get("paused_ms", math.nan))
     if paused:
         problems.append(paused)
-    return {
-        "run_id": run_id,
-        **params,
+    figures = {
         "rps": rps,
         "wall_s": report.get("wall_s", math.nan),
         "p50_ms": report.get("p50_ms", math.nan),
@@ -227,8 +226,9 @@ def _row(
         "problems": "; ".join(problems),
         "started_at": started_at,
         "git_commit": results.environment()["git_commit"],  # lesson 99 judges the runs of one commit
-        "batch": os.environ.get("LAB_BATCH_ID"),  # or of one batch
+        "batch": config.BATCH_ID.read(),  # or of one batch
     }
+    return columns.client_row(run_id, params, figures)
 
 
 def _cpu(report: dict, cost: Cost, server_s: float) -> dict:

@@ -8,14 +8,13 @@ The row's columns are declared in columns.py; publish.py splits a plan into its 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from labserver import protocol
+from labserver import config, protocol
 from labserver.demo import cpus
 from labserver.harness import arrivals, columns, isolate, measure, pauses, records, results
 from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter
@@ -77,7 +76,7 @@ def collect(
     environment = results.environment()
     figures |= verdict | {
         "git_commit": environment["git_commit"],  # lesson 99 and the bench judge the runs of one commit
-        "batch": os.environ.get("LAB_BATCH_ID"),  # or of one batch, when a batch made them
+        "batch": config.BATCH_ID.read(),  # or of one batch, when a batch made them
         "started_at": started_at,
     }
     if a is not None:

@@ -5,6 +5,9 @@ parameters come first: its workload (theory/workload.py), its server's settings
 (demo/settings.py) and Locust's options (harness/plan.py), then the lesson's own tags; then
 the figures collect.py measures, step by step; an open loop's own figures come last.
 collect.py fills every column through `row`, which refuses one undeclared or left out.
+
+Lesson 06's client runs (clients/runs.py) are saved the same way, with a row of their own,
+CLIENT, filled through `client_row`: a column they share with a Locust run's means the same.
 """
 
 from __future__ import annotations
@@ -123,6 +126,46 @@ COLUMNS = (*HEAD, *PARAMS, *FIGURES, *OPEN_LOOP)
 UNITS = {c.name: c.unit for c in COLUMNS}
 
 
+def _same(*names: str) -> tuple[Column, ...]:
+    """A Locust run's columns of these names, for a client run's that mean the same."""
+    return tuple(next(c for c in COLUMNS if c.name == name) for name in names)
+
+
+# A client run (lesson 06): one `python -m labserver.clients` process sends a fixed number of
+# requests; its parameters are its manifest's, its figures what it measured and predicted.
+CLIENT_PARAMS = (
+    *_same("lesson", "pattern"),
+    Column("client", "text", "the client strategy (labserver.clients.strategies.STRATEGIES)"),
+    Column("library", "text", "the HTTP library the client sends with"),
+    Column("users", "count", "requests the client keeps in flight (a loop: 1)"),
+    Column("requests", "count", "requests the client sends"),
+    *_same("tasks", "io_ms", "cpu_n", "workers", "threads"),
+)
+CLIENT_FIGURES = (
+    Column("rps", "req/s", "throughput: requests / wall_s"),
+    Column("wall_s", "s", "the time the client took to send every request and read every reply"),
+    *_same("p50_ms", "p95_ms", "mean_ms"),
+    Column("failures", "count", "requests that failed (no report: all of them)"),
+    *_same("predicted_rps", "predicted_ms", "bottleneck", "ratio"),
+    Column("concurrency_rps", "req/s", "the pure concurrency model's throughput, without the CPUs"),
+    Column("client_cpu", "cores", "the client's CPU over its wall time"),
+    Column("client_ms", "ms/request", "the client's CPU per request"),
+    Column("send_share", "share", "of client_ms, spent before waiting for the reply (requests only)"),
+    Column("first_cpu_ms", "ms", "the client's CPU until its first reply"),
+    Column("first_ms", "ms", "when the first reply came, from the client's start"),
+    Column("server_cpu", "cores", "the server's CPU over the client's wall time"),
+    *_same("server_ms"),
+    Column("alone_ms", "ms", "a lone request's latency, with the same library to the same endpoint"),
+    Column("paused_ms", "ms", "the longest stop of the whole machine while the client sent"),
+    Column("stolen_cpu", "cores", "CPU the host took for others (steal time) over the client's life"),
+    *_same("notes"),
+    Column("client_saturated", "bool", "the client ran out of CPU"),
+    Column("priced_by", "text", "what priced the prediction: 'measured demand' or 'concurrency alone'"),
+    *_same("status", "valid", "problems", "started_at", "git_commit", "batch"),
+)
+CLIENT = (HEAD[0], *CLIENT_PARAMS, *CLIENT_FIGURES)  # run_id first, as in a Locust run's row
+
+
 def params(sources: Mapping[Source, Any], tags: Mapping[str, Any]) -> dict[str, Any]:
     """A run's parameters, as its row and manifest record them, from the objects they come from; its tags last.
 
@@ -144,7 +187,25 @@ def row(head: Mapping[str, Any], params: Mapping[str, Any], figures: Mapping[str
     """
     open_loop = any(c.name in figures for c in OPEN_LOOP)
     declared = [c.name for c in (*FIGURES, *(OPEN_LOOP if open_loop else ()))]
-    unknown, missing = set(figures) - set(declared), set(declared) - set(figures)
-    if unknown or missing:
-        raise ValueError(f"the row's figures differ from columns.py: undeclared {unknown or '{}'}, left out {missing}")
+    _check("figures", declared, figures)
     return {**{c.name: head[c.name] for c in HEAD}, **params, **{name: figures[name] for name in declared}}
+
+
+def client_row(run_id: str, params: Mapping[str, Any], figures: Mapping[str, Any]) -> dict[str, Any]:
+    """A client run's row, its columns in CLIENT's order; ValueError for a parameter or figure undeclared or left out.
+
+    `params` hold every column of CLIENT_PARAMS, `figures` every column of CLIENT_FIGURES.
+    """
+    _check("parameters", [c.name for c in CLIENT_PARAMS], params)
+    _check("figures", [c.name for c in CLIENT_FIGURES], figures)
+    return {
+        "run_id": run_id,
+        **{c.name: params[c.name] for c in CLIENT_PARAMS},
+        **{c.name: figures[c.name] for c in CLIENT_FIGURES},
+    }
+
+
+def _check(what: str, declared: list[str], given: Mapping[str, Any]) -> None:
+    unknown, missing = set(given) - set(declared), set(declared) - set(given)
+    if unknown or missing:
+        raise ValueError(f"the row's {what} differ from columns.py: undeclared {unknown or '{}'}, left out {missing}")

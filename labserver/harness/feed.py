@@ -26,29 +26,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from labserver import protocol
+from labserver import config, protocol
 from labserver.harness.plan import stage_at
 
 if TYPE_CHECKING:
     from labserver.harness.plan import Stage
     from labserver.theory.model import Prediction
 
-EVERY_S = 1.0
-# LAB_LIVE_EVERY_S sets another beat; "inf" draws a plan's first and last frames only. `make figures`
-# draws one a second, as a notebook does (`make bench` measures what that costs the busiest run).
-LIVE_EVERY_ENV = "LAB_LIVE_EVERY_S"
-
-
-def live_every_s() -> float:
-    """How often the live view draws: LAB_LIVE_EVERY_S seconds, else once a second."""
-    value = os.environ.get(LIVE_EVERY_ENV, "")
-    try:
-        every = float(value) if value else EVERY_S
-    except ValueError:
-        raise ValueError(f"{LIVE_EVERY_ENV} must be a number of seconds above 0 (or inf), got {value!r}") from None
-    if not every > 0:
-        raise ValueError(f"{LIVE_EVERY_ENV} must be a number of seconds above 0 (or inf), got {value!r}")
-    return every
+# The live view draws once a second unless LAB_LIVE_EVERY_S (config.LIVE_EVERY_S) sets another beat;
+# "inf" draws a plan's first and last frames only. `make figures` draws one a second, as a notebook
+# does (`make bench` measures what that costs the busiest run).
+EVERY_S = config.LIVE_EVERY_S.default
 
 
 @dataclass(frozen=True)
@@ -94,7 +82,7 @@ class Every:
     """Due at most once every `period_s` of `clock`, on a steady beat (a late tick does not shift the next)."""
 
     def __init__(self, period_s: float | None = None, clock: Callable[[], float] = time.monotonic):
-        self.period_s = live_every_s() if period_s is None else period_s
+        self.period_s = config.LIVE_EVERY_S.read() if period_s is None else period_s
         self.clock, self.next = clock, -math.inf
 
     def due(self) -> bool:

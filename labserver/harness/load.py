@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from pathlib import Path
 from typing import cast
 
 import pandas as pd
 
-from labserver import protocol
+from labserver import config, protocol
 from labserver.checks import choice, whole
 from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT, Settings
@@ -187,7 +186,7 @@ def _remeasured(server: Server, stages: list[Stage], options: Options, times: in
 
 def _measure(server: Server, stages: list[Stage], options: Options) -> list[results.RunResult]:
     """One Locust process measures `stages` one after the other, each saved as a run of its own."""
-    progress = os.environ.get("LAB_PROGRESS", "1") != "0" if options.progress is None else options.progress
+    progress = config.PROGRESS.read() if options.progress is None else options.progress
     # In a notebook the chart replaces the text bar (whose notebook form needs ipywidgets).
     watcher = options.watch if options.watch is not None else (notebook.view() if progress else None)
     for each in _servers(stages):

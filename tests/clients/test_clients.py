@@ -432,12 +432,57 @@ def test_an_interrupted_run_is_saved_as_such_and_its_client_is_stopped():
     assert list(saved["status"]) == ["interrupted"] and not saved["valid"].any()
 
 
+def run_params(**changes) -> dict:
+    """A client run's parameters, as run_client records them."""
+    params = dict(lesson=None, pattern="sequential", client="loop", library="requests", users=1, requests=2)
+    return params | dict(tasks=1, io_ms=50, cpu_n=0, workers=1, threads=40) | changes
+
+
+# A client run's row on disk, its columns in order: every reader of data/runs/ (lesson 06, the
+# summary, the bench) reads these, so a change to them is a change to theirs.
+CLIENT_ROW = [
+    "run_id", "lesson", "pattern", "client", "library", "users", "requests", "tasks", "io_ms", "cpu_n", "workers",
+    "threads", "rps", "wall_s", "p50_ms", "p95_ms", "mean_ms", "failures", "predicted_rps", "predicted_ms",
+    "bottleneck", "ratio", "concurrency_rps", "client_cpu", "client_ms", "send_share", "first_cpu_ms", "first_ms",
+    "server_cpu", "server_ms", "alone_ms", "paused_ms", "stolen_cpu", "notes", "client_saturated", "priced_by",
+    "status", "valid", "problems", "started_at", "git_commit", "batch",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "report",
+    [{}, {"wall_s": 0.2, "rps": 10.0, "cpu_s": 0.01, "client_cpu": 0.05, "failures": 0, "p50_ms": 50.0,
+          "p95_ms": 51.0, "mean_ms": 50.2, "first_cpu_s": 0.002, "send_share": 0.3, "ends": [0.05, 0.1],
+          "paused_ms": 2.0, "stolen_cpu": 0.0}],
+)  # fmt: skip
+def test_a_client_run_s_row_holds_the_declared_columns_in_order(report):
+    from labserver.clients import runs as client_runs
+    from labserver.harness import columns
+    from labserver.theory.model import Prediction
+
+    p = Prediction(10.0, 100.0, "one request at a time")
+    row = client_runs._row(
+        "r", run_params(), report, status="ok", server_s=0.01, slots=math.inf, bound=p, started_at="now"
+    )
+    assert list(row) == CLIENT_ROW == [c.name for c in columns.CLIENT]
+    json.dumps(row)  # as its manifest will hold it
+
+
+def test_a_client_run_s_row_refuses_a_parameter_it_does_not_declare():
+    from labserver.clients import runs as client_runs
+    from labserver.theory.model import Prediction
+
+    p = Prediction(10.0, 100.0, "one request at a time")
+    with pytest.raises(ValueError, match="undeclared"):
+        client_runs._row("r", run_params(round=1), {}, status="ok", server_s=0.0, slots=1, bound=p, started_at="now")
+
+
 def test_a_client_run_carries_its_batch_and_commit(monkeypatch):
     from labserver.clients import runs as client_runs
     from labserver.theory.model import Prediction
 
     monkeypatch.setenv("LAB_BATCH_ID", "b-1")
-    params = dict(pattern="sequential", client="loop", library="requests", users=1, requests=2, io_ms=50)
+    params = run_params()
     p = Prediction(10.0, 100.0, "one request at a time")
     row = client_runs._row(
         "r", params, {"wall_s": 0.2, "rps": 10.0}, status="ok", server_s=0.01, slots=math.inf, bound=p, started_at="now"
@@ -449,7 +494,7 @@ def test_a_client_run_notes_the_cpu_its_host_took_but_stays_valid():
     from labserver.clients import runs as client_runs
     from labserver.theory.model import Prediction
 
-    params = dict(pattern="sequential", client="loop", library="requests", users=1, requests=2, io_ms=50)
+    params = run_params()
     p = Prediction(10.0, 100.0, "one request at a time")
     report = {"wall_s": 0.2, "rps": 10.0, "stolen_cpu": 0.4}
     row = client_runs._row("r", params, report, status="ok", server_s=0.01, slots=math.inf, bound=p, started_at="now")
@@ -470,7 +515,7 @@ def test_a_client_run_notes_the_cpu_its_host_took_but_stays_valid():
 def test_a_client_run_is_priced_with_the_cpu_it_measured():
     from labserver.clients import runs as client_runs
 
-    params = dict(pattern="sequential", client="aiohttp", library="aiohttp", users=10, requests=100, io_ms=50)
+    params = run_params(client="aiohttp", library="aiohttp", users=10, requests=100)
     report = {"wall_s": 0.6, "rps": 100 / 0.6, "cpu_s": 0.05, "client_cpu": 0.08}  # 0.5 ms of client CPU each
     pure = predict_client("aiohttp", requests=100, concurrency=10, io_ms=50)
     row = client_runs._row(

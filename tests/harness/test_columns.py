@@ -168,3 +168,76 @@ def test_a_run_s_parameters_come_from_its_workload_settings_and_options():
         pattern="gather", users=3, tasks=2, io_ms=80, cpu_n=0, workers=2, threads=8, procs=1, cpus="0,1", gil=True,
         duration_s=5, spawn_rate=3, user_class="fast", processes=1, timeout_s=60.0, round=1,
     )  # fmt: skip
+
+
+CLIENT_PINNED = {
+    "run_id": "text",
+    # parameters, as a client run's manifest holds them
+    "lesson": "text",
+    "pattern": "text",
+    "client": "text",
+    "library": "text",
+    "users": "count",
+    "requests": "count",
+    "tasks": "count",
+    "io_ms": "ms",
+    "cpu_n": "fib(n)",
+    "workers": "count",
+    "threads": "count",
+    # figures
+    "rps": "req/s",
+    "wall_s": "s",
+    "p50_ms": "ms",
+    "p95_ms": "ms",
+    "mean_ms": "ms",
+    "failures": "count",
+    "predicted_rps": "req/s",
+    "predicted_ms": "ms",
+    "bottleneck": "text",
+    "ratio": "ratio",
+    "concurrency_rps": "req/s",
+    "client_cpu": "cores",
+    "client_ms": "ms/request",
+    "send_share": "share",
+    "first_cpu_ms": "ms",
+    "first_ms": "ms",
+    "server_cpu": "cores",
+    "server_ms": "ms/request",
+    "alone_ms": "ms",
+    "paused_ms": "ms",
+    "stolen_cpu": "cores",
+    "notes": "text",
+    "client_saturated": "bool",
+    "priced_by": "text",
+    "status": "text",
+    "valid": "bool",
+    "problems": "text",
+    "started_at": "ISO 8601",
+    "git_commit": "text",
+    "batch": "text",
+}
+
+
+def test_a_client_run_s_columns_their_order_and_units_are_pinned():
+    assert [(c.name, c.unit) for c in columns.CLIENT] == list(CLIENT_PINNED.items())
+
+
+def test_every_client_column_says_what_it_means_in_a_known_unit():
+    units = typing.get_args(columns.Unit)
+    assert all(c.meaning and c.unit in units for c in columns.CLIENT)
+    assert len({c.name for c in columns.CLIENT}) == len(columns.CLIENT)
+
+
+def test_a_client_row_holds_its_declared_columns_in_order_and_refuses_others():
+    params = {c.name: 1 for c in columns.CLIENT_PARAMS}
+    figures = {c.name: 2 for c in reversed(columns.CLIENT_FIGURES)}  # in any order: the row puts them in theirs
+    row = columns.client_row("r", params, figures)
+    assert list(row) == [c.name for c in columns.CLIENT] and row["run_id"] == "r" and row["batch"] == 2
+    with pytest.raises(ValueError, match=r"figures .*undeclared"):
+        columns.client_row("r", params, {**figures, "rps_new": 1.0})
+    with pytest.raises(ValueError, match=r"figures .*left out"):
+        columns.client_row("r", params, {k: v for k, v in figures.items() if k != "wall_s"})
+    with pytest.raises(ValueError, match=r"parameters .*undeclared"):
+        columns.client_row("r", {**params, "round": 1}, figures)
+    with pytest.raises(ValueError, match=r"parameters .*left out"):
+        columns.client_row("r", {k: v for k, v in params.items() if k != "lesson"}, figures)

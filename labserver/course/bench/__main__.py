@@ -9,6 +9,7 @@ import sys
 import time
 from datetime import UTC, datetime
 
+from labserver import config
 from labserver.course import bench
 from labserver.course.bench import harness, live_view, overhead, repeatability, scaleout, telemetry
 from labserver.course.bench.batch import batch
@@ -19,17 +20,18 @@ from labserver.paths import data_dir
 
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
-    out_dir = data_dir() / "bench"
+    batch_root = data_dir()  # the batch writes where `make figures` would
+    out_dir = batch_root / "bench"
     out_dir.mkdir(parents=True, exist_ok=True)
-    batch_env = dict(os.environ)  # the batch writes where `make figures` would
-    os.environ["LAB_DATA_DIR"] = str(out_dir)  # the bench's own runs: data/bench/runs/
+    batch_env = dict(os.environ)
+    os.environ[config.DATA_DIR.name] = config.DATA_DIR.text(out_dir)  # the bench's own runs: data/bench/runs/
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     report: dict = {"date": stamp, "environment": results.environment(), "targets": TARGETS}
     started = time.perf_counter()
     _measure(report, args, set(bench.PARTS) - set(args.skip))
     if "batch" not in args.skip:
         print(f"Batch: python -m labserver.course.batch --profile {args.profile} …", flush=True)
-        report["batch"] = batch(args.profile, batch_env, out_dir / f"batch-{stamp}.log")
+        report["batch"] = batch(args.profile, batch_env, out_dir / f"batch-{stamp}.log", batch_root)
     report["bench_s"] = time.perf_counter() - started
     report["targets_met"] = [{"what": w, "measured": v, "target": t, "met": m} for w, v, t, m in targets(report)]
     text = json.dumps(plain(report), indent=2, default=str)

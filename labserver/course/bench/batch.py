@@ -52,8 +52,8 @@ def lesson_walls(executed: Path, since: float) -> dict[str, float]:
     return walls
 
 
-def batch(profile: str, env: dict, log: Path) -> dict:
-    """The batch as `make figures` runs it (`-m labserver.course.batch`), timed; runs read back from disk."""
+def batch(profile: str, env: dict, log: Path, root: Path) -> dict:
+    """The batch as `make figures` runs it (`-m labserver.course.batch`), timed; runs read back from `root`/runs."""
     started, t0 = time.perf_counter(), time.time()
     with open(log, "w") as out:
         code = subprocess.call(
@@ -64,7 +64,6 @@ def batch(profile: str, env: dict, log: Path) -> dict:
             stderr=subprocess.STDOUT,
         )
     wall_s, t1 = time.perf_counter() - started, time.time()
-    root = Path(env.get("LAB_DATA_DIR") or ROOT / "data")
     made = results.load_runs(root=root / "runs")
     per_lesson = windows(made, t0, t1)
     explained = fidelity.table(made[pd.to_datetime(made["started_at"]).map(lambda t: t0 <= t.timestamp() <= t1)])
