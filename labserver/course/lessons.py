@@ -337,7 +337,7 @@ def without_the_gil(
     try:
         python, missing = interpreters.free_threaded_server(), ""
     except interpreters.NoFreeThreadedPython as e:
-        python, missing = None, str(e)
+        python, missing = None, str(e).split(" Tried:")[0]  # where it looked: interpreters.find_free_threaded()
     version = interpreters.probe(python).label if python else "free-threaded"
     lab = f"{sys.version.split()[0]}, GIL build"
     return WithoutTheGil(users, threads, python, missing, (lab, f"{version}, GIL on", f"{version}, GIL off"))

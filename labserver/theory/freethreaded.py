@@ -55,13 +55,3 @@ def in_words(runs: pd.DataFrame, builds: tuple[str, ...], users: int, cores: flo
             f"cores busy, {chosen['rps'].mean():.0f} req/s; alone, a request cost {alone.get(build, math.nan):.1f} ms"
         )
     return "\n".join(lines)
-
-
-def in_step_rps(run: pd.Series, cores: float) -> float:
-    """A fib + sleep run's throughput if its threads moved fully in step: all compute, then all sleep.
-
-    users / (io + users × cpu / c), with c = min(threads, cores) cores shared by the computing threads
-    and cpu the CPU per request the run measured (lesson 03's in-step bound, where the GIL made c = 1).
-    """
-    shared = min(run["threads"], cores)
-    return run["users"] / (run["io_ms"] / 1000 + run["users"] * run["server_ms"] / 1000 / shared)

@@ -46,6 +46,7 @@ class Bottleneck(StrEnum):
     CORES = "cores"  # the process pool's, or the workers' where they outnumber the cores
     GIL = "GIL (one core per worker)"
     IN_STEP = "GIL (threads in step)"
+    SLICED = "cores (threads in step, no GIL)"  # lesson 10: the scheduler's time slices in place of the GIL's turns
     WORKER_CPU = "CPU (one core per worker)"  # lesson 07; lesson 10's event loop without a GIL, still one thread
     SERVER_CPU = "CPU of the server (one core per worker)"  # lesson 06
     # the cores every process of the machine shares
@@ -59,7 +60,9 @@ class Bottleneck(StrEnum):
 
 # Kinds of bottleneck, as sets: a `bottleneck` column (text) is tested with `isin`.
 MACHINE_BOUND = frozenset({Bottleneck.MACHINE, Bottleneck.MACHINE_AND_DATABASE})
-CORE_BOUND = frozenset({Bottleneck.CORES, Bottleneck.GIL, Bottleneck.IN_STEP, *MACHINE_BOUND})  # cores, or a GIL's
+CORE_BOUND = frozenset(
+    {Bottleneck.CORES, Bottleneck.GIL, Bottleneck.IN_STEP, Bottleneck.SLICED, *MACHINE_BOUND}
+)  # cores, or a GIL's
 CPU_BOUND = frozenset(
     {*CORE_BOUND, Bottleneck.WORKER_CPU, Bottleneck.SERVER_CPU, Bottleneck.GENERATOR, Bottleneck.CLIENT_CPU}
 )  # any CPU: a run put there is not an I/O-bound one
@@ -206,12 +209,16 @@ def _limits(
     if in_worker > 0:
         bound, parallel, share = _worker_cores(w, s, cores, price)
         limits[bound] = min(limits.get(bound, math.inf), parallel * share / in_worker)
-    if s.gil and in_step(w.pattern, w.users, io, in_worker / w.tasks, s.workers * s.threads):
+    if in_step(w.pattern, w.users, io, in_worker / w.tasks, s.workers * s.threads):
         # The GIL shares one core among the computing threads in turns of the switch interval
         # (processor sharing), so requests that compute together finish together; the worker's
         # loop, itself waiting its turn, then answers them in one burst, and their users come back
         # together. The users move in step, and the core sits idle through every io wait they share.
-        limits[Bottleneck.IN_STEP] = w.users / (w.tasks * io + w.users * in_worker / min(s.workers, cores))
+        # Without a GIL the scheduler shares the cores among more threads than cores in its own time
+        # slices, with the same result on min(users, threads, cores) cores (lesson 10).
+        shared = min(s.workers, cores) if s.gil else min(w.users, s.workers * s.threads, cores)
+        step = Bottleneck.IN_STEP if s.gil else Bottleneck.SLICED
+        limits[step] = w.users / (w.tasks * io + w.users * in_worker / shared)
     if price.generator_s:
         # The load generator is a station too: Locust runs all its users on one core per process,
         # so it sends at most processes / (its CPU per request), and near that its users queue for it.

@@ -57,12 +57,16 @@ def test_workers_as_many_as_the_cores_are_the_cores_with_or_without_the_gil():
     assert (p.rps, p.bottleneck) == (pytest.approx(200), Bottleneck.WORKER_CPU)
 
 
-def test_threads_without_the_gil_never_move_in_step():
-    # fib of 10 ms after 50 ms of sleep: under the GIL the 20 users compute together, then idle together
+def test_threads_without_the_gil_move_in_step_on_the_cores():
+    # fib of 10 ms after 50 ms of sleep: under the GIL the 20 users compute together on one core, then
+    # idle together; without it they do the same on the 2 cores, sharing them in the scheduler's slices
     in_step = predict_for("threadpool", users=20, io_ms=50, cpu_n=25, cpu_ms_per_task=CPU_MS, cores=2)
-    assert in_step.bottleneck == Bottleneck.IN_STEP
+    assert (in_step.rps, in_step.bottleneck) == (pytest.approx(20 / (0.05 + 20 * 0.01)), Bottleneck.IN_STEP)
     free = predict_for("threadpool", users=20, io_ms=50, cpu_n=25, cpu_ms_per_task=CPU_MS, cores=2, gil=False)
-    assert (free.rps, free.bottleneck) == (pytest.approx(200), Bottleneck.CORES)
+    assert (free.rps, free.bottleneck) == (pytest.approx(20 / (0.05 + 20 * 0.01 / 2)), Bottleneck.SLICED)
+    # no more users than cores: each thread computes on a core of its own, and Little's law holds
+    few = predict_for("threadpool", users=8, io_ms=50, cpu_n=25, cpu_ms_per_task=CPU_MS, cores=16, gil=False)
+    assert (few.rps, few.bottleneck) == (pytest.approx(8 / 0.06), Bottleneck.USERS)
 
 
 def test_queueing_bends_toward_the_thread_pool_s_cores():
