@@ -14,16 +14,30 @@ from labserver.charts.plots import LABEL_COLORS, bars, named
 
 
 def builds(runs: pd.DataFrame, title: str, cores: float) -> plt.Figure:
-    """Left: each build's throughput, measured beside predicted. Right: the cores each pattern kept busy."""
+    """One bar per pattern and build. Left: req/s measured (bar) and predicted (black tick). Right: server CPU."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    bars(runs, title="throughput", x="build", ax=left)
-    left.tick_params(axis="x", labelrotation=10)
-    sns.barplot(named(runs), x="build", y="server_cpu", hue="pattern", palette=LABEL_COLORS, errorbar=None, ax=right)
+    frame = named(runs)
+    order = list(dict.fromkeys(frame["build"]))
+    patterns = list(dict.fromkeys(frame["pattern"]))
+    common = dict(x="build", hue="pattern", order=order, hue_order=patterns, palette=LABEL_COLORS, errorbar=None)
+    sns.barplot(frame, y="rps", ax=left, legend=False, **common)
+    predicted = frame.groupby(["pattern", "build"])["predicted_rps"].mean()
+    for pattern, container in zip(patterns, left.containers, strict=True):
+        for bar in container:  # seaborn leaves out the bars of a build that lacks the pattern
+            x, width = bar.get_x(), bar.get_width()
+            build = order[round(x + width / 2)]  # a bar sits within half a step of its category
+            left.hlines(predicted[pattern, build], x, x + width, color="black", lw=2.5)
+    left.plot([], [], color="black", lw=2.5, label="predicted")
+    left.legend(loc="upper right", fontsize="small")
+    left.set(title="throughput", xlabel="build", ylabel="throughput (req/s)")
+    sns.barplot(frame, y="server_cpu", ax=right, **common)
     for level, text in ((1, "one core"), (cores, f"{cores:g} cores (the machine)")):
         right.axhline(level, color="grey", ls=":" if level == 1 else "--", lw=1)
         right.annotate(text, (-0.45, level), xytext=(0, 3), textcoords="offset points", color="grey")
-    right.set(title="server CPU", xlabel="build", ylabel="server CPU (cores)", ylim=(0, cores * 1.2))
-    right.tick_params(axis="x", labelrotation=10)
+    right.set(title="server CPU", xlabel="build", ylabel="server CPU (cores)", ylim=(0, cores * 1.3))
+    sns.move_legend(right, "upper left", bbox_to_anchor=(1.01, 1), title="endpoint", fontsize="small")
+    for ax in (left, right):
+        ax.tick_params(axis="x", labelrotation=10)
     fig.suptitle(title)
     fig.tight_layout()
     return fig

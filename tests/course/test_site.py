@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from labserver.course import executed, site
+from labserver.paths import NOTEBOOKS
 
 START = "2026-11-23T23:00:00.400000+00:00"
 END = "2026-11-23T23:01:00.000000+00:00"
@@ -281,6 +282,17 @@ def test_a_collapsed_block_of_another_form_is_an_error_naming_the_lesson_and_cel
     lesson.notebook.write_text(json.dumps(nb))
     with pytest.raises(ValueError, match=r"^00_start_here\.ipynb, cell odd-one, line \d+: a collapsed block"):
         site.lesson_copy(lesson)
+
+
+LESSONS = sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_every_collapsed_block_of_a_committed_lesson_is_in_a_form_the_site_shows(path):
+    cells = json.loads(path.read_text())["cells"]
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            site.collapsed("".join(cell["source"]), where=f"{path.name}, cell {cell.get('id')}")
 
 
 def test_the_copy_keeps_collapsed_blocks_as_the_lesson_writes_them(batch):
