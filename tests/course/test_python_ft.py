@@ -125,3 +125,34 @@ def test_make_python_ft_fails_where_the_gil_comes_back(tmp_path, monkeypatch, ca
         python_ft.main()
     assert failed.value.code == 1
     assert "foo._bar" in capsys.readouterr().out
+
+
+class _Finder:
+    """interpreters.find_free_threaded's stand-in: nothing at first, then what uv installed."""
+
+    def __init__(self, after: python_ft.Interpreter):
+        self.after, self.calls = after, 0
+
+    def __call__(self) -> python_ft.Interpreter:
+        self.calls += 1
+        if self.calls == 1:
+            raise python_ft.NoFreeThreadedPython("none on PATH")
+        return self.after
+
+
+@pytest.mark.parametrize("uv_exit", [0, 1], ids=["uv installs it", "uv cannot"])
+def test_uv_installs_3_14t_where_it_can_else_the_build_runs(tmp_path, monkeypatch, uv_exit):
+    installed = python_ft.Interpreter(tmp_path / "python3.14t", "3.14.0", True, False, False)
+    built = python_ft.Interpreter(tmp_path / "python3.13t", "3.13.5", True, False, False)
+    commands = []
+    monkeypatch.setattr(python_ft.interpreters, "find_free_threaded", _Finder(installed))
+    monkeypatch.setattr(python_ft.shutil, "which", lambda name: "/usr/bin/uv" if name == "uv" else None)
+    monkeypatch.setattr(python_ft.subprocess, "run", lambda command, **kw: commands.append(command) or _Exit(uv_exit))
+    monkeypatch.setattr(python_ft, "build", lambda: built)
+    assert python_ft.interpreter() == (installed if uv_exit == 0 else built)
+    assert commands == [["uv", "python", "install", "3.14t"]]
+
+
+class _Exit:
+    def __init__(self, code: int):
+        self.returncode = code
