@@ -12,7 +12,6 @@ import pytest
 from labserver.paths import NOTEBOOKS, ROOT
 
 LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-APPENDICES = {"98_the_instrument"}  # for maintainers and the curious: no word limit, still no history
 MAIN_PATH_WORDS = 900
 # A number's history: what it read in which batch, what a claim used to say, the host's steal time.
 HISTORY = re.compile(
@@ -54,8 +53,6 @@ def test_plain_teaching_is_not_history(text):
 
 @pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
 def test_main_path_stays_short(path):
-    if path.stem in APPENDICES:
-        pytest.skip("an appendix")
     words = len(main_path("\n".join(_cells(path, "markdown"))).split())
     assert words <= MAIN_PATH_WORDS, f"{path.stem}: {words} words on the main path; fold depth into <details>"
 
