@@ -170,6 +170,12 @@ def test_cluster_as_the_other_kind_of_user():
     python = _python_for(who)
     if python is None:
         pytest.skip(f"no Python {sys.version_info.major}.{sys.version_info.minor} that {who.name} can run")
+    # The other user imports the lab and its packages from this checkout; a clone in a private
+    # folder (mktemp -d) is closed to it, as it would be to any other user of the machine.
+    code = [ROOT, *map(Path, site.getsitepackages())]
+    closed = [str(path) for path in code if not pg.reachable(path, who)]
+    if closed:
+        pytest.skip(f"{who.name} cannot enter {closed[0]} (a parent folder is private)")
     folder = _folder()
     os.chown(folder, who.uid, who.gid)  # the normal user's own data folder, private to it
     folder.chmod(0o700)
