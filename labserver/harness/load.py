@@ -23,6 +23,7 @@ from labserver import config, protocol
 from labserver.checks import choice, whole
 from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT, Settings
+from labserver.demo.traits import Where
 from labserver.demo.work import fib_calls
 from labserver.harness import feed, generator, notebook, pauses, records, results
 from labserver.harness.generator import USER_CLASSES, WORKERS_MAX, master_address, worker_command
@@ -67,6 +68,12 @@ def check_plan(stages: list[Stage], options: Options) -> Options:
         options = dataclasses.replace(options, user_class="arrivals")
     for s in stages:
         check_load(s.workload, user_class=options.user_class, processes=options.processes, master=options.master)
+        if s.workload.traits.computes is Where.PROCESS_POOL and s.server.settings.procs == 0:
+            # such a server answers every request 503 at once: a run would measure nothing of the pattern
+            raise ValueError(
+                f"{s.workload.pattern} computes in a process pool, and its server was started with procs=0: "
+                "start it with procs of 1 or more"
+            )
     if options.master is not None and not 0 < options.join_timeout_s <= DURATION_MAX_S:
         raise ValueError(f"join_timeout_s must be above 0 and at most {DURATION_MAX_S}, got {options.join_timeout_s!r}")
     return options

@@ -137,7 +137,8 @@ def predict(
         stations = [(slower, parallel), (price.generator_s, price.generators)]
         # The generator's CPU is not part of the server's service time: it adds to each user's round trip.
         rps = min(rps, closed_loop(workload.users, service - price.in_worker_s, stations))
-    return Prediction(rps=rps, latency_ms=workload.users / rps * 1000, bottleneck=bottleneck)
+    latency_ms = workload.users / rps * 1000 if rps > 0 else math.inf  # a pool of no processes serves nothing
+    return Prediction(rps=rps, latency_ms=latency_ms, bottleneck=bottleneck)
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,7 @@ def _limits(
     held = t.holds(Hold.LOOP)
     if held and held == len(t.waits):
         limits[Bottleneck.EVENT_LOOP] = s.workers / service  # the loop is held for the whole request
-    elif held:  # held for the blocking waits and fib only
+    elif held and held * io + price.task_s > 0:  # held for the blocking waits and fib only; no hold, no bound
         limits[Bottleneck.EVENT_LOOP] = s.workers / (w.tasks * (held * io + price.task_s))
     if t.computes is Where.PROCESS_POOL and cpu_per_request > 0:
         limits[Bottleneck.CORES] = min(s.workers * s.procs, cores) / cpu_per_request

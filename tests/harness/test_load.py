@@ -390,3 +390,15 @@ def test_a_plan_is_checked_before_anything_is_measured(measured):
     with pytest.raises(ValueError, match="give at least one run"):
         load.run_plan(SimpleNamespace(), [], duration_s=2)
     assert fake.plans == []
+
+
+def test_a_process_pool_run_on_a_server_without_a_pool_is_refused_before_it_starts():
+    from types import SimpleNamespace
+
+    from labserver.demo.settings import Settings
+
+    no_pool = SimpleNamespace(settings=Settings(procs=0))  # never started: the check comes first
+    with pytest.raises(ValueError, match=r"processpool computes in a process pool.*procs=0"):
+        load.run_plan(no_pool, [{"pattern": "sequential", "users": 2}, {"pattern": "processpool", "users": 2}])
+    with pytest.raises(ValueError, match="users"):  # a pool of one passes this check and meets the next
+        load.run_plan(SimpleNamespace(settings=Settings(procs=1)), [{"pattern": "processpool"}])

@@ -5,6 +5,7 @@ import math
 import pandas as pd
 import pytest
 
+from labserver.demo.patterns import PATTERNS
 from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.theory import model
 from labserver.theory.model import (
@@ -371,3 +372,16 @@ def test_a_prediction_s_bottleneck_is_plain_words():
     p = model.Prediction(1.0, 1.0, model.Bottleneck.GIL)
     assert type(p.bottleneck) is str and p.bottleneck == model.Bottleneck.GIL
     assert p.bottleneck in model.CPU_BOUND
+
+
+@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+def test_a_request_with_no_wait_and_no_fib_is_priced_by_its_measured_cpu(pattern):
+    from labserver.theory.demand import Demand
+
+    p = predict_for(pattern, users=10, io_ms=0, cpu_n=0, demand=Demand(worker_ms=0.5))
+    assert p.rps == pytest.approx(1000 / 0.5)  # one worker's core, whatever the pattern would wait on
+
+
+def test_a_process_pool_of_no_processes_serves_nothing():
+    p = predict(Workload("processpool", 10, io_ms=0), Settings(procs=0), cores=2.0, cpu_ms_per_task=5.0)
+    assert (p.rps, p.latency_ms) == (0.0, math.inf)
