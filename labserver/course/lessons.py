@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,6 +23,7 @@ from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.harness import interpreters
 from labserver.harness.load import check_arrivals, check_load, check_sweep
+from labserver.harness.plan import mirrored
 from labserver.postgres import runs as database_runs
 from labserver.theory import clients as client_model
 from labserver.theory import cores as core_model
@@ -65,11 +67,23 @@ def sequential_vs_gather(
     return users
 
 
+ONE_CORE_USERS = sizing.cpu_users(0, 1)  # users of a run held to one core, on any machine
+
+
+def _users_for(pattern: str, users: int, cores: float, *, threads: int = 1, gil: bool = True) -> int:
+    """`users` if set, else enough for the cores `pattern` can keep busy (one, under a GIL, on any machine)."""
+    usable = core_model.usable(
+        pattern, workers=1, procs=sizing.pool_procs(cores), cores=cores, threads=threads, gil=gil
+    )
+    return sizing.cpu_users(users, usable)
+
+
 class CpuBound(NamedTuple):
-    users: int  # users of the fib and fib + sleep runs; the parameter's 0 sized to the cores
+    users: dict[str, int]  # each pattern's users in the fib and fib + sleep runs: enough for the cores it can use
     threads: int  # a thread per user, so that threads never set the limit (AnyIO's default is 40)
     sweep_cpu_n: list[int]
     sweep: list[int]  # fib depths of the sweep, cpu_n the deepest
+    plan: sizing.Plan  # every run, in order, on the one server
 
 
 def cpu_bound(
@@ -83,23 +97,39 @@ def cpu_bound(
     rounds: int,
     duration_s: int,
     cores: float | None = None,
+    fib_ms: Callable[[int], float] | None = None,
 ) -> CpuBound:
-    """Lesson 03: the fib and fib + sleep runs at users enough for `cores`, the one-core sweep, and the rounds."""
-    users = sizing.cpu_users(checks.parameter("users", users, int), cpus.cores() if cores is None else cores)
-    threads = max(THREADS_DEFAULT, users)
+    """Lesson 03: the fib and fib + sleep runs at users enough for each pattern's cores, the one-core sweep,
+    the rounds, and the plan fitted to `cores` (fib priced by `fib_ms`, default: timed here)."""
+    cores = cpus.cores() if cores is None else cores
+    given = checks.parameter("users", users, int)
+    each = {p: _users_for(p, given, cores) for p in patterns}
+    threads = max(THREADS_DEFAULT, *each.values())
     sweep_cpu_n = checks.parameter("sweep_cpu_n", sweep_cpu_n, list[int])
     sweep = sorted({*sweep_cpu_n, cpu_n})
     for io in (0, io_ms):  # fib, then fib + sleep
-        check_sweep(patterns, [users], cpu_n=cpu_n, io_ms=io, threads=threads, duration_s=duration_s)
+        for p in patterns:
+            check_sweep([p], [each[p]], cpu_n=cpu_n, io_ms=io, threads=threads, duration_s=duration_s)
     for n in sweep:  # async alone: the sweep runs on one core whatever the machine
         check_sweep(["sequential"], [sweep_users], cpu_n=n, io_ms=io_ms, duration_s=duration_s)
     checks.whole("rounds", rounds, 1, 5)
-    return CpuBound(users, threads, sweep_cpu_n, sweep)
+    order = mirrored(patterns, rounds)  # (round, pattern): each pattern measured early and late
+    runs = [
+        dict(pattern=p, users=each[p], cpu_n=cpu_n, io_ms=io, tags={"part": part, "round": r}, server="lab")
+        for part, io in (("fib", 0), ("fib + sleep", io_ms))
+        for r, p in order
+    ] + [
+        dict(pattern="sequential", users=sweep_users, cpu_n=n, io_ms=io_ms, tags={"part": "sweep"}, server="lab")
+        for n in sweep
+    ]
+    plan = sizing.fit(sizing.Plan(runs, {"lab": {"threads": threads}}, duration_s), cores, fib_ms)
+    return CpuBound(each, threads, sweep_cpu_n, sweep, plan)
 
 
 class Workers(NamedTuple):
     workers: list[int]  # the worker counts to compare; the parameter's [] sized to the cores
     users: int  # users of the CPU-bound runs; the parameter's 0 sized to the cores
+    plan: sizing.Plan  # the I/O-bound run at each count, then the CPU-bound ones in mirrored order; servers by count
 
 
 def workers(
@@ -113,8 +143,9 @@ def workers(
     rounds: int,
     duration_s: int,
     cores: float | None = None,
+    fib_ms: Callable[[int], float] | None = None,
 ) -> Workers:
-    """Lesson 04: the CPU-bound and I/O-bound runs at each worker count (sized to `cores`), and the rounds."""
+    """Lesson 04: the CPU-bound and I/O-bound runs at each worker count (sized to `cores`), the rounds, and the plan."""
     cores = cpus.cores() if cores is None else cores
     workers = sizing.worker_counts(checks.parameter("workers", workers, list[int]), cores)
     users = sizing.cpu_users(checks.parameter("users", users, int), cores)
@@ -123,7 +154,16 @@ def workers(
         check_sweep([pattern], [io_users], workers=w, io_ms=io_ms, duration_s=duration_s)
     core_model.check_workers(workers)
     checks.whole("rounds", rounds, 1, 5)
-    return Workers(workers, users)
+    io_runs = [
+        dict(pattern=pattern, users=io_users, io_ms=io_ms, server=w, tags={"workload": "I/O-bound"}) for w in workers
+    ]
+    cpu_runs = [
+        dict(pattern=pattern, users=users, cpu_n=cpu_n, server=w, tags={"workload": "CPU-bound"})
+        for _, w in mirrored(workers, rounds)  # 1, 2, 3, 3, 2, 1: each count measured early and late
+    ]
+    servers = {w: {"workers": w, "procs": 0} for w in workers}
+    plan = sizing.fit(sizing.Plan(io_runs + cpu_runs, servers, duration_s), cores, fib_ms)
+    return Workers(workers, users, plan)
 
 
 class Blocking(NamedTuple):
@@ -306,11 +346,13 @@ def _above_capacity(name: str, rho: object) -> None:
 
 
 class WithoutTheGil(NamedTuple):
-    users: int  # users of the fib runs; the parameter's 0 sized to the cores
+    users: int  # users of the fib runs on many cores; the parameter's 0 sized to the cores
+    one_core_users: int  # users of a run held to one core (a GIL, or async def's one thread): 20 on any machine
     threads: list[int]  # thread-pool sizes of the threads run; the parameter's [] sized to the cores
     free_threaded: Path | None  # the python of a free-threaded build's server environment; None: none here
     missing: str  # why there is none ("" where there is): the lesson says so and its claims skip
     builds: tuple[str, str, str]  # labels: the lab's GIL build, the free-threaded build with its GIL, without
+    plans: dict[str, sizing.Plan]  # "fib", "threads" and "fib + sleep": each a Locust process of its own
 
 
 def without_the_gil(
@@ -322,25 +364,92 @@ def without_the_gil(
     rounds: int,
     duration_s: int,
     cores: float | None = None,
+    fib_ms: Callable[[int], float] | None = None,
+    free_threaded: Path | bool | None = True,
 ) -> WithoutTheGil:
-    """Lesson 10: the fib, threads and fib + sleep runs sized to `cores`, and the free-threaded Python, if any."""
+    """Lesson 10: the fib, threads and fib + sleep runs sized to `cores`, and the free-threaded Python, if any.
+
+    A run held to one core (a GIL, or async def's one thread) gets as many users on 64 cores as
+    on 2; the thread pool without a GIL, and the process pools, get enough for every core.
+    `free_threaded` True: find the build (interpreters.free_threaded_server); a path: that one;
+    False: none (a test's plan on a machine it does not run on).
+    """
     cores = cpus.cores() if cores is None else cores
-    users = sizing.cpu_users(checks.parameter("users", users, int), cores)
+    given = checks.parameter("users", users, int)
+    users = sizing.cpu_users(given, cores)
+    one = given or ONE_CORE_USERS
     threads = checks.parameter("threads", threads, list[int]) or sorted({1, math.ceil(cores), users})
     for t in threads:
         Settings(threads=t).check()
     for io in (0, io_ms):  # fib, then fib + sleep
         check_sweep(
-            ["threadpool", "sequential", "processpool"], [1, users], cpu_n=cpu_n, io_ms=io, duration_s=duration_s
+            ["threadpool", "sequential", "processpool"], [1, one, users], cpu_n=cpu_n, io_ms=io, duration_s=duration_s
         )
     checks.whole("rounds", rounds, 1, 5)
-    try:
-        python, missing = interpreters.free_threaded_server(), ""
-    except interpreters.NoFreeThreadedPython as e:
-        python, missing = None, str(e).split(" Tried:")[0]  # where it looked: interpreters.find_free_threaded()
+    if free_threaded is True:
+        try:
+            python, missing = interpreters.free_threaded_server(), ""
+        except interpreters.NoFreeThreadedPython as e:
+            python, missing = None, str(e).split(" Tried:")[0]  # where it looked: interpreters.find_free_threaded()
+    else:
+        python, missing = (free_threaded or None), ("" if free_threaded else "no free-threaded Python asked for")
     version = interpreters.probe(python).label if python else "free-threaded"
-    lab = f"{sys.version.split()[0]}, GIL build"
-    return WithoutTheGil(users, threads, python, missing, (lab, f"{version}, GIL on", f"{version}, GIL off"))
+    builds = (f"{sys.version.split()[0]}, GIL build", f"{version}, GIL on", f"{version}, GIL off")
+    plans = _without_the_gil_plans(builds, python, users, one, cpu_n, io_ms, threads, rounds, duration_s)
+    plans = {name: sizing.fit(plan, cores, fib_ms) for name, plan in plans.items()}
+    return WithoutTheGil(users, one, threads, python, missing, builds, plans)
+
+
+def _without_the_gil_plans(builds, python, users, one, cpu_n, io_ms, threads, rounds, duration_s):
+    """Lesson 10's three plans: each build on fib, threads without a GIL, the free-threaded builds on fib + sleep."""
+    gil_build, gil_on, gil_off = builds
+    top = max(threads)
+    servers = {gil_build: {"threads": top}}
+    if python:
+        servers |= {
+            gil_on: {"python": python, "gil": True, "threads": top},
+            gil_off: {"python": python, "gil": False, "threads": top},
+        }
+    each = {  # each build's patterns, and the users of each: one core's worth where one core is all it can use
+        gil_build: [("threadpool", 1), ("threadpool", one), ("processpool", users)],
+        gil_on: [("threadpool", 1), ("threadpool", one), ("sequential", one)],
+        gil_off: [("threadpool", 1), ("threadpool", users), ("sequential", one), ("processpool", users)],
+    }
+    fib = [
+        dict(
+            pattern=p,
+            users=u,
+            cpu_n=cpu_n,
+            server=b,
+            tags={"build": b, "round": r, "part": "fib", "load": "alone" if u == 1 else "busy"},
+        )
+        for r, b in mirrored(list(servers), rounds)
+        for p, u in each[b]
+    ]
+    # the most threads first: one thread's long queue would drain into the next run, and the last has none after it
+    sized = {t: {"python": python, "gil": False, "threads": t} for t in sorted(threads, reverse=True)} if python else {}
+    by_threads = [
+        dict(pattern="threadpool", users=users, cpu_n=cpu_n, server=t, tags={"build": gil_off, "part": "threads"})
+        for t in sized
+    ]
+    slept = [
+        dict(
+            pattern="threadpool",
+            users=one,
+            cpu_n=cpu_n,
+            io_ms=io_ms,
+            server=b,
+            tags={"build": b, "part": "fib + sleep"},
+        )
+        for b in (gil_on, gil_off)
+        if b in servers
+    ]
+    mixed = {b: kw for b, kw in servers.items() if b != gil_build}
+    return {
+        "fib": sizing.Plan(fib, servers, duration_s),
+        "threads": sizing.Plan(by_threads, sized, duration_s),
+        "fib + sleep": sizing.Plan(slept, mixed, duration_s),
+    }
 
 
 def summary(*, lessons: list[str] | str) -> list[str]:

@@ -1,21 +1,36 @@
-"""Lesson sizes that follow the machine: users and worker counts from the cores this process may use.
+"""Lesson sizes that follow the machine: users, worker counts, Locust processes and run lengths.
 
 A lesson's parameters cell says `0` (or `[]`) for a size that follows the machine; the setup
 cell turns it into a number here, so that each claim's effect shows on 1 core as on 64 and a
-learner's run stays as short on a big machine as on a small one.
+learner's run stays about as short on a big machine as on a small one. A pattern gets users
+for the cores it can use: one held to one core by its GIL gets as many on 64 cores as on 2,
+since more would only lengthen each request's round trip. Then `fit` gives each run of a plan
+what the model says it needs to be a valid measurement (harness/validity.py): Locust processes
+enough to send the busiest run, and a longer window only where a run's rounds need it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
 
-from labserver.demo.settings import WORKERS_MAX
+import pandas as pd
+
+from labserver.demo.settings import PROCS_MAX, WORKERS_MAX, Settings
+from labserver.harness import validity
+from labserver.harness.launcher import LabServer, running
+from labserver.harness.load import run_plan
+from labserver.theory.workload import DURATION_MAX_S, Workload
 
 # A fib request's CPU is a fraction of its round trip through Locust and the loop: ten users per core
 # keep a process pool's cores busy with room to spare, also with lesson 03's 50 ms of I/O per request
 # (fib(25)'s ~15 ms needs (15 + 50) / 15 ≈ 4.3 users per core).
 USERS_PER_CORE = 10
 LEAST_USERS = 20  # below this, the one-core patterns' queue is too short to show the GIL's bound
+# The busiest run may ask this share of its Locust processes' ceiling: closer to it, users queue at the generator
+GENERATOR_SHARE = 0.75
 
 
 def cpu_users(users: int, cores: float) -> int:
@@ -35,3 +50,86 @@ def worker_counts(workers: list[int], cores: float) -> list[int]:
         return list(workers)
     whole = max(1, math.floor(cores + 1e-9))
     return sorted({min(n, WORKERS_MAX) for n in (1, whole, whole + 1)})
+
+
+def pool_procs(cores: float) -> int:
+    """The process pool a server gets by default on `cores`: one process per whole core, up to the server's bound."""
+    return min(max(1, math.ceil(cores)), PROCS_MAX)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A lesson's runs for one Locust process, before any server starts.
+
+    Each run is a dict as run_plan takes it, whose `server` is a key of `servers` (LabServer's
+    keywords for each server); `on` puts the started servers in their place.
+    """
+
+    runs: list[dict]
+    servers: Mapping[Hashable, dict]
+    duration_s: int  # each run's length unless its dict says otherwise
+    processes: int = 1  # Locust processes
+
+    def settings(self, key: Hashable, cores: float) -> Settings:
+        """The Settings of server `key` as it would start on `cores` (its pool one process per core)."""
+        given = {k: v for k, v in self.servers[key].items() if k in ("workers", "threads", "procs", "gil")}
+        return Settings(**{"procs": pool_procs(cores), **given})
+
+    def workloads(self, cores: float) -> list[tuple[Workload, Settings]]:
+        """Each run's workload and its server's settings, in order."""
+        return [
+            (
+                Workload.of({"duration_s": self.duration_s, **{k: v for k, v in r.items() if k != "server"}}),
+                self.settings(r["server"], cores),
+            )
+            for r in self.runs
+        ]
+
+    def foresee(self, cores: float, fib_ms: Callable[[int], float] | None = None) -> list[validity.Foreseen]:
+        """Each run as the model foresees it on `cores`, fib priced by `fib_ms` (default: timed here)."""
+        return validity.foresee(self.workloads(cores), cores=cores, fib_ms=fib_ms, processes=self.processes)
+
+    def seconds(self) -> int:
+        """How long the plan's runs take, start-ups left out."""
+        return sum(r.get("duration_s", self.duration_s) for r in self.runs)
+
+    def on(self, started: Mapping[Hashable, object]) -> list[dict]:
+        """The runs with each server key replaced by its started server."""
+        return [{**r, "server": started[r["server"]]} for r in self.runs]
+
+    def measure(self, lesson: str | None = None) -> pd.DataFrame:
+        """Start the servers together, measure every run in one Locust process, stop them: the runs' rows.
+
+        No runs: an empty frame, and nothing starts.
+        """
+        if not self.runs:
+            return pd.DataFrame()
+        with running([LabServer(**kw) for kw in self.servers.values()]) as started:  # start-ups overlap
+            servers = dict(zip(self.servers, started, strict=True))
+            first = servers[self.runs[0]["server"]]
+            done = run_plan(
+                first, self.on(servers), duration_s=self.duration_s, processes=self.processes, lesson=lesson
+            )
+        return pd.DataFrame([r.row for r in done])
+
+
+def fit(plan: Plan, cores: float, fib_ms: Callable[[int], float] | None = None, whole_cores: int | None = None) -> Plan:
+    """`plan` with what each run needs to be a valid measurement on `cores`, as the model foresees it.
+
+    Locust processes: enough that the busiest run asks at most GENERATOR_SHARE of their ceiling,
+    one core each, up to `whole_cores`. A run whose window is too short for its replies or its
+    rounds runs the fewest whole seconds longer that make it valid, at most four times as long;
+    past that it stays as it is, and the run's own check says why it is invalid.
+    """
+    whole = whole_cores if whole_cores is not None else max(1, math.floor(cores + 1e-9))
+    busiest = max((f.rps for f in plan.foresee(cores, fib_ms)), default=0.0)
+    wanted = math.ceil(busiest / (GENERATOR_SHARE * validity.GENERATOR_RPS)) if busiest > 0 else 1
+    plan = dataclasses.replace(plan, processes=min(max(plan.processes, wanted), max(1, whole)))
+    runs = [dict(r) for r in plan.runs]
+    for i, seen in enumerate(plan.foresee(cores, fib_ms)):
+        length = runs[i].get("duration_s", plan.duration_s)
+        while not seen.valid and length < min(4 * plan.duration_s, DURATION_MAX_S):
+            length += 1
+            runs[i]["duration_s"] = length
+            seen = dataclasses.replace(plan, runs=runs).foresee(cores, fib_ms)[i]
+    return dataclasses.replace(plan, runs=runs)

@@ -15,7 +15,7 @@ from labserver.demo.cpus import check_cpus, whole_cores
 THREADS_DEFAULT = config.THREADS.default
 WORKERS_MAX = 64  # uvicorn workers of one server: one past the cores of a 63-core machine
 THREADS_MAX = 1000
-PROCS_MAX = 32
+PROCS_MAX = 64  # process-pool size per worker: one per core of a 64-core machine
 DB_POOL_DEFAULT = config.DB_POOL.default
 DB_POOL_MAX = 200
 QUEUE_LIMIT_MAX = 100_000
@@ -38,7 +38,7 @@ ENV: dict[str, config.Setting] = {
 class Settings:
     workers: int = config.WORKERS.default
     threads: int = THREADS_DEFAULT
-    procs: int = field(default_factory=whole_cores)  # one pool process per core this process may use
+    procs: int = field(default_factory=lambda: min(whole_cores(), PROCS_MAX))  # a pool process per usable core
     database_url: str = config.DATABASE_URL.default  # when set, the app serves the database lesson's routes
     db_pool: int = DB_POOL_DEFAULT
     # The CPUs the server's processes may run on (empty: wherever the OS puts them). Lesson 07 pins

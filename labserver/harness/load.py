@@ -22,10 +22,11 @@ import pandas as pd
 from labserver import config, protocol
 from labserver.checks import choice, whole
 from labserver.demo import cpus
+from labserver.demo.patterns import PATTERNS
 from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.demo.traits import Where
 from labserver.demo.work import fib_calls
-from labserver.harness import feed, generator, notebook, pauses, records, results
+from labserver.harness import feed, generator, notebook, pauses, records, results, validity
 from labserver.harness.generator import USER_CLASSES, WORKERS_MAX, master_address, worker_command
 from labserver.harness.isolate import Isolation
 from labserver.harness.launcher import LabServer, Server, ServerError, running
@@ -166,6 +167,8 @@ def run_plan(
         join_timeout_s=join_timeout_s,
     )  # fmt: skip
     options = check_plan(stages, options)
+    for line in foreseen_invalid(stages, options):
+        print(line)
     if options.processes > 1:
         return [r for stage in stages for r in _remeasured(server, [stage], options, remeasure)]
     return _remeasured(server, stages, options, remeasure)
@@ -315,6 +318,22 @@ def foreseen(stage: Stage, options: Options) -> model.Prediction:
         )
     except Exception:  # a view without a prediction is better than no measurement
         return model.Prediction(math.nan, math.nan, "not foreseen")
+
+
+def foreseen_invalid(stages: list[Stage], options: Options) -> list[str]:
+    """Why each run the model foresees invalid on this machine would be (harness/validity.py), said before any
+    starts and never a refusal: the model may be wrong about a machine. None for what it does not price: open
+    loops, runs meant to time out, the database's routes."""
+    if options.expect_failures or any(s.workload.rate or s.workload.pattern not in PATTERNS for s in stages):
+        return []
+    # several Locust processes measure each run as a plan of its own (run_plan)
+    plans = [[s] for s in stages] if options.processes > 1 else [stages]
+    lines = []
+    for plan in plans:
+        runs = [(s.workload, s.server.settings) for s in plan]
+        seen = validity.foresee(runs, fib_ms=_fib_ms, processes=options.processes, warmup_s=options.warmup_s)
+        lines += validity.warn(seen)
+    return lines
 
 
 def _fib_ms(cpu_n: int) -> float:

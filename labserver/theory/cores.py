@@ -77,6 +77,25 @@ def share_busy(frame: pd.DataFrame, by: str = "pattern", how: str = "mean", core
     return usage(frame, cores).groupby(by)["busy"].agg(how)
 
 
+def share_of_left(
+    frame: pd.DataFrame, by: str | list[str] = "pattern", how: str = "mean", cores: int | None = None
+) -> pd.Series:
+    """The share of the cores left to it that each `by` group of runs kept busy: the mean, or with how="min" the least.
+
+    What is left is the model's own accounting: the cores the pattern can use, and no more than
+    the machine's usable cores less what Locust and every other process took meanwhile
+    (`machine_cpu` − `server_cpu`). A server that kept all of that busy had no more to take: a
+    fixed share of all its cores would ask it for the generator's share too. A run that did not
+    measure the machine's CPU is held to its usable cores alone.
+    """
+    u = usage(frame, cores)
+    others = (frame["machine_cpu"] - frame["server_cpu"]).clip(lower=0)
+    left = pd.concat([u["usable_cores"], frame["usable_cores"] - others], axis=1).min(axis=1)
+    left = left.where(others.notna(), u["usable_cores"])
+    keys = [by] if isinstance(by, str) else by
+    return (frame["server_cpu"] / left).groupby([frame[k] for k in keys]).agg(how)
+
+
 def cost_ratio(frame: pd.DataFrame, by: str, base, other) -> float:
     """Mean CPU per request of the runs whose `by` is in `base` over that of those whose `by` is in `other`.
 
@@ -108,17 +127,18 @@ def ceiling_rps(frame: pd.DataFrame, cores: int | None = None) -> pd.Series:
     return u["usable_cores"] / (u["cpu_ms_per_request"] / 1000)
 
 
-def in_words(runs: pd.DataFrame, users: int, cores: int, cpu_n: int, fib_ms: float) -> str:
-    """Lesson 03's GIL in words: per pattern, the cores its server kept busy and the CPU each request cost.
+def in_words(runs: pd.DataFrame, cores: float, cpu_n: int, fib_ms: float) -> str:
+    """Lesson 03's GIL in words: per pattern, its users, the cores its server kept busy and the CPU each request cost.
 
     Means over each pattern's `runs` (its rounds); `fib_ms` is fib(cpu_n) timed in the notebook
     (model.cpu_ms), to set beside what the server paid for each request.
     """
-    mean = usage(runs).groupby("pattern")[["server_cpu", "cpu_ms_per_request"]].mean()
+    mean = usage(runs).groupby("pattern")[["users", "server_cpu", "cpu_ms_per_request"]].mean()
+    said = {p: where.format(users=int(mean.loc[p, "users"]), cores=f"{cores:g}") for p, (_, where) in WHERE.items()}
     lines = [
-        f"{label + ':':<12} {where.format(users=users, cores=cores)} kept {mean.loc[p, 'server_cpu']:.2f} cores "
+        f"{label + ':':<12} {said[p]} kept {mean.loc[p, 'server_cpu']:.2f} cores "
         f"busy, {mean.loc[p, 'cpu_ms_per_request']:.1f} ms of CPU per request"
-        for p, (label, where) in WHERE.items()
+        for p, (label, _) in WHERE.items()
     ]
     lines.append(
         f"fib({cpu_n}) alone, timed in this notebook: {fib_ms:.1f} ms; "

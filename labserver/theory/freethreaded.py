@@ -23,8 +23,14 @@ def mean_rps(runs: pd.DataFrame, build: str, pattern: str = "threadpool", users:
     return chosen[["rps", "predicted_rps"]].mean()
 
 
-def speedup(runs: pd.DataFrame, build: str, baseline: str, users: int, pattern: str = "threadpool") -> pd.Series:
-    """`build` over `baseline` at `users`: measured (`rps`) and predicted (`predicted_rps`) throughput ratios."""
+def speedup(
+    runs: pd.DataFrame, build: str, baseline: str, users: int | None = None, pattern: str = "threadpool"
+) -> pd.Series:
+    """`build` over `baseline` (each at `users`, if given): measured (`rps`) and predicted (`predicted_rps`) ratios.
+
+    Each build's runs may have users of their own: one held to one core by its GIL needs no more
+    users than keep that core busy, and its prediction is its own.
+    """
     return mean_rps(runs, build, pattern, users) / mean_rps(runs, baseline, pattern, users)
 
 
@@ -42,16 +48,18 @@ def near_model(runs: pd.DataFrame, tolerance: float = 0.1) -> float:
     return float(((valid["rps"] / valid["predicted_rps"] - 1).abs() <= tolerance).mean())
 
 
-def in_words(runs: pd.DataFrame, builds: tuple[str, ...], users: int, cores: float, pattern: str = "threadpool") -> str:
-    """Per build, the cores `pattern` kept busy on fib at `users`, and its CPU per request alone."""
+def in_words(runs: pd.DataFrame, builds: tuple[str, ...], cores: float, pattern: str = "threadpool") -> str:
+    """Per build, the cores `pattern` kept busy on fib at the users of its busy runs (`load` "busy"), and its CPU
+    per request alone."""
     alone = cpu_per_request(runs, pattern=pattern)
     lines = []
     for build in builds:
-        chosen = runs[(runs["build"] == build) & (runs["pattern"] == pattern) & (runs["users"] == users)]
+        chosen = runs[(runs["build"] == build) & (runs["pattern"] == pattern) & (runs["load"] == "busy")]
         if chosen.empty:
             continue
         lines.append(
-            f"{build + ':':<20} {users} users in the thread pool kept {chosen['server_cpu'].mean():.2f} of {cores:g} "
-            f"cores busy, {chosen['rps'].mean():.0f} req/s; alone, a request cost {alone.get(build, math.nan):.1f} ms"
+            f"{build + ':':<20} {chosen['users'].iloc[0]} users in the thread pool kept "
+            f"{chosen['server_cpu'].mean():.2f} of {cores:g} cores busy, {chosen['rps'].mean():.0f} req/s; "
+            f"alone, a request cost {alone.get(build, math.nan):.1f} ms"
         )
     return "\n".join(lines)

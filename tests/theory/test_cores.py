@@ -91,17 +91,17 @@ def test_share_busy_per_group_mean_or_least():
 def test_in_words_names_each_pattern_with_its_cores_and_cost():
     runs = pd.DataFrame(
         [
-            {"pattern": "threadpool", "workers": 1, "procs": 2, "rps": 50.0, "server_cpu": 1.0},
-            {"pattern": "sequential", "workers": 1, "procs": 2, "rps": 40.0, "server_cpu": 1.0},
-            {"pattern": "processpool", "workers": 1, "procs": 2, "rps": 100.0, "server_cpu": 2.0},
-            {"pattern": "processpool", "workers": 1, "procs": 2, "rps": 100.0, "server_cpu": 1.8},
+            {"pattern": "threadpool", "users": 20, "workers": 1, "procs": 2, "rps": 50.0, "server_cpu": 1.0},
+            {"pattern": "sequential", "users": 20, "workers": 1, "procs": 2, "rps": 40.0, "server_cpu": 1.0},
+            {"pattern": "processpool", "users": 40, "workers": 1, "procs": 2, "rps": 100.0, "server_cpu": 2.0},
+            {"pattern": "processpool", "users": 40, "workers": 1, "procs": 2, "rps": 100.0, "server_cpu": 1.8},
         ]
     )
-    lines = cores.in_words(runs, users=20, cores=2, cpu_n=25, fib_ms=18.04).splitlines()
+    lines = cores.in_words(runs, cores=2, cpu_n=25, fib_ms=18.04).splitlines()
     assert lines[0] == "thread pool: 20 requests in 20 threads kept 1.00 cores busy, 20.0 ms of CPU per request"
     assert lines[1] == "async:       20 requests on one event loop kept 1.00 cores busy, 25.0 ms of CPU per request"
     # the mean over the pool's two runs: 1.9 cores, 19 ms
-    assert lines[2] == "pool:        20 requests, 2 processes kept 1.90 cores busy, 19.0 ms of CPU per request"
+    assert lines[2] == "pool:        40 requests, 2 processes kept 1.90 cores busy, 19.0 ms of CPU per request"
     assert lines[3].startswith("fib(25) alone, timed in this notebook: 18.0 ms; the GIL is handed over every ")
 
 

@@ -1,0 +1,156 @@
+"""Whether each run of a plan can be a valid measurement, foreseen from the model before anything starts.
+
+A plan's runs take turns in one Locust process, and each is measured over what is left of its
+`duration_s` once the run before has drained and its own new users are in their loop
+(measure.warmup_end, publish.py). Closed-loop users each finish one request per round trip
+R = users / X (Little's law, X the model's throughput), so that window holds about X × window
+replies and window / R rounds. A run is foreseen valid when:
+
+- its window holds at least collect.MIN_REQUESTS replies, the harness's own floor;
+- where its replies come in bursts (threads that compute in turns and end together: the model's
+  `in_step`, and a thread pool on fib without I/O, whose threads share the core the same way),
+  its window holds MIN_ROUNDS rounds: one or two bursts measure when a burst fell, not the flow;
+- its Locust processes can send X: one FastHttpUser process sends about GENERATOR_RPS on its
+  core (lesson 98 measures it), and a generator that busy measures itself (collect.SATURATED).
+
+The price of fib comes from `fib_ms` (default: timed here, as the live view's prediction is), so
+that a test can ask what any machine would see: a learner's 16-core laptop, a 64-core server.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from labserver.demo import cpus
+from labserver.demo.settings import Settings
+from labserver.demo.traits import Where
+from labserver.harness.collect import MIN_REQUESTS
+from labserver.harness.plan import WARMUP_DEFAULT_S
+from labserver.theory import model
+from labserver.theory.cores import SATURATED
+from labserver.theory.workload import Workload
+
+MIN_ROUNDS = 3  # bursts of replies a window must hold: the per-user rate needs two gaps between them
+GENERATOR_RPS = 2000.0  # what one FastHttpUser Locust process sends on its core (lesson 98's ceiling)
+SETTLE_REPLIES = 2  # replies a user new to the plan needs before it is in its loop (publish.py)
+
+
+@dataclass(frozen=True)
+class Foreseen:
+    """One planned run as the model sees it before it starts: its window, and what would make it invalid."""
+
+    workload: Workload
+    settings: Settings
+    rps: float  # the model's throughput
+    round_s: float  # R = users / rps: one request's round trip
+    window_s: float  # what is left of duration_s for measuring
+    requests: float  # replies foreseen in the window
+    rounds: float  # round trips that fit in the window
+    bursts: bool  # whether its replies come in bursts as large as the threads computing together
+    generator_share: float  # of its Locust processes' ceiling, the share this run asks for
+    problems: tuple[str, ...]
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    def describe(self) -> str:
+        w = self.workload
+        work = [f"{w.users} users"] + [f"fib({w.cpu_n})"] * bool(w.cpu_n) + [f"{w.io_ms} ms io"] * bool(w.io_ms)
+        server = [f"{self.settings.workers} workers"] * (self.settings.workers > 1) + ["no GIL"] * (
+            not self.settings.gil
+        )
+        return f"{w.pattern} ({', '.join(work + server)})"
+
+
+def bursts(workload: Workload, settings: Settings, compute_s: float, cores: float) -> bool:
+    """Whether the run's replies come in bursts: threads of a pool that compute in turns all end together.
+
+    Under a GIL the threads of one worker share its core in turns of the switch interval; without
+    one, more threads than cores share the cores in the scheduler's slices. A computation shorter
+    than a turn ends within it, and the replies stay spread.
+    """
+    if workload.traits.computes is not Where.THREAD_POOL or compute_s < sys.getswitchinterval():
+        return False
+    computing = min(workload.users, settings.workers * settings.threads)
+    return computing > (settings.workers if settings.gil else cores)
+
+
+def foresee(
+    runs: Sequence[tuple[Workload, Settings]],
+    *,
+    cores: float | None = None,
+    fib_ms: Callable[[int], float] | None = None,
+    server_ms: float = 0.0,
+    processes: int = 1,
+    warmup_s: float = WARMUP_DEFAULT_S,
+) -> list[Foreseen]:
+    """Each run of one plan (one Locust process, its runs in order) as foreseen on `cores` usable CPUs.
+
+    `fib_ms(n)` prices fib(n) in ms (default: timed here); `server_ms` is the server's own CPU per
+    request (uvicorn and FastAPI, model.predict's); `processes` the plan's Locust processes.
+    """
+    cores = cores or cpus.cores()
+    price = fib_ms or model.cpu_ms
+    out: list[Foreseen] = []
+    before: Foreseen | None = None
+    for workload, settings in runs:
+        task_ms = price(workload.cpu_n) if workload.cpu_n > 1 else 0.0
+        p = model.predict(workload, settings, cores=cores, cpu_ms_per_task=task_ms, server_ms=server_ms)
+        out.append(_window(workload, settings, p, before, cores, task_ms / 1000, processes, warmup_s))
+        before = out[-1]
+    return out
+
+
+def _window(
+    w: Workload,
+    s: Settings,
+    p: model.Prediction,
+    before: Foreseen | None,
+    cores: float,
+    task_s: float,
+    processes: int,
+    warmup_s: float,
+) -> Foreseen:
+    rps = p.rps if math.isfinite(p.rps) else 0.0
+    round_s = w.users / rps if rps > 0 else math.inf
+    # The run before drains first: its last requests left up to one of its round trips ago.
+    drain_s = before.round_s if before is not None else 0.0
+    # Users new to the plan need two replies each before they are in their loop, at most warmup_s.
+    new = before is None or w.users > before.workload.users
+    warm_s = min(warmup_s, SETTLE_REPLIES * round_s) if new else 0.0
+    window_s = max(0.0, w.duration_s - drain_s - warm_s)
+    rounds = window_s / round_s if round_s > 0 else math.inf
+    requests = rps * window_s
+    bunched = bursts(w, s, task_s * w.tasks, cores)
+    share = rps / (processes * GENERATOR_RPS)
+    problems = []
+    if requests < MIN_REQUESTS:
+        problems.append(
+            f"about {requests:.0f} replies in the {window_s:.1f} s left of its {w.duration_s} s "
+            f"(at least {MIN_REQUESTS}): run longer or with more users"
+        )
+    if bunched and rounds < MIN_ROUNDS:
+        problems.append(
+            f"its replies come in bursts of its threads, one every {round_s:.2f} s: {rounds:.1f} in the "
+            f"{window_s:.1f} s left (at least {MIN_ROUNDS}): run longer or with fewer users"
+        )
+    if share >= SATURATED:
+        problems.append(
+            f"{rps:,.0f} req/s is {share:.0%} of what {processes} Locust process"
+            f"{'es' * (processes > 1)} send at most: give it more processes"
+        )
+    fore = Foreseen(w, s, rps, round_s, window_s, requests, rounds, bunched, share, tuple(problems))
+    return fore
+
+
+def warn(plan: Sequence[Foreseen]) -> list[str]:
+    """One line per run of `plan` foreseen invalid, saying why and what to change (empty: every run can be valid)."""
+    return [
+        f"run {i} of {len(plan)}, {f.describe()}: foreseen invalid: {'; '.join(f.problems)}"
+        for i, f in enumerate(plan, 1)
+        if not f.valid
+    ]
