@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -97,10 +96,9 @@ def cpu_bound(
     rounds: int,
     duration_s: int,
     cores: float | None = None,
-    fib_ms: Callable[[int], float] | None = None,
 ) -> CpuBound:
     """Lesson 03: the fib and fib + sleep runs at users enough for each pattern's cores, the one-core sweep,
-    the rounds, and the plan fitted to `cores` (fib priced by `fib_ms`, default: timed here)."""
+    the rounds, and the plan fitted to `cores`."""
     cores = cpus.cores() if cores is None else cores
     given = checks.parameter("users", users, int)
     each = {p: _users_for(p, given, cores) for p in patterns}
@@ -122,7 +120,7 @@ def cpu_bound(
         dict(pattern="sequential", users=sweep_users, cpu_n=n, io_ms=io_ms, tags={"part": "sweep"}, server="lab")
         for n in sweep
     ]
-    plan = sizing.fit(sizing.Plan(runs, {"lab": {"threads": threads}}, duration_s), cores, fib_ms)
+    plan = sizing.fit(sizing.Plan(runs, {"lab": {"threads": threads}}, duration_s), cores)
     return CpuBound(each, threads, sweep_cpu_n, sweep, plan)
 
 
@@ -143,7 +141,6 @@ def workers(
     rounds: int,
     duration_s: int,
     cores: float | None = None,
-    fib_ms: Callable[[int], float] | None = None,
 ) -> Workers:
     """Lesson 04: the CPU-bound and I/O-bound runs at each worker count (sized to `cores`), the rounds, and the plan."""
     cores = cpus.cores() if cores is None else cores
@@ -162,7 +159,7 @@ def workers(
         for _, w in mirrored(workers, rounds)  # 1, 2, 3, 3, 2, 1: each count measured early and late
     ]
     servers = {w: {"workers": w, "procs": 0} for w in workers}
-    plan = sizing.fit(sizing.Plan(io_runs + cpu_runs, servers, duration_s), cores, fib_ms)
+    plan = sizing.fit(sizing.Plan(io_runs + cpu_runs, servers, duration_s), cores)
     return Workers(workers, users, plan)
 
 
@@ -172,6 +169,9 @@ class Blocking(NamedTuple):
     plan: list[tuple[str, int]]  # (pattern, users): blocking at every users value, the contrast at the top
     service_s: float  # how long one request holds a blocked loop
     cap: float  # the blocked workers' req/s, workers / service_s
+    # the plans of (pattern, users), each on a fresh server: a blocked worker still owes the requests its users
+    # abandoned when its run ended, so blocking runs end their plan, the largest on its own, as the mixed case
+    plans: list[list[tuple[str, int]]]
 
 
 def blocking(
@@ -201,7 +201,11 @@ def blocking(
     checks.positive("timeout_s", timeout_s, " s")
     plan = [("blocking", u) for u in sorted(users)] + [(p, top) for p in BLOCKING_CONTRAST]
     service_s = tasks * io_ms / 1000
-    return Blocking(users, top, plan, service_s, workers / service_s)
+    shared = [(p, top) for p in ("sequential", "wrapped", "offload")] + [
+        ("blocking", u) for u in sorted(users) if u < top
+    ]
+    plans = [shared, [("blocking", top)], [("mixed", top)]]
+    return Blocking(users, top, plan, service_s, workers / service_s, plans)
 
 
 class ClientSide(NamedTuple):
@@ -364,15 +368,11 @@ def without_the_gil(
     rounds: int,
     duration_s: int,
     cores: float | None = None,
-    fib_ms: Callable[[int], float] | None = None,
-    free_threaded: Path | bool | None = True,
 ) -> WithoutTheGil:
     """Lesson 10: the fib, threads and fib + sleep runs sized to `cores`, and the free-threaded Python, if any.
 
     A run held to one core (a GIL, or async def's one thread) gets as many users on 64 cores as
     on 2; the thread pool without a GIL, and the process pools, get enough for every core.
-    `free_threaded` True: find the build (interpreters.free_threaded_server); a path: that one;
-    False: none (a test's plan on a machine it does not run on).
     """
     cores = cpus.cores() if cores is None else cores
     given = checks.parameter("users", users, int)
@@ -386,21 +386,28 @@ def without_the_gil(
             ["threadpool", "sequential", "processpool"], [1, one, users], cpu_n=cpu_n, io_ms=io, duration_s=duration_s
         )
     checks.whole("rounds", rounds, 1, 5)
-    if free_threaded is True:
-        try:
-            python, missing = interpreters.free_threaded_server(), ""
-        except interpreters.NoFreeThreadedPython as e:
-            python, missing = None, str(e).split(" Tried:")[0]  # where it looked: interpreters.find_free_threaded()
-    else:
-        python, missing = (free_threaded or None), ("" if free_threaded else "no free-threaded Python asked for")
+    try:
+        python, missing = interpreters.free_threaded_server(), ""
+    except interpreters.NoFreeThreadedPython as e:
+        python, missing = None, str(e).split(" Tried:")[0]  # where it looked: interpreters.find_free_threaded()
     version = interpreters.probe(python).label if python else "free-threaded"
     builds = (f"{sys.version.split()[0]}, GIL build", f"{version}, GIL on", f"{version}, GIL off")
-    plans = _without_the_gil_plans(builds, python, users, one, cpu_n, io_ms, threads, rounds, duration_s)
-    plans = {name: sizing.fit(plan, cores, fib_ms) for name, plan in plans.items()}
+    plans = _without_the_gil_plans(
+        builds,
+        python,
+        users=users,
+        one=one,
+        cpu_n=cpu_n,
+        io_ms=io_ms,
+        threads=threads,
+        rounds=rounds,
+        duration_s=duration_s,
+    )
+    plans = {name: sizing.fit(plan, cores) for name, plan in plans.items()}
     return WithoutTheGil(users, one, threads, python, missing, builds, plans)
 
 
-def _without_the_gil_plans(builds, python, users, one, cpu_n, io_ms, threads, rounds, duration_s):
+def _without_the_gil_plans(builds, python, *, users, one, cpu_n, io_ms, threads, rounds, duration_s):
     """Lesson 10's three plans: each build on fib, threads without a GIL, the free-threaded builds on fib + sleep."""
     gil_build, gil_on, gil_off = builds
     top = max(threads)

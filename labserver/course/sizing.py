@@ -15,6 +15,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -59,38 +60,56 @@ def pool_procs(cores: float) -> int:
 
 @dataclass(frozen=True)
 class Plan:
-    """A lesson's runs for one Locust process, before any server starts.
+    """A lesson's runs, before any server starts.
 
     Each run is a dict as run_plan takes it, whose `server` is a key of `servers` (LabServer's
-    keywords for each server); `on` puts the started servers in their place.
+    keywords for each server); `on` puts the started servers in their place. Consecutive runs
+    that one Locust process can send share it; a run that needs several gets them to itself.
     """
 
     runs: list[dict]
-    servers: Mapping[Hashable, dict]
+    servers: Mapping[Any, dict]  # LabServer's keywords, by any key the runs name
     duration_s: int  # each run's length unless its dict says otherwise
-    processes: int = 1  # Locust processes
+    processes: tuple[int, ...] = ()  # Locust processes of each run (empty: one each)
 
     def settings(self, key: Hashable, cores: float) -> Settings:
         """The Settings of server `key` as it would start on `cores` (its pool one process per core)."""
         given = {k: v for k, v in self.servers[key].items() if k in ("workers", "threads", "procs", "gil")}
         return Settings(**{"procs": pool_procs(cores), **given})
 
-    def workloads(self, cores: float) -> list[tuple[Workload, Settings]]:
-        """Each run's workload and its server's settings, in order."""
-        return [
-            (
-                Workload.of({"duration_s": self.duration_s, **{k: v for k, v in r.items() if k != "server"}}),
-                self.settings(r["server"], cores),
-            )
-            for r in self.runs
-        ]
+    def senders(self, i: int) -> int:
+        """Run `i`'s Locust processes."""
+        return self.processes[i] if self.processes else 1
+
+    def segments(self) -> list[tuple[int, list[int]]]:
+        """The Locust processes each start of Locust has, and the runs it sends, in order.
+
+        Consecutive runs of one process share one start; several processes measure each run as
+        a plan of its own (run_plan).
+        """
+        out: list[tuple[int, list[int]]] = []
+        for i in range(len(self.runs)):
+            k = self.senders(i)
+            if out and k == 1 and out[-1][0] == 1:
+                out[-1][1].append(i)
+            else:
+                out.append((k, [i]))
+        return out
 
     def foresee(self, cores: float, fib_ms: Callable[[int], float] | None = None) -> list[validity.Foreseen]:
-        """Each run as the model foresees it on `cores`, fib priced by `fib_ms` (default: timed here)."""
-        return validity.foresee(self.workloads(cores), cores=cores, fib_ms=fib_ms, processes=self.processes)
+        """Each run, in order, as the model foresees it on `cores`, fib priced by `fib_ms` (default: timed here)."""
+        out: list[validity.Foreseen] = []
+        for k, part in self.segments():
+            runs = [self._workload(i, cores) for i in part]
+            out += validity.foresee(runs, cores=cores, fib_ms=fib_ms, processes=k)
+        return out
+
+    def _workload(self, i: int, cores: float) -> tuple[Workload, Settings]:
+        run = {k: v for k, v in self.runs[i].items() if k != "server"}
+        return Workload.of({"duration_s": self.duration_s, **run}), self.settings(self.runs[i]["server"], cores)
 
     def seconds(self) -> int:
-        """How long the plan's runs take, start-ups left out."""
+        """How long the plan's runs take, Locust's and the servers' start-ups left out."""
         return sum(r.get("duration_s", self.duration_s) for r in self.runs)
 
     def on(self, started: Mapping[Hashable, object]) -> list[dict]:
@@ -98,33 +117,35 @@ class Plan:
         return [{**r, "server": started[r["server"]]} for r in self.runs]
 
     def measure(self, lesson: str | None = None) -> pd.DataFrame:
-        """Start the servers together, measure every run in one Locust process, stop them: the runs' rows.
+        """Start the servers together, measure every run, stop them: the runs' rows, in order.
 
         No runs: an empty frame, and nothing starts.
         """
         if not self.runs:
             return pd.DataFrame()
+        done = []
         with running([LabServer(**kw) for kw in self.servers.values()]) as started:  # start-ups overlap
             servers = dict(zip(self.servers, started, strict=True))
-            first = servers[self.runs[0]["server"]]
-            done = run_plan(
-                first, self.on(servers), duration_s=self.duration_s, processes=self.processes, lesson=lesson
-            )
+            runs = self.on(servers)
+            for k, part in self.segments():
+                some = [runs[i] for i in part]
+                done += run_plan(some[0]["server"], some, duration_s=self.duration_s, processes=k, lesson=lesson)
         return pd.DataFrame([r.row for r in done])
 
 
 def fit(plan: Plan, cores: float, fib_ms: Callable[[int], float] | None = None, whole_cores: int | None = None) -> Plan:
     """`plan` with what each run needs to be a valid measurement on `cores`, as the model foresees it.
 
-    Locust processes: enough that the busiest run asks at most GENERATOR_SHARE of their ceiling,
-    one core each, up to `whole_cores`. A run whose window is too short for its replies or its
-    rounds runs the fewest whole seconds longer that make it valid, at most four times as long;
-    past that it stays as it is, and the run's own check says why it is invalid.
+    Locust processes: one, or where a run asks more than GENERATOR_SHARE of one process's ceiling,
+    enough for it, one core each, up to `whole_cores`. A run whose window is too short for its
+    replies or its rounds runs the fewest whole seconds longer that make it valid, at most four
+    times as long; past that it stays as it is, and the run's own check says why it is invalid.
     """
     whole = whole_cores if whole_cores is not None else max(1, math.floor(cores + 1e-9))
-    busiest = max((f.rps for f in plan.foresee(cores, fib_ms)), default=0.0)
-    wanted = math.ceil(busiest / (GENERATOR_SHARE * validity.GENERATOR_RPS)) if busiest > 0 else 1
-    plan = dataclasses.replace(plan, processes=min(max(plan.processes, wanted), max(1, whole)))
+    ceiling = GENERATOR_SHARE * validity.GENERATOR_RPS
+    alone = dataclasses.replace(plan, processes=())
+    wanted = [max(1, math.ceil(f.rps / ceiling)) for f in alone.foresee(cores, fib_ms)]
+    plan = dataclasses.replace(plan, processes=tuple(min(k, whole) for k in wanted))
     runs = [dict(r) for r in plan.runs]
     for i, seen in enumerate(plan.foresee(cores, fib_ms)):
         length = runs[i].get("duration_s", plan.duration_s)

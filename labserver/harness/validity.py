@@ -11,7 +11,7 @@ replies and window / R rounds. A run is foreseen valid when:
   `in_step`, and a thread pool on fib without I/O, whose threads share the core the same way),
   its window holds MIN_ROUNDS rounds: one or two bursts measure when a burst fell, not the flow;
 - its Locust processes can send X: one FastHttpUser process sends about GENERATOR_RPS on its
-  core (lesson 98 measures it), and a generator that busy measures itself (collect.SATURATED).
+  core, and a generator that busy measures itself (collect's SATURATED).
 
 The price of fib comes from `fib_ms` (default: timed here, as the live view's prediction is), so
 that a test can ask what any machine would see: a learner's 16-core laptop, a 64-core server.
@@ -34,7 +34,9 @@ from labserver.theory.cores import SATURATED
 from labserver.theory.workload import Workload
 
 MIN_ROUNDS = 3  # bursts of replies a window must hold: the per-user rate needs two gaps between them
-GENERATOR_RPS = 2000.0  # what one FastHttpUser Locust process sends on its core (lesson 98's ceiling)
+# What one FastHttpUser Locust process sends on its core, at about 0.3 ms of it per request (`locust_ms`); lesson
+# 98's busiest run reads more, as a busy generator reads several replies per wake-up
+GENERATOR_RPS = 3000.0
 SETTLE_REPLIES = 2  # replies a user new to the plan needs before it is in its loop (publish.py)
 
 

@@ -14,7 +14,6 @@ import nbformat
 import pytest
 
 from labserver.course import lessons
-from labserver.demo import cpus
 from labserver.paths import NOTEBOOKS
 
 LESSONS = [
@@ -80,15 +79,9 @@ def fails(message: str, lesson: str, **changed) -> None:
 
 
 @pytest.fixture(autouse=True)
-def machine(monkeypatch):
-    """A machine of 2 cores, or `machine(n)` of n: the bound on Locust processes (check_load) reads cpus."""
-
-    def cores(n: int) -> None:
-        monkeypatch.setattr(cpus, "cores", lambda *_: float(n))
-        monkeypatch.setattr(cpus, "whole_cores", lambda *_: n)
-
-    cores(2)
-    return cores
+def two_cores(machine):
+    """Every test here on a machine of 2 cores, unless it asks `machine(n)` for n (tests/course/conftest.py)."""
+    return machine
 
 
 # The setup cells -------------------------------------------------------------------------------------------------
@@ -195,14 +188,26 @@ def test_02_checks_every_run():
 # 03 -----------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("cores", "users", "threads"), [(1, 20, 40), (2, 20, 40), (16, 160, 160)])
-def test_03_defaults_size_users_to_the_cores(cores, users, threads):
-    assert call("03_cpu_bound", cores=cores) == (users, threads, [15, 18, 20], [15, 18, 20, 25])
+@pytest.mark.parametrize(("cores", "pool", "threads"), [(1, 20, 40), (2, 20, 40), (16, 160, 160)])
+def test_03_defaults_size_users_to_the_cores_each_pattern_can_use(cores, pool, threads, machine):
+    machine(cores)
+    setup = call("03_cpu_bound", cores=cores)
+    # one core: 20 users on any machine; the pool: 10 per core
+    assert setup.users == {"threadpool": 20, "sequential": 20, "processpool": pool}
+    assert (setup.threads, setup.sweep_cpu_n, setup.sweep) == (threads, [15, 18, 20], [15, 18, 20, 25])
+    fib = [r for r in setup.plan.runs if r["tags"]["part"] == "fib"]
+    mirrored = ["threadpool", "sequential", "processpool", "processpool", "sequential", "threadpool"]
+    assert [r["pattern"] for r in fib[:6]] == mirrored  # each pattern early and late
+    assert len(setup.plan.runs) == 2 * 4 * 3 + 4  # fib and fib + sleep, 4 rounds of 3 patterns; the sweep
 
 
-def test_03_users_given_are_kept_with_a_thread_each():
-    assert call("03_cpu_bound", cores=16, users=60)[:2] == (60, 60)
-    assert call("03_cpu_bound", cores=16, users=5)[:2] == (5, 40)
+def test_03_users_given_are_kept_with_a_thread_each(machine):
+    machine(16)
+    assert call("03_cpu_bound", cores=16, users=60)[:2] == (
+        {p: 60 for p in ("threadpool", "sequential", "processpool")},
+        60,
+    )
+    assert call("03_cpu_bound", cores=16, users=5).threads == 40
 
 
 def test_03_sweep_ends_at_cpu_n():
@@ -236,12 +241,18 @@ def test_03_checks_every_run():
         (64, [1, 64]),  # the server's bound: one past the cores is not run
     ],
 )
-def test_04_defaults_size_workers_and_users_to_the_cores(cores, workers):
-    assert call("04_workers", cores=cores) == (workers, max(20, 10 * cores))
+def test_04_defaults_size_workers_and_users_to_the_cores(cores, workers, machine):
+    machine(cores)
+    setup = call("04_workers", cores=cores)
+    assert setup[:2] == (workers, max(20, 10 * cores))
+    assert set(setup.plan.servers) == set(workers)  # a server per count
+    cpu = [r["server"] for r in setup.plan.runs if r["tags"]["workload"] == "CPU-bound"]
+    assert cpu == workers + workers[::-1]  # mirrored: each count early and late
 
 
-def test_04_workers_given_are_kept():
-    assert call("04_workers", cores=16, workers=[1, 4], users=40) == ([1, 4], 40)
+def test_04_workers_given_are_kept(machine):
+    machine(16)
+    assert call("04_workers", cores=16, workers=[1, 4], users=40)[:2] == ([1, 4], 40)
 
 
 @pytest.mark.parametrize("workers", [[2, 3], [1, 3, 2], [1, 1, 2], 2])
@@ -268,10 +279,14 @@ def test_04_checks_every_run():
 
 
 def test_05_defaults():
-    users, top, plan, service_s, cap = call("05_blocking")
+    users, top, plan, service_s, cap, plans = call("05_blocking")
     assert (users, top, service_s, cap) == ([5, 50], 50, 0.1, 10.0)
     contrast = [("mixed", 50), ("wrapped", 50), ("offload", 50), ("sequential", 50)]
     assert plan == [("blocking", 5), ("blocking", 50), *contrast]
+    # every run once; each blocking run, and the mixed one, ends its plan: a blocked worker owes its queue
+    assert sorted(r for p in plans for r in p) == sorted(plan)
+    assert all(p[-1][0] in ("blocking", "mixed") for p in plans)
+    assert all(r[0] not in ("blocking", "mixed") for p in plans for r in p[:-1])
 
 
 def test_05_plan_sorts_users_and_cap_counts_workers():
