@@ -97,11 +97,13 @@ class Plan:
         return out
 
     def foresee(self, cores: float, fib_ms: Callable[[int], float] | None = None) -> list[validity.Foreseen]:
-        """Each run, in order, as the model foresees it on `cores`, fib priced by `fib_ms` (default: timed here)."""
+        """Each run, in order, as the model foresees it on `cores`: fib priced by `fib_ms` (default: timed here),
+        or on a server of another Python, timed on that one."""
         out: list[validity.Foreseen] = []
         for k, part in self.segments():
             runs = [self._workload(i, cores) for i in part]
-            out += validity.foresee(runs, cores=cores, fib_ms=fib_ms, processes=k)
+            prices = [validity.on_python(self.servers[self.runs[i]["server"]].get("python")) for i in part]
+            out += validity.foresee(runs, cores=cores, fib_ms=fib_ms, processes=k, prices=prices)
         return out
 
     def _workload(self, i: int, cores: float) -> tuple[Workload, Settings]:
@@ -115,6 +117,15 @@ class Plan:
     def on(self, started: Mapping[Hashable, object]) -> list[dict]:
         """The runs with each server key replaced by its started server."""
         return [{**r, "server": started[r["server"]]} for r in self.runs]
+
+    def with_servers(self, **changes) -> Plan:
+        """The same runs on servers whose LabServer keywords `changes` replace (e.g. procs=1)."""
+        return dataclasses.replace(self, servers={key: {**kw, **changes} for key, kw in self.servers.items()})
+
+    def with_runs(self, tagged: tuple[str, Any] | None = None, **changes) -> Plan:
+        """The plan with `changes` (e.g. cpu_n=20) in every run, or in those whose tag `tagged[0]` is `tagged[1]`."""
+        chosen = (lambda r: True) if tagged is None else (lambda r: r.get("tags", {}).get(tagged[0]) == tagged[1])
+        return dataclasses.replace(self, runs=[{**r, **changes} if chosen(r) else r for r in self.runs])
 
     def measure(self, lesson: str | None = None) -> pd.DataFrame:
         """Start the servers together, measure every run, stop them: the runs' rows, in order.

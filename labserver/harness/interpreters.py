@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from labserver import config
@@ -76,6 +77,28 @@ def probe(path: Path | str) -> Interpreter:
     except (ValueError, KeyError, TypeError):
         # a program that runs but is no Python (echo, a script) prints something else: a candidate to skip
         raise ValueError(f"{path} does not run as a Python: it answered {out[:80]!r}") from None
+
+
+# fib(20) timed the way model.cpu_ms times it here, best of five; labserver itself need not import there
+_FIB = """
+import time
+def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)
+best = float("inf")
+for _ in range(5):
+    started = time.perf_counter()
+    fib(20)
+    best = min(best, time.perf_counter() - started)
+print(best * 1000)
+"""
+
+
+@cache
+def fib_20_ms(path: str) -> float:
+    """fib(20)'s time on the Python at `path`, in ms: what fib costs on a server that runs another interpreter
+    (a free-threaded build computes it slower than the usual one), for a plan's foresight before it starts."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHON_GIL", "PYTHONPATH")}
+    out = subprocess.run([path, "-c", _FIB], capture_output=True, text=True, timeout=60, env=env, check=True)
+    return float(out.stdout)
 
 
 def lab() -> Interpreter:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from pathlib import Path
 from typing import cast
 
@@ -332,11 +333,20 @@ def foreseen_invalid(stages: list[Stage], options: Options) -> list[str]:
     try:
         for plan in plans:
             runs = [(s.workload, s.server.settings) for s in plan]
-            seen = validity.foresee(runs, fib_ms=_fib_ms, processes=options.processes, warmup_s=options.warmup_s)
+            prices = [validity.on_python(_other_python(s.server)) for s in plan]
+            seen = validity.foresee(
+                runs, fib_ms=_fib_ms, processes=options.processes, warmup_s=options.warmup_s, prices=prices
+            )
             lines += validity.warn(seen)
     except Exception:  # a plan without foresight is better than no measurement
         return []
     return lines
+
+
+def _other_python(server: Server) -> Path | None:
+    """The Python a server runs where it is not the lab's own (lesson 10's free-threaded build), else None."""
+    path = getattr(getattr(server, "python", None), "path", None)
+    return None if path is None or Path(path) == Path(sys.executable) else Path(path)
 
 
 def _fib_ms(cpu_n: int) -> float:

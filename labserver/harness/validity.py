@@ -23,21 +23,29 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from labserver.demo import cpus
 from labserver.demo.settings import Settings
 from labserver.demo.traits import Where
+from labserver.demo.work import fib_calls
+from labserver.harness import interpreters
 from labserver.harness.collect import MIN_REQUESTS
 from labserver.harness.plan import WARMUP_DEFAULT_S
 from labserver.theory import model
 from labserver.theory.cores import SATURATED
 from labserver.theory.workload import Workload
 
-MIN_ROUNDS = 3  # bursts of replies a window must hold: the per-user rate needs two gaps between them
+# Bursts of replies a window must hold: the per-user rate needs two gaps between three of them, and the
+# window's edges fall anywhere in a round, so one more
+MIN_ROUNDS = 4
 # What one FastHttpUser Locust process sends on its core, at about 0.3 ms of it per request (`locust_ms`); lesson
 # 98's busiest run reads more, as a busy generator reads several replies per wake-up
 GENERATOR_RPS = 3000.0
 SETTLE_REPLIES = 2  # replies a user new to the plan needs before it is in its loop (publish.py)
+# ...which come a round later than the model's round trips: the first round also opens the connections
+# and starts the threads
+SETTLE_ROUNDS = SETTLE_REPLIES + 1
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,14 @@ class Foreseen:
         return f"{w.pattern} ({', '.join(work + server)})"
 
 
+def on_python(python: str | Path | None) -> Callable[[int], float] | None:
+    """fib's price on a server that runs `python` (None: the lab's own, priced as the caller prices it)."""
+    if python is None:
+        return None
+    small = interpreters.fib_20_ms(str(python))
+    return lambda n: small * fib_calls(n) / fib_calls(20) if n > 1 else 0.0
+
+
 def bursts(workload: Workload, settings: Settings, compute_s: float, cores: float) -> bool:
     """Whether the run's replies come in bursts: threads of a pool that compute in turns all end together.
 
@@ -89,18 +105,21 @@ def foresee(
     server_ms: float = 0.0,
     processes: int = 1,
     warmup_s: float = WARMUP_DEFAULT_S,
+    prices: Sequence[Callable[[int], float] | None] | None = None,
 ) -> list[Foreseen]:
     """Each run of one plan (one Locust process, its runs in order) as foreseen on `cores` usable CPUs.
 
-    `fib_ms(n)` prices fib(n) in ms (default: timed here); `server_ms` is the server's own CPU per
-    request (uvicorn and FastAPI, model.predict's); `processes` the plan's Locust processes.
+    `fib_ms(n)` prices fib(n) in ms (default: timed here), unless `prices` gives a run a price of
+    its own (its server runs another Python: `on_python`); `server_ms` is the server's own CPU
+    per request (uvicorn and FastAPI, model.predict's); `processes` the plan's Locust processes.
     """
     cores = cores or cpus.cores()
     price = fib_ms or model.cpu_ms
+    own = list(prices) if prices is not None else [None] * len(runs)
     out: list[Foreseen] = []
     before: Foreseen | None = None
-    for workload, settings in runs:
-        task_ms = price(workload.cpu_n) if workload.cpu_n > 1 else 0.0
+    for (workload, settings), mine in zip(runs, own, strict=True):
+        task_ms = (mine or price)(workload.cpu_n) if workload.cpu_n > 1 else 0.0
         p = model.predict(workload, settings, cores=cores, cpu_ms_per_task=task_ms, server_ms=server_ms)
         out.append(_window(workload, settings, p, before, cores, task_ms / 1000, processes, warmup_s))
         before = out[-1]
@@ -123,7 +142,7 @@ def _window(
     drain_s = before.round_s if before is not None else 0.0
     # Users new to the plan need two replies each before they are in their loop, at most warmup_s.
     new = before is None or w.users > before.workload.users
-    warm_s = min(warmup_s, SETTLE_REPLIES * round_s) if new else 0.0
+    warm_s = min(warmup_s, SETTLE_ROUNDS * round_s) if new else 0.0
     window_s = max(0.0, w.duration_s - drain_s - warm_s)
     rounds = window_s / round_s if round_s > 0 else math.inf
     requests = rps * window_s
