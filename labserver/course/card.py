@@ -145,18 +145,37 @@ def blocked_loop(runs: pd.DataFrame) -> Measured:
 
 
 def free_threads(runs: pd.DataFrame) -> Measured:
-    """Lesson 10: the thread pool on fib without the GIL over the same build with it, at the lesson's most users."""
-    rows = _lesson(runs, "10", "threadpool")
+    """Lesson 10: the thread pool on fib without the GIL over the same build with it, its busy runs; beside it,
+    what a reader compares with: the usual build's thread pool and its process pool, where measured.
+
+    Busy runs are tagged `load` "busy"; runs saved before the tag are those at the lesson's most users.
+    """
+    rows = _lesson(runs, "10", ("threadpool", "processpool"))
     if rows.empty or "build" not in rows or "part" not in rows:
         return Measured(math.nan, NOT_YET)
     rows = rows[rows["part"] == "fib"]  # the threads run's small pools are no baseline
-    rows = rows[rows["users"] == rows["users"].max()]
-    gil = rows["gil"].astype(bool)
-    off, on = rows.loc[~gil, "rps"], rows.loc[gil & rows["build"].str.endswith("GIL on"), "rps"]
-    if off.empty or on.empty:
+    if "load" in rows and rows["load"].notna().any():
+        rows = rows[rows["load"] == "busy"]
+    else:
+        rows = rows[rows["users"] == rows["users"].max()]
+    build = rows["build"].fillna("").astype(str)
+    threads = rows["pattern"] == "threadpool"
+
+    def rps(pattern_rows: pd.Series, label: str) -> float:
+        chosen = rows.loc[pattern_rows & build.str.endswith(label), "rps"]
+        return float(chosen.mean()) if not chosen.empty else math.nan
+
+    off, on = rps(threads, "GIL off"), rps(threads, "GIL on")
+    if math.isnan(off) or math.isnan(on):
         return Measured(math.nan, NOT_YET)
-    ratio = float(off.mean() / on.mean())
-    return Measured(ratio, f"{ratio:.1f}× (free-threaded, GIL off / GIL on, fib({_span(rows['cpu_n'])}))")
+    ratio = off / on
+    text = f"{ratio:.1f}× the same build with its GIL"
+    usual, pool = rps(threads, "GIL build"), rps(~threads, "GIL build")
+    if not math.isnan(usual):
+        text += f"; {off / usual:.1f}× the usual build's thread pool"
+    if not math.isnan(pool):
+        text += f", {off / pool:.1f}× its process pool"
+    return Measured(ratio, f"{text} (fib({_span(rows['cpu_n'])}))")
 
 
 @dataclass(frozen=True)
@@ -214,7 +233,7 @@ ROWS = [
         "CPU-bound work on a free-threaded Python (3.13t, 3.14t)",
         "a plain `def` (the thread pool); state shared between requests behind a lock",
         "min(threads, cores) / cpu, cpu priced on the free-threaded build",
-        "thread pool without the GIL / with it, same build",
+        "thread pool without the GIL / with it, same build; and / the usual build's thread and process pools",
         ("10",),
         free_threads,
     ),

@@ -130,7 +130,28 @@ def test_free_threads_read_the_same_build_with_and_without_its_gil():
         _build("3.13.5t, GIL off", False, 70.0, users=1),  # one user: not the most users
         _build("3.13.5t, GIL off", False, 75.0, part="threads", threads=1),  # the threads run's small pool
     ])  # fmt: skip
-    assert card.free_threads(runs) == card.Measured(150.0 / 80.0, "1.9× (free-threaded, GIL off / GIL on, fib(25))")
+    said = "1.9× the same build with its GIL; 1.2× the usual build's thread pool (fib(25))"
+    assert card.free_threads(runs) == card.Measured(150.0 / 80.0, said)
+
+
+def test_free_threads_compare_busy_runs_whatever_their_users():
+    """A run held to one core has 20 users on any machine; the GIL-free pool 10 per core (160 on 16 cores)."""
+    pool = {"io_ms": 0, "cpu_n": 25, "build": "3.11.7, GIL build", "gil": True, "part": "fib", "load": "busy"}
+    runs = pd.DataFrame(
+        [
+            _build("3.13.5t, GIL on", True, 80.0, load="busy"),
+            _build("3.13.5t, GIL off", False, 1200.0, users=160, load="busy"),
+            _build("3.13.5t, GIL off", False, 70.0, users=1, load="alone"),
+            _build("3.11.7, GIL build", True, 124.0, load="busy"),
+            _run(L10, "processpool", 160, 1500.0, **pool),
+        ]
+    )
+    got = card.free_threads(runs)
+    assert got.ratio == 1200.0 / 80.0
+    assert (
+        got.text
+        == "15.0× the same build with its GIL; 9.7× the usual build's thread pool, 0.8× its process pool (fib(25))"
+    )
 
 
 def test_free_threads_without_a_free_threaded_run_is_not_measured_yet():
