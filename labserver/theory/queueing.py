@@ -24,6 +24,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pandas as pd
+
 from labserver.checks import positive, whole
 from labserver.theory.model import Prediction
 
@@ -80,6 +82,19 @@ def open_queue(rate: float, service_s: float, slots: int, deterministic: bool = 
     tail = 0.05
     wait_95 = scale * math.log(chance / tail) / drain if chance > tail else 0.0
     return Queue(rho, chance, service_s + mean_wait, service_s + wait_95)
+
+
+def waits(rhos: Sequence[float], slots: Sequence[int]) -> pd.DataFrame:
+    """The mean wait for a slot, in service times, at each utilisation ρ (rows) for each count of slots (columns).
+
+    M/D/c, as `open_queue` prices it: where waiting starts to show depends on the slots. One slot (an
+    event loop busy computing) waits ρ / (2 (1 − ρ)) services, 2 at ρ = 0.8; twenty (a thread pool
+    waiting on I/O) wait a few hundredths there.
+    """
+    return pd.DataFrame(
+        {f"{c} slot{'s' * (c > 1)}": [open_queue(rho * c, 1.0, c).mean_s - 1.0 for rho in rhos] for c in slots},
+        index=pd.Index(rhos, name="ρ"),
+    )
 
 
 def backlog(rate: float, service_s: float, slots: int, t_s: float) -> float:

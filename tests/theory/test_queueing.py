@@ -107,3 +107,11 @@ def test_replay_carries_a_schedules_chance_run():
     after = queueing.replay(bunched, s, c)[bunched.index(5.0) + 40 + 10]
     before = queueing.replay(even, s, c)[even.index(5.0) + 10]
     assert after - before == pytest.approx(40 * s / c, rel=0.05)  # 40 more ahead, each 1/capacity s
+
+
+def test_the_wait_for_one_slot_is_pollaczek_khinchine_and_many_slots_wait_far_less():
+    table = queueing.waits([0.5, 0.8, 0.9], [1, 20])
+    # M/D/1: Wq = ρ S / (2 (1 − ρ)), 2 services at ρ = 0.8
+    assert table["1 slot"].tolist() == pytest.approx([0.5, 2.0, 4.5])
+    assert (table["20 slots"] < 0.2 * table["1 slot"]).all()
+    assert table["20 slots"].loc[0.8] < 0.05  # twenty slots barely wait at 80% busy
