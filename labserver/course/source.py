@@ -28,11 +28,16 @@ def show_source(what) -> Code:
     return Code(source(what), language="python")
 
 
-def diff(a, b, *, context: int = 1) -> str:
-    """What changes from `a`'s source to `b`'s (see `source`), as a unified diff headed by each one's label."""
+def diff(a, b, *, context: int = 1, endpoint: bool = False) -> str:
+    """What changes from `a`'s source to `b`'s (see `source`), as a unified diff headed by each one's label.
+
+    `endpoint=True` compares two patterns' endpoint functions alone: the lines a reader changes in
+    their own endpoint, without the modules' docstrings, imports and traits.
+    """
+    a_text, b_text = (inspect.getsource(PATTERNS[check_pattern(x)]) if endpoint else source(x) for x in (a, b))
     lines = difflib.unified_diff(
-        source(a).splitlines(keepends=True),
-        source(b).splitlines(keepends=True),
+        a_text.splitlines(keepends=True),
+        b_text.splitlines(keepends=True),
         fromfile=_heading(a),
         tofile=_heading(b),
         n=context,
@@ -40,12 +45,13 @@ def diff(a, b, *, context: int = 1) -> str:
     return "".join(lines)
 
 
-def show_diff(a, b, *, context: int = 1) -> Code:
+def show_diff(a, b, *, context: int = 1, endpoint: bool = False) -> Code:
     """Only what changes between two patterns (or modules, functions): a highlighted diff, plain text outside Jupyter.
 
-    `context` is the number of unchanged lines kept around each change, so that a change reads in its place.
+    `context` is the number of unchanged lines kept around each change, so that a change reads in its place;
+    `endpoint=True` compares two patterns' endpoint functions alone (see `diff`).
     """
-    return Code(diff(a, b, context=context), language="diff")
+    return Code(diff(a, b, context=context, endpoint=endpoint), language="diff")
 
 
 def _heading(what) -> str:

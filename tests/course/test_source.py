@@ -35,3 +35,13 @@ def test_a_diff_of_modules_or_functions_names_them():
     assert text == ""  # nothing changes
     header = source.diff(sequential.endpoint, "gather").splitlines()[0]
     assert header == "--- labserver.demo.patterns.sequential.endpoint"
+
+
+def test_an_endpoint_diff_shows_the_lines_a_reader_changes():
+    text = source.diff("threadpool", "sequential", endpoint=True)
+    assert text.splitlines()[:2] == ["--- threadpool.py · def (thread pool)", "+++ sequential.py · async def + await"]
+    changed = [line for line in text.splitlines()[2:] if line[:1] in "+-" and not line.startswith("@@")]
+    assert "-def endpoint(work: Work = Depends(work_query)) -> dict:" in changed
+    assert "+async def endpoint(work: Work = Depends(work_query)) -> dict:" in changed
+    assert not any("TRAITS" in line or "import" in line or "Teaches" in line for line in changed)
+    assert len(changed) <= 8  # def → async def, the wait, and the lines that name the pattern
