@@ -10,19 +10,29 @@ KERNEL := concurrency-lab
 
 setup: $(STAMP)
 
+# A learner's set (make lab, make figures, make live): the lab's pinned packages, no developer tools, with
+# pip's own progress. A Python too old, or one without venv, stops here with the way forward.
 $(STAMP): pyproject.toml constraints.txt
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Concurrency Lab needs Python 3.11 or newer")'
+	@$(PYTHON) -c 'import sys; v = sys.version.split()[0]; sys.exit(0 if sys.version_info >= (3, 11) else f"Concurrency Lab needs Python 3.11 or newer, and $(PYTHON) is {v}: install a newer one and run make PYTHON=python3.12 (for example), or create the conda environment in environment.yml")'
+	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { echo "Concurrency Lab needs Python's venv module, which $(PYTHON) lacks: on Debian or Ubuntu, sudo apt install python3-venv; or create the conda environment in environment.yml"; exit 1; }
+	@echo "setup: the lab's packages into $(VENV), once (a few minutes; pip shows each package)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install --progress-bar on -c constraints.txt -e .
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (Concurrency Lab)" >/dev/null
 	@touch $(STAMP)
 	@echo "setup done: $(VENV) with kernel '$(KERNEL)'"
 
-test: setup
+# The developer tools (pytest, ruff, mypy, ...), for make test and make lint only.
+DEV_STAMP := $(VENV)/.dev-stamp
+$(DEV_STAMP): $(STAMP) pyproject.toml constraints.txt
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@touch $(DEV_STAMP)
+
+test: $(DEV_STAMP)
 	$(PY) -m pytest
 
-test-stress: setup
+test-stress: $(DEV_STAMP)
 	$(PY) -m pytest -m stress tests/harness/test_stress.py
 
 # Lesson 01 (smoke profile) run in JupyterLab in a real browser (tests/browser/): Debian's Chromium,
@@ -30,7 +40,7 @@ test-stress: setup
 # a browser of its own, so Chromium comes from apt: installed here as root, or named for the user.
 CHROMIUM := /usr/bin/chromium
 BROWSER_STAMP := $(VENV)/.browser-stamp
-$(BROWSER_STAMP): $(STAMP) pyproject.toml constraints.txt
+$(BROWSER_STAMP): $(DEV_STAMP) pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,browser]'
 	@touch $(BROWSER_STAMP)
 
@@ -80,7 +90,7 @@ bench: setup
 # The executed lessons of the last batch (data/executed/) as a static site, data/site/_build/html/:
 # Jupyter Book 1.x (the `site` extra, installed once, like setup), nothing run again, nothing fetched.
 SITE_STAMP := $(VENV)/.site-stamp
-$(SITE_STAMP): $(STAMP) pyproject.toml constraints.txt
+$(SITE_STAMP): $(DEV_STAMP) pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,site]'
 	@touch $(SITE_STAMP)
 
@@ -102,14 +112,14 @@ db: setup
 	$(PY) -m labserver.postgres --scale $(SCALE)
 
 # mypy reads its settings, and the folder it checks, from pyproject.toml ([tool.mypy]).
-lint: setup
+lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports && $(VENV)/bin/mypy
 
-format: setup
+format: $(DEV_STAMP)
 	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
 
 # Refresh constraints.txt from what is installed now (after changing a pin in pyproject.toml).
-lock: setup
+lock: $(DEV_STAMP)
 	$(PY) -m pip freeze --exclude-editable | grep -v '^concurrency-lab' > constraints.txt
 
 clean:

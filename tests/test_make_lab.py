@@ -52,3 +52,31 @@ def test_lab_keeps_its_token_and_localhost(uid, tmp_path):
     assert words[:5] == ["env", "-u", "JUPYTER_TOKEN", "-u", "JUPYTER_TOKEN_FILE"]
     assert "--ServerApp.ip=127.0.0.1" in words
     assert not [w for w in words if "token" in w.lower() and w.startswith("--")]
+
+
+def _recipe(target: str) -> list[str]:
+    """What `make target` would run on a fresh clone: every recipe it depends on, forced (-B), not run (-n)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-B", target],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return [line for line in done.stdout.splitlines() if "pip install" in line]
+
+
+@pytest.mark.parametrize("target", ["lab", "figures", "live"])
+def test_a_learner_s_targets_install_no_developer_tools_and_show_progress(target):
+    installs = _recipe(target)
+    assert any(line.endswith("-e .") for line in installs)
+    assert not any("[dev" in line for line in installs)
+    assert not any("--quiet" in line and "-e ." in line for line in installs)  # pip shows each package
+
+
+@pytest.mark.parametrize("target", ["test", "lint"])
+def test_the_developer_s_targets_add_the_tools(target):
+    assert any("'.[dev]'" in line for line in _recipe(target))
