@@ -12,7 +12,12 @@ from labserver.labels import client_label, pattern_label
 from labserver.theory.cores import SATURATED
 
 # A client thread pool is a thread pool, and aiohttp gathers: the same colours as those server patterns.
-CLIENT_COLORS = {"loop": "#8c8c8c", "threadpool": COLORS["threadpool"], "aiohttp": COLORS["gather"]}
+CLIENT_COLORS = {
+    "loop": "#8c8c8c",
+    "threadpool": COLORS["threadpool"],
+    "session": COLORS["offload"],
+    "aiohttp": COLORS["gather"],
+}
 
 
 def label(frame: pd.DataFrame) -> pd.Series:

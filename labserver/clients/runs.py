@@ -91,13 +91,19 @@ def _cpu_delta(before: tuple[float | None, float], after: tuple[float | None, fl
     return after[1] - before[1]
 
 
+def alone_client(client: str) -> str:
+    """The client that sends `client`'s lone requests: the same library, and the same use of connections."""
+    return {"aiohttp": "aiohttp", "session": "session"}.get(client, "loop")
+
+
 def lone_ms(server: LabServer, client: str, pattern: str, io_ms: int) -> float:
     """A lone request's latency on `/{pattern}?io_ms=…` with `client`'s library: the median of ALONE, one at a time.
 
-    The same library as the run, in its own process, as the run's: `requests` opens a new
-    connection for each (the loop), aiohttp reuses its one after the first. NaN if any failed.
+    The same library as the run, in its own process, as the run's: `requests.get` opens a new
+    connection for each (the loop), a Session and aiohttp reuse their one after the first. NaN if
+    any failed.
     """
-    one_at_a_time = "aiohttp" if LIBRARY[client] == "aiohttp" else "loop"
+    one_at_a_time = alone_client(client)
     url = f"{server.url}/{pattern}?io_ms={io_ms}"
     with tempfile.TemporaryDirectory(prefix="lab-alone-") as tmp:
         timeout_s = 30 + 5 * ALONE * (io_ms / 1000 + 0.01)
@@ -264,12 +270,12 @@ def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str 
     todo = runs[runs["run"]] if "run" in runs else runs
     alone = {}
     for r in todo.itertuples():
-        if (LIBRARY[r.client], r.pattern) not in alone:
-            alone[LIBRARY[r.client], r.pattern] = lone_ms(server, r.client, r.pattern, io_ms)
+        if (alone_client(r.client), r.pattern) not in alone:
+            alone[alone_client(r.client), r.pattern] = lone_ms(server, r.client, r.pattern, io_ms)
     done = []
     for r in todo.itertuples():
         workload = Workload(r.pattern, int(r.users), io_ms=io_ms)
-        lone = alone[LIBRARY[r.client], r.pattern]
+        lone = alone[alone_client(r.client), r.pattern]
         run = run_client(server, r.client, workload, requests=int(r.requests), lesson=lesson, alone_ms=lone)
         if pauses.problem(run.row["paused_ms"]):  # it measured the machine's pause: kept, marked, and measured again
             print(pauses.again(f"{r.client} on {r.pattern}", run.row))

@@ -1,7 +1,8 @@
-"""Client-side concurrency (lesson 06, horaceg's article): three ways for a Python client to send n requests.
+"""Client-side concurrency (lesson 06, horaceg's article): ways for a Python client to send n requests.
 
-`loop` sends them one after another with `requests`; `threadpool` hands them to a
-`ThreadPoolExecutor` of `requests` calls; `aiohttp` gathers coroutines on one event loop,
+`loop` sends them one after another with `requests.get`; `threadpool` hands them to a
+`ThreadPoolExecutor` of `requests.get` calls, each on a new connection; `session` is that pool
+with one reused `requests.Session` per thread; `aiohttp` gathers coroutines on one event loop,
 at most `concurrency` in flight (a semaphore). Each strategy is run by
 `python -m labserver.clients` in a subprocess, which prints one JSON line: a notebook's
 kernel already runs an event loop, so `asyncio.run` cannot run in a cell, and a client
@@ -65,14 +66,29 @@ def _watch_sends() -> None:
 
 
 def get(url: str) -> Outcome:
-    """One GET with `requests`: a new connection each time, as a first script would do it."""
+    """One GET with `requests.get`: a new connection each time, as a first script would do it."""
+    import requests
+
+    return _timed_get(url, requests.get)
+
+
+def session_get(url: str) -> Outcome:
+    """One GET on this thread's `requests.Session`, made on its first call: its connection is reused."""
+    import requests
+
+    if getattr(_sends, "session", None) is None:
+        _sends.session = requests.Session()  # one per thread: a Session is not made to be shared across threads
+    return _timed_get(url, _sends.session.get)
+
+
+def _timed_get(url: str, send: Callable) -> Outcome:
     import requests
 
     _watch_sends()
     started, cpu0 = time.perf_counter(), time.thread_time()
     _sends.at = math.nan
     try:
-        ok = requests.get(url, timeout=TIMEOUT_S).status_code == 200
+        ok = send(url, timeout=TIMEOUT_S).status_code == 200
     except requests.RequestException:
         ok = False
     cpu1 = time.thread_time()
@@ -93,6 +109,12 @@ def threadpool(url: str, n: int, concurrency: int) -> list[Outcome]:
     """`concurrency` threads, each blocked in its own `requests.get`: the GIL is free while they wait."""
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         return list(pool.map(get, [url] * n))
+
+
+def session(url: str, n: int, concurrency: int) -> list[Outcome]:
+    """The same thread pool, each thread reusing one `requests.Session`: a connection per thread, not per request."""
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return list(pool.map(session_get, [url] * n))
 
 
 async def _aget(session: aiohttp.ClientSession, url: str, slots: asyncio.Semaphore) -> Outcome:
@@ -130,6 +152,7 @@ def gather(url: str, n: int, concurrency: int) -> list[Outcome]:
 STRATEGIES: dict[str, Callable[[str, int, int], list[Outcome]]] = {
     "loop": loop,
     "threadpool": threadpool,
+    "session": session,
     "aiohttp": gather,
 }
 

@@ -39,7 +39,8 @@ from labserver.demo.work import check_bounds
 from labserver.theory.model import Bottleneck, Prediction, closed_loop
 from labserver.theory.workload import traits_of
 
-LIBRARY = {"loop": "requests", "threadpool": "requests", "aiohttp": "aiohttp"}
+LIBRARY = {"loop": "requests", "threadpool": "requests", "session": "requests", "aiohttp": "aiohttp"}
+POOLS = ("threadpool", "session")  # a client's thread pool of `requests` calls
 REQUESTS_MAX = 10_000
 CONCURRENCY_MAX = 1_000
 
@@ -203,7 +204,7 @@ class _Batch:
         """
         pace = max(self.c, self.s)
         lone_burst = self.c > self.s and self.in_flight >= self.wanted and self.requests <= self.in_flight
-        pool = self.client == "threadpool" and self.c > self.s
+        pool = self.client in POOLS and self.c > self.s
         burst = (self.requests - 1) % self.in_flight if pool else self.wanted - 1
         return burst * pace if self.in_flight * pace < self.one and not lone_burst else 0.0
 

@@ -4,6 +4,7 @@ import json
 import math
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pandas as pd
 import psutil
@@ -61,6 +62,32 @@ def test_failed_requests_are_counted(url, strategy):
     assert strategies.timed(strategy, url + "/fail", 5, 2)["failures"] == 5
 
 
+class _KeepAlive(_Ok):
+    """HTTP/1.1: a connection stays open for the client's next request; each request notes its client's port."""
+
+    protocol_version = "HTTP/1.1"
+    ports: ClassVar[list[int]] = []
+
+    def do_GET(self):
+        self.ports.append(self.client_address[1])
+        super().do_GET()
+
+
+def test_a_session_per_thread_reuses_its_connection_where_requests_get_opens_one_each(tmp_path):
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _KeepAlive)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        here = f"http://127.0.0.1:{httpd.server_address[1]}/ok"
+        for strategy, most in (("session", 4), ("threadpool", 20)):
+            _KeepAlive.ports = []
+            assert strategies.timed(strategy, here, 20, 4)["failures"] == 0
+            assert len(set(_KeepAlive.ports)) <= most
+        assert len(set(_KeepAlive.ports)) == 20  # requests.get: a new connection, a new port, every call
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_unreachable_server_is_a_failure_not_a_crash():
     port = free_port()
     refused = strategies.timed("loop", f"http://127.0.0.1:{port}/", 2, 1)
@@ -83,7 +110,7 @@ def test_the_command_line_rejects_nonsense(capsys):
 
 
 def test_unknown_strategy_lists_the_choices():
-    with pytest.raises(ValueError, match="loop, threadpool, aiohttp"):
+    with pytest.raises(ValueError, match="loop, threadpool, session, aiohttp"):
         strategies.check_strategy("curl")
 
 
