@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 SETTING = ("users", "tasks", "io_ms", "cpu_n", "workers", "threads")  # two patterns compare at the same setting
-COLUMNS = ["situation", "write", "ceiling", "measured", "lesson"]
+COLUMNS = ["situation", "write", "ceiling", "how you would notice it", "measured", "lesson"]
 NOT_YET = "not measured yet"
 
 
@@ -178,11 +178,31 @@ def free_threads(runs: pd.DataFrame) -> Measured:
     return Measured(ratio, f"{text} (fib({_span(rows['cpu_n'])}))")
 
 
+def reused_client(runs: pd.DataFrame) -> Measured:
+    """Lesson 06: client CPU per request of a `requests.Session` per thread, and of aiohttp, over `requests.get`'s."""
+    if runs.empty or "client" not in runs or "client_ms" not in runs:
+        return Measured(math.nan, NOT_YET)
+    chosen = runs[runs["lesson"].fillna("").astype(str).str.startswith("06") & runs["valid"].fillna(False).astype(bool)]
+    chosen = chosen[chosen["pattern"] == "sequential"]
+    if chosen.empty:
+        return Measured(math.nan, NOT_YET)
+    top = chosen[(chosen["users"] == chosen["users"].max()) & (chosen["requests"] == chosen["requests"].max())]
+    cost = top.groupby("client")["client_ms"].median()
+    if not {"threadpool", "session"} <= set(cost.index):
+        return Measured(math.nan, NOT_YET)
+    ratio = float(cost["session"] / cost["threadpool"])
+    text = f"{ratio:.2f}× the client CPU per request with a Session"
+    if "aiohttp" in cost:
+        text += f", {cost['aiohttp'] / cost['threadpool']:.2f}× with aiohttp"
+    return Measured(ratio, f"{text} (over requests.get, {int(top['users'].iloc[0])} in flight)")
+
+
 @dataclass(frozen=True)
 class Row:
     situation: str
     write: str
     ceiling: str  # as the model prices it (theory.model.predict)
+    notice: str  # what a developer sees in production when this is the limit
     shows: str  # the measured ratio that shows it
     lessons: tuple[str, ...]
     measure: Callable[[pd.DataFrame], Measured]
@@ -193,6 +213,7 @@ ROWS = [
         "Awaitable I/O: an async driver, `asyncio.sleep`, httpx",
         "`async def` + `await`",
         "users / (io + cpu), until the worker's core runs out: 1 / cpu per worker",
+        "p95 stays near io as users grow, until one core per worker is busy",
         "async / def at ≥ 3× the thread pool",
         ("01",),
         async_over_def,
@@ -201,6 +222,7 @@ ROWS = [
         "A blocking library: requests, a sync database driver",
         "a plain `def` (FastAPI runs it in its thread pool)",
         "threads / io = 40 / io",
+        "req/s flat at 40 / io while p95 grows with the users: requests wait for a thread",
         "def / (threads / io)",
         ("01",),
         def_at_threads,
@@ -209,6 +231,7 @@ ROWS = [
         "A blocking call inside `async def` that you cannot change",
         "hand it to a thread: `await run_in_threadpool(f, ...)` or `await asyncio.to_thread(f, ...)`",
         "threads / io, as a plain `def`",
+        "as a plain `def`: the thread pool's 40 tokens all borrowed",
         "offload / (threads / io)",
         ("05",),
         offload_at_threads,
@@ -217,6 +240,7 @@ ROWS = [
         "Independent waits in one request",
         "`await asyncio.gather(...)`",
         "tasks × sequential's: users / io instead of users / (tasks × io)",
+        "a request takes the sum of its waits instead of the longest",
         "gather / sequential",
         ("02",),
         gather_over_sequential,
@@ -225,6 +249,7 @@ ROWS = [
         "CPU-bound work",
         "a process pool (`loop.run_in_executor(pool, f, ...)`), or `--workers` up to the usable cores",
         "cores / cpu: one core per pool process or worker, up to the usable cores",
+        "the server process at 100% of one core, the others idle; event-loop lag with async def",
         "process pool / one-core patterns; as many workers as cores / one",
         ("03", "04"),
         pool_and_workers,
@@ -233,14 +258,25 @@ ROWS = [
         "CPU-bound work on a free-threaded Python (3.13t, 3.14t)",
         "a plain `def` (the thread pool); state shared between requests behind a lock",
         "min(threads, cores) / cpu, cpu priced on the free-threaded build",
+        "one process over 100% CPU; updates lost without a lock",
         "thread pool without the GIL / with it, same build; and / the usual build's thread and process pools",
         ("10",),
         free_threads,
     ),
     Row(
+        "Calling other services over HTTP (a client in your endpoint or script)",
+        "one client, reused: an `httpx.AsyncClient` or aiohttp session in `async def`, a `requests.Session` per thread",
+        "in flight / S, until the client's core: 1 / its CPU per request",
+        "the client process near one core while the services it calls are idle",
+        "Session / requests.get, and aiohttp / requests.get, client CPU per request",
+        ("06",),
+        reused_client,
+    ),
+    Row(
         "Never: `time.sleep` (or any blocking call) in `async def`",
         "never; a plain `def`, or hand the call to a thread",
         "workers / io: 1 / io per worker, whatever the users",
+        "req/s flat at 1 / io per worker whatever the users; event-loop lag ≈ io",
         "time.sleep in async def / (workers / io)",
         ("05",),
         blocked_loop,
@@ -254,7 +290,7 @@ def card(runs: pd.DataFrame) -> pd.DataFrame:
     for row in ROWS:
         got = row.measure(runs)
         measured = got.text if got.text != NOT_YET else f"{NOT_YET} ({row.shows})"
-        out.append([row.situation, row.write, row.ceiling, measured, ", ".join(row.lessons)])
+        out.append([row.situation, row.write, row.ceiling, row.notice, measured, ", ".join(row.lessons)])
     return pd.DataFrame(out, columns=COLUMNS)
 
 

@@ -43,7 +43,7 @@ def test_the_card_has_its_columns_and_a_row_each():
     frame = card.card(RUNS)
     assert list(frame.columns) == card.COLUMNS
     assert len(frame) == len(card.ROWS)
-    assert list(frame["lesson"]) == ["01", "01", "05", "02", "03, 04", "10", "05"]
+    assert list(frame["lesson"]) == ["01", "01", "05", "02", "03, 04", "10", "06", "05"]
 
 
 def test_async_over_def_is_the_smallest_ratio_at_three_times_the_pool():
@@ -81,7 +81,7 @@ def test_a_row_without_runs_says_not_measured_yet():
     offload = card.card(RUNS).iloc[2]
     assert offload["measured"].startswith("not measured yet")
     measured = card.card(RUNS)["measured"]
-    assert sum(m.startswith("not measured yet") for m in measured) == 2  # offload, and lesson 10's free threads
+    assert sum(m.startswith("not measured yet") for m in measured) == 3  # offload, lesson 10, lesson 06's clients
 
 
 def test_offload_is_read_once_its_runs_are_on_disk():
@@ -97,14 +97,14 @@ def test_no_runs_at_all():
 def test_markdown_is_a_table_with_a_line_per_row():
     text = card.markdown(card.card(RUNS))
     lines = text.splitlines()
-    assert lines[0] == "| situation | write | ceiling | measured | lesson |"
-    assert lines[1] == "|---|---|---|---|---|"
+    assert lines[0] == "| situation | write | ceiling | how you would notice it | measured | lesson |"
+    assert lines[1] == "|---|---|---|---|---|---|"
     assert len(lines) == 2 + len(card.ROWS)
     assert all(line.startswith("| ") and line.endswith(" |") for line in lines[2:])
 
 
 def test_markdown_escapes_a_pipe_in_a_cell():
-    frame = pd.DataFrame([["a | b", "x", "y", "z", "01"]], columns=card.COLUMNS)
+    frame = pd.DataFrame([["a | b", "x", "y", "w", "z", "01"]], columns=card.COLUMNS)
     assert "a \\| b" in card.markdown(frame)
 
 
@@ -156,3 +156,26 @@ def test_free_threads_compare_busy_runs_whatever_their_users():
 
 def test_free_threads_without_a_free_threaded_run_is_not_measured_yet():
     assert math.isnan(card.free_threads(pd.DataFrame([_build("3.11.7, GIL build", True, 124.0)])).ratio)
+
+
+def _client(client, client_ms, users=100, requests=1000, **row):
+    return {"lesson": "06_client_side", "pattern": "sequential", "client": client, "users": users,
+            "requests": requests, "client_ms": client_ms, "valid": True, "rps": 1000.0, **row}  # fmt: skip
+
+
+def test_a_reused_client_reads_its_cpu_against_requests_get_at_the_most_in_flight():
+    runs = pd.DataFrame(
+        [
+            _client("threadpool", 0.85),
+            _client("session", 0.68),
+            _client("aiohttp", 0.23),
+            _client("threadpool", 0.40, users=10),  # fewer in flight: another setting
+            _client("session", 0.10, valid=False),  # invalid: never read
+        ]
+    )
+    got = card.reused_client(runs)
+    assert got.ratio == pytest.approx(0.68 / 0.85)
+    assert got.text == (
+        "0.80× the client CPU per request with a Session, 0.27× with aiohttp (over requests.get, 100 in flight)"
+    )
+    assert math.isnan(card.reused_client(runs[runs["client"] != "session"]).ratio)  # no Session run: not yet
