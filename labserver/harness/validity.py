@@ -39,8 +39,8 @@ from labserver.theory.workload import Workload
 # Bursts of replies a window must hold: the per-user rate needs two gaps between three of them, and the
 # window's edges fall anywhere in a round, so one more
 MIN_ROUNDS = 4
-# What one FastHttpUser Locust process sends on its core, at about 0.3 ms of it per request (`locust_ms`); lesson
-# 98's busiest run reads more, as a busy generator reads several replies per wake-up
+# What one FastHttpUser Locust process sends on its core, priced from its CPU per request (`locust_ms`); a busy
+# generator reads several replies per wake-up and sends more (docs/evidence.md, "One FastHttpUser process")
 GENERATOR_RPS = 3000.0
 SETTLE_REPLIES = 2  # replies a user new to the plan needs before it is in its loop (publish.py)
 # ...which come a round later than the model's round trips: the first round also opens the connections
