@@ -14,18 +14,24 @@ from labserver.paths import ROOT
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
 
+def _make_n(*args: str, path: str = "") -> list[str]:
+    """What `make -n args` prints (the recipes, not run), with `path` first on PATH."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    if path:
+        env["PATH"] = f"{path}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-n", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
 def _make_lab_as(uid: int, tmp_path) -> list[str]:
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "id").write_text(f"#!/bin/sh\necho {uid}\n")
     (fake / "id").chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    env["PATH"] = f"{fake}{os.pathsep}{env.get('PATH', '')}"
-    done = subprocess.run(
-        ["make", "--no-print-directory", "-n", "lab"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+    return _make_n("lab", path=str(fake))
 
 
 def _jupyter(lines: list[str]) -> str:
@@ -55,18 +61,8 @@ def test_lab_keeps_its_token_and_localhost(uid, tmp_path):
 
 
 def _recipe(target: str) -> list[str]:
-    """What `make target` would run on a fresh clone: every recipe it depends on, forced (-B), not run (-n)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    done = subprocess.run(
-        ["make", "--no-print-directory", "-n", "-B", target],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return [line for line in done.stdout.splitlines() if "pip install" in line]
+    """The installs `make target` would run on a fresh clone: every recipe it depends on, forced (-B)."""
+    return [line for line in _make_n("-B", target) if "pip install" in line]
 
 
 @pytest.mark.parametrize("target", ["lab", "figures", "live"])
