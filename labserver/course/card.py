@@ -210,7 +210,7 @@ class Row:
 
 ROWS = [
     Row(
-        "Awaitable I/O: an async driver, `asyncio.sleep`, httpx",
+        "Awaitable I/O: an async driver, `asyncio.sleep`, `httpx.AsyncClient`",
         "`async def` + `await`",
         "users / (io + cpu), until the worker's core runs out: 1 / cpu per worker",
         "p95 stays near io as users grow, until one core per worker is busy",
@@ -230,8 +230,8 @@ ROWS = [
     Row(
         "A blocking call inside `async def` that you cannot change",
         "hand it to a thread: `await run_in_threadpool(f, ...)` or `await asyncio.to_thread(f, ...)`",
-        "threads / io, as a plain `def`",
-        "as a plain `def`: the thread pool's 40 tokens all borrowed",
+        "threads / io with `run_in_threadpool` (AnyIO's 40); `asyncio.to_thread`: its executor's min(32, CPUs + 4)",
+        "run_in_threadpool: all 40 tokens borrowed; to_thread: its executor's threads all busy",
         "offload / (threads / io)",
         ("05",),
         offload_at_threads,
@@ -266,8 +266,8 @@ ROWS = [
     Row(
         "Calling other services over HTTP (a client in your endpoint or script)",
         "one client, reused: an `httpx.AsyncClient` or aiohttp session in `async def`, a `requests.Session` per thread",
-        "in flight / S, until the client's core: 1 / its CPU per request",
-        "the client process near one core while the services it calls are idle",
+        "in flight / S, in flight capped by the client's pool (httpx, aiohttp: 100), until its core: 1 / its CPU",
+        "calls slower than the service answers (a connection each), or httpx's PoolTimeout; the client near a core",
         "Session / requests.get, and aiohttp / requests.get, client CPU per request",
         ("06",),
         reused_client,
