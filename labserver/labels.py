@@ -27,6 +27,7 @@ PATTERN_LABELS: dict[str, str] = {
 CLIENT_LABELS: dict[str, str] = {
     "loop": "requests, one at a time",
     "threadpool": "requests in a client thread pool",
+    "session": "a requests.Session per pool thread",
     "aiohttp": "aiohttp",
 }
 
