@@ -84,6 +84,15 @@ def open_queue(rate: float, service_s: float, slots: int, deterministic: bool = 
     return Queue(rho, chance, service_s + mean_wait, service_s + wait_95)
 
 
+def latencies(rhos: Sequence[float], service_s: float, slots: int) -> pd.DataFrame:
+    """Per utilisation ρ: the arrival rate that gives it and the mean and p95 latency in ms (`open_queue`, M/D/c)."""
+    rows = []
+    for rho in rhos:
+        q = open_queue(rho * slots / service_s, service_s, slots)
+        rows.append({"rho": rho, "rate": rho * slots / service_s, "mean_ms": q.mean_s * 1000, "p95_ms": q.p95_s * 1000})
+    return pd.DataFrame(rows, columns=["rho", "rate", "mean_ms", "p95_ms"])
+
+
 def waits(rhos: Sequence[float], slots: Sequence[int]) -> pd.DataFrame:
     """The mean wait for a slot, in service times, at each utilisation ρ (rows) for each count of slots (columns).
 

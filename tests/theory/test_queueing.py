@@ -115,3 +115,10 @@ def test_the_wait_for_one_slot_is_pollaczek_khinchine_and_many_slots_wait_far_le
     assert table["1 slot"].tolist() == pytest.approx([0.5, 2.0, 4.5])
     assert (table["20 slots"] < 0.2 * table["1 slot"]).all()
     assert table["20 slots"].loc[0.8] < 0.05  # twenty slots barely wait at 80% busy
+
+
+def test_latencies_tabulate_open_queue_at_each_utilisation():
+    table = queueing.latencies([0.5, 0.9], 0.1, 20)
+    assert table["rate"].tolist() == pytest.approx([100.0, 180.0])  # ρ c / S
+    q = queueing.open_queue(180.0, 0.1, 20)
+    assert table.loc[1, ["mean_ms", "p95_ms"]].tolist() == pytest.approx([q.mean_s * 1000, q.p95_s * 1000])
