@@ -9,10 +9,14 @@ article's headline ratio, which of our runs hold the same ratio.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+
+import pandas as pd
 
 from labserver.demo import cpus
 from labserver.theory.model import predict_for
+from labserver.theory.pools import async_over_sync
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,31 @@ PENA_CONVERGED_FIB = (25, 30)
 def ratio(pair: dict, top, bottom) -> float:
     """One published figure over another, e.g. `ratio(LOCUST_GATHER_RPS, "gather", "sequential")`."""
     return pair[top] / pair[bottom]
+
+
+def beside_database(
+    fast: float, pinned: float, lone_cpu: float, sweep: pd.Series, converged: int | None
+) -> pd.DataFrame:
+    """Carlos Pena's database figures beside lesson 07's, one row each.
+
+    `fast`: async / sync req/s on the fast SELECT, and `pinned` on a server pinned to one core
+    (NaN: none); `lone_cpu`: sync / async CPU per lone request; `sweep`: async / sync req/s by
+    fib depth; `converged`: the depth from which the two stay close (None: nowhere).
+    """
+    shallow = int(sweep.index.min())
+    low, high = PENA_CONVERGED_FIB
+    rows = [
+        ("fast SELECT: async / sync", ratio(PENA_SELECT_RPS, "async", "sync"), fast),
+        ("fast SELECT, server pinned to one core: async / sync", None, pinned),
+        ("fast SELECT: sync / async CPU per lone request (the model's price)", None, lone_cpu),
+        (
+            f"sweep: async / sync at fib({shallow})",
+            async_over_sync(PENA_SWEEP_RPS).get(shallow, math.nan),
+            sweep[shallow],
+        ),
+        ("sweep: depth where the two converge", f"{low}–{high}", converged),
+    ]
+    return pd.DataFrame(rows, columns=["figure", "Carlos Pena", "this machine"])
 
 
 @dataclass(frozen=True)
@@ -213,3 +242,31 @@ HEADLINES = [
         {"users": 10_000},
     ),
 ]
+
+
+def beside_workers(io_rps: pd.Series, gain: float) -> pd.DataFrame:
+    """The articles' figures on `--workers` beside lesson 04's: its I/O-bound req/s by workers, its CPU-bound gain.
+
+    None of them ran lesson 04's exact experiment: each row says what the article ran.
+    """
+    horaceg, pena = HORACEG_WORKERS_RPS, PENA_IO_RPS  # req/s with 1 worker and with "more"
+    rows = [
+        (
+            "I/O-bound, 2 workers / 1 "
+            f"(horaceg: gunicorn, aiohttp client, {horaceg['more']:,.0f} / {horaceg[1]:,.0f} req/s)",
+            ratio(horaceg, "more", 1),
+            io_rps.get(2, float("nan")) / io_rps.loc[1],
+        ),
+        (
+            "I/O-bound at 10,000 VUs, more workers / 1 "
+            f"(Carlos Pena: {pena['more']:,.0f} / {pena[1]:,.0f} req/s, CPU-bound loop)",
+            ratio(pena, "more", 1),
+            io_rps.max() / io_rps.loc[1],
+        ),
+        (
+            "CPU-bound, cores workers / 1 (Speed up your server, part 3: 6 workers on 6 cores, no req/s given)",
+            float("nan"),
+            gain,
+        ),
+    ]
+    return pd.DataFrame(rows, columns=["figure", "article", "ours"]).round(3)

@@ -45,3 +45,16 @@ def test_code_and_lessons_name_an_article_by_its_short_name():
     assert not stray, f"name the article (labserver/course/published.py, notebooks/articles.md): {stray}"
     gone = {path for path in PENDING if not found.get(path)}
     assert not gone, f"no longer say 'seed 00N': take them out of PENDING: {gone}"
+
+
+def test_beside_workers_sets_the_articles_ratios_beside_lesson_04s():
+    import pandas as pd
+
+    table = published.beside_workers(pd.Series({1: 1000.0, 2: 1100.0, 3: 1200.0}), gain=1.8)
+    assert list(table.columns) == ["figure", "article", "ours"]
+    assert list(table["ours"]) == [1.1, 1.2, 1.8]  # 2 workers / 1, the most / 1, the CPU-bound gain
+    assert table["article"].iloc[0] == round(1275.48 / 1031.05, 3)
+    assert table["article"].iloc[1] == round(7637.52 / 2044.48, 3)
+    assert table["article"].isna().iloc[2]  # the article gave no req/s
+    without_two = published.beside_workers(pd.Series({1: 1000.0, 3: 1200.0}), gain=1.8)
+    assert without_two["ours"].isna().iloc[0]  # no run of 2 workers: nothing to set beside horaceg's
