@@ -21,6 +21,7 @@ PATTERN_LABELS: dict[str, str] = {
     "mixed": "async def + await, then time.sleep",
     "wrapped": "def + anyio.run",
     "offload": "async def + run_in_threadpool",
+    "hashed": "def + hashlib (GIL released)",
 }
 
 # One per strategy of labserver/clients/strategies.py.

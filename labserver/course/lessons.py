@@ -96,27 +96,39 @@ def cpu_bound(
     rounds: int,
     duration_s: int,
     cores: float | None = None,
+    once: list[str] | None = None,
 ) -> CpuBound:
     """Lesson 03: the fib and fib + sleep runs at users enough for each pattern's cores, the one-core sweep,
-    the rounds, and the plan fitted to `cores`."""
+    the rounds, and the plan fitted to `cores`.
+
+    `once`: patterns run once, on fib alone after its rounds: each is judged by its own prediction, not
+    beside another pattern's run, so it needs no mirrored rounds.
+    """
     cores = cpus.cores() if cores is None else cores
     given = checks.parameter("users", users, int)
-    each = {p: _users_for(p, given, cores) for p in patterns}
+    once = once or []
+    # a thread per core at least: where the work lets go of the GIL (`hashed`), the threads can use every core
+    each = {p: _users_for(p, given, cores, threads=math.ceil(cores)) for p in [*patterns, *once]}
     threads = max(THREADS_DEFAULT, *each.values())
     sweep_cpu_n = checks.parameter("sweep_cpu_n", sweep_cpu_n, list[int])
     sweep = sorted({*sweep_cpu_n, cpu_n})
     for io in (0, io_ms):  # fib, then fib + sleep
-        for p in patterns:
+        for p in patterns if io else [*patterns, *once]:
             check_sweep([p], [each[p]], cpu_n=cpu_n, io_ms=io, threads=threads, duration_s=duration_s)
     for n in sweep:  # async alone: the sweep runs on one core whatever the machine
         check_sweep(["sequential"], [sweep_users], cpu_n=n, io_ms=io_ms, duration_s=duration_s)
     checks.whole("rounds", rounds, 1, 5)
     order = mirrored(patterns, rounds)  # (round, pattern): each pattern measured early and late
-    runs = [
-        dict(pattern=p, users=each[p], cpu_n=cpu_n, io_ms=io, tags={"part": part, "round": r}, server="lab")
+    fib, mix = (
+        [dict(pattern=p, users=each[p], cpu_n=cpu_n, io_ms=io, tags={"part": part, "round": r}, server="lab")
+         for r, p in order]
         for part, io in (("fib", 0), ("fib + sleep", io_ms))
-        for r, p in order
-    ] + [
+    )  # fmt: skip
+    alone = [
+        dict(pattern=p, users=each[p], cpu_n=cpu_n, io_ms=0, tags={"part": "fib", "round": 0}, server="lab")
+        for p in once
+    ]
+    runs = fib + alone + mix + [
         dict(pattern="sequential", users=sweep_users, cpu_n=n, io_ms=io_ms, tags={"part": "sweep"}, server="lab")
         for n in sweep
     ]

@@ -27,7 +27,11 @@ Digits = BeforeValidator(_digits)
 async def work_query(
     tasks: Annotated[int, Query(ge=1, le=TASKS_MAX, description="independent sub-tasks per request"), Digits] = 1,
     io_ms: Annotated[int, Query(ge=0, le=IO_MS_MAX, description="simulated I/O wait per sub-task, in ms"), Digits] = 0,
-    cpu_n: Annotated[int, Query(ge=0, le=CPU_N_MAX, description="fib(cpu_n) of CPU work per sub-task"), Digits] = 0,
+    cpu_n: Annotated[
+        int,
+        Query(ge=0, le=CPU_N_MAX, description="fib(cpu_n) of CPU work per sub-task (/hashed: MiB hashed)"),
+        Digits,
+    ] = 0,
 ) -> Work:
     problems = check_bounds(tasks, io_ms, cpu_n)
     if problems:

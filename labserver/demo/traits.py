@@ -12,10 +12,13 @@ from enum import StrEnum
 
 
 class Where(StrEnum):
-    """Where a request's CPU work (fib) runs."""
+    """Where a request's CPU work (fib, or a digest in C) runs."""
 
     LOOP = "event loop"  # on the worker's event loop: nothing else on that worker runs meanwhile
     THREAD_POOL = "thread pool"  # in a thread of the worker's pool, under the worker's GIL
+    # in a thread of the worker's pool, in C code that lets go of the GIL while it runs (hashlib on a large
+    # buffer): each thread computes on a core of its own, up to the machine's
+    RELEASED = "thread pool, GIL released"
     PROCESS_POOL = "process pool"  # in the worker's pool of processes, each with a GIL and a core of its own
 
 

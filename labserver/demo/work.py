@@ -6,6 +6,7 @@ and every import here is paid again by each of them.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from functools import cache
 
@@ -21,6 +22,20 @@ CPU_BUDGET_TASKS_AT_MAX = 4
 def fib(n: int) -> int:
     """Naive recursive Fibonacci: pure-Python CPU work that holds the GIL throughout."""
     return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+MIB = 2**20
+
+
+@cache
+def _zeros(mib: int) -> memoryview:
+    # Made on first use, not at import: every process-pool child imports this module.
+    return memoryview(bytes(mib * MIB))
+
+
+def digest(mib: int) -> str:
+    """SHA-256 of `mib` MiB: CPU work in C that lets go of the GIL while it hashes (hashlib does, past 2 KiB)."""
+    return hashlib.sha256(_zeros(mib)).hexdigest()
 
 
 @cache

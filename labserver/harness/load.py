@@ -313,7 +313,7 @@ def foreseen(stage: Stage, options: Options) -> model.Prediction:
             return p(Demand(math.nan))
         if options.expect_failures:
             return model.Prediction(math.nan, math.nan, "not modelled: requests time out")
-        fib_ms = _fib_ms(stage.workload.cpu_n)
+        fib_ms = model.work_ms(stage.workload.pattern, stage.workload.cpu_n, _fib_ms)
         return model.predict(
             stage.workload, stage.server.settings, cores=cpus.cores(), cpu_ms_per_task=fib_ms, queueing=True
         )

@@ -91,10 +91,11 @@ def bursts(workload: Workload, settings: Settings, compute_s: float, cores: floa
     one, more threads than cores share the cores in the scheduler's slices. A computation shorter
     than a turn ends within it, and the replies stay spread.
     """
-    if workload.traits.computes is not Where.THREAD_POOL or compute_s < sys.getswitchinterval():
+    computes = workload.traits.computes
+    if computes not in (Where.THREAD_POOL, Where.RELEASED) or compute_s < sys.getswitchinterval():
         return False
     computing = min(workload.users, settings.workers * settings.threads)
-    return computing > (settings.workers if settings.gil else cores)
+    return computing > (settings.workers if settings.gil and computes is Where.THREAD_POOL else cores)
 
 
 def foresee(
@@ -119,7 +120,7 @@ def foresee(
     out: list[Foreseen] = []
     before: Foreseen | None = None
     for (workload, settings), mine in zip(runs, own, strict=True):
-        task_ms = (mine or price)(workload.cpu_n) if workload.cpu_n > 1 else 0.0
+        task_ms = model.work_ms(workload.pattern, workload.cpu_n, mine or price) if workload.cpu_n > 1 else 0.0
         p = model.predict(workload, settings, cores=cores, cpu_ms_per_task=task_ms, server_ms=server_ms)
         out.append(_window(workload, settings, p, before, cores, task_ms / 1000, processes, warmup_s))
         before = out[-1]

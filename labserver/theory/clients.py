@@ -111,7 +111,7 @@ def slots(pattern: str, threads: int = THREADS_DEFAULT, workers: int = 1) -> flo
     loop (`offload`), is not capped here.
     """
     t = traits_of(pattern)
-    if t.computes is Where.THREAD_POOL and t.waits == (Hold.THREAD,):
+    if t.computes in (Where.THREAD_POOL, Where.RELEASED) and t.waits == (Hold.THREAD,):
         return threads * workers
     if t.waits and t.holds(Hold.LOOP) == len(t.waits):  # every wait holds its worker's one loop
         return workers

@@ -29,6 +29,7 @@ WHERE = {
     "threadpool": ("thread pool", "{users} requests in {users} threads"),
     "sequential": ("async", "{users} requests on one event loop"),
     "processpool": ("pool", "{users} requests, {cores} processes"),
+    "hashed": ("hashlib", "{users} requests in {users} threads"),
 }
 
 
@@ -37,14 +38,15 @@ def usable(
 ) -> float:
     """Cores `pattern` can keep busy at once: one per worker (its GIL), or the process pool's, up to the machine's.
 
-    Without a GIL (lesson 10) a thread pool's threads each compute on a core of their own. The
+    Without a GIL (lesson 10), or in C code that lets go of it (`hashed`), a thread pool's threads each
+    compute on a core of their own. The
     machine's cores may be a fraction (a cgroup quota of 1.5 CPUs), and so may the result.
     """
     cores = cores or cpus.cores()
     computes = traits_of(pattern).computes
     if computes is Where.PROCESS_POOL and procs > 0:
         return min(workers * procs, cores)
-    if computes is Where.THREAD_POOL and not gil:
+    if computes is Where.RELEASED or (computes is Where.THREAD_POOL and not gil):
         return min(workers * threads, cores)
     return min(workers, cores)
 
@@ -134,16 +136,19 @@ def in_words(runs: pd.DataFrame, cores: float, cpu_n: int, fib_ms: float) -> str
     (model.cpu_ms), to set beside what the server paid for each request.
     """
     mean = usage(runs).groupby("pattern")[["users", "server_cpu", "cpu_ms_per_request"]].mean()
-    said = {p: where.format(users=int(mean.loc[p, "users"]), cores=f"{cores:g}") for p, (_, where) in WHERE.items()}
+    named = {p: said for p, said in WHERE.items() if p in mean.index}
+    said = {p: where.format(users=int(mean.loc[p, "users"]), cores=f"{cores:g}") for p, (_, where) in named.items()}
     lines = [
         f"{label + ':':<12} {said[p]} kept {mean.loc[p, 'server_cpu']:.2f} cores "
         f"busy, {mean.loc[p, 'cpu_ms_per_request']:.1f} ms of CPU per request"
-        for p, (label, _) in WHERE.items()
+        for p, (label, _) in named.items()
     ]
     lines.append(
         f"fib({cpu_n}) alone, timed in this notebook: {fib_ms:.1f} ms; "
         f"the GIL is handed over every {sys.getswitchinterval() * 1000:.0f} ms"
     )
+    if any(traits_of(p).computes is Where.RELEASED for p in named):
+        lines.append(f"SHA-256 of {cpu_n} MiB alone, timed in this notebook: {model.digest_ms(cpu_n):.1f} ms")
     return "\n".join(lines)
 
 

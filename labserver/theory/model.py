@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from enum import StrEnum
 from functools import cache
@@ -23,7 +23,7 @@ import pandas as pd
 from labserver.demo import cpus
 from labserver.demo.settings import Settings
 from labserver.demo.traits import Hold, Where
-from labserver.demo.work import fib
+from labserver.demo.work import digest, fib
 from labserver.theory.demand import Demand
 from labserver.theory.workload import Workload, traits_of
 
@@ -46,7 +46,8 @@ class Bottleneck(StrEnum):
     CORES = "cores"  # the process pool's, or the workers' where they outnumber the cores
     GIL = "GIL (one core per worker)"
     IN_STEP = "GIL (threads in step)"
-    SLICED = "cores (threads in step, no GIL)"  # lesson 10: the scheduler's time slices in place of the GIL's turns
+    # lesson 10, and C code that lets go of the GIL: the scheduler's time slices in place of the GIL's turns
+    SLICED = "cores (threads in step, in time slices)"
     WORKER_CPU = "CPU (one core per worker)"  # lesson 07; lesson 10's event loop without a GIL, still one thread
     SERVER_CPU = "CPU of the server (one core per worker)"  # lesson 06
     # the cores every process of the machine shares
@@ -94,6 +95,25 @@ def cpu_ms(cpu_n: int, repeat: int = 3) -> float:
     return best * 1000
 
 
+@cache
+def digest_ms(mib: int, repeat: int = 3) -> float:
+    """Measured time of one SHA-256 over `mib` MiB on this machine, in ms (best of `repeat`): `hashed`'s work."""
+    if mib <= 0:
+        return 0.0
+    best = math.inf
+    for _ in range(repeat):
+        started = time.perf_counter()
+        digest(mib)
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
+
+
+def work_ms(pattern: str, cpu_n: int, fib_ms: Callable[[int], float] | None = None) -> float:
+    """One sub-task's CPU work of `pattern` in ms: a digest of cpu_n MiB, timed here, where the work is C that
+    releases the GIL (`hashed`); fib(cpu_n) elsewhere, priced by `fib_ms` (default: timed here)."""
+    return digest_ms(cpu_n) if traits_of(pattern).computes is Where.RELEASED else (fib_ms or cpu_ms)(cpu_n)
+
+
 def predict(
     workload: Workload,
     settings: Settings | None = None,
@@ -108,7 +128,7 @@ def predict(
 
     `settings` None: the server's defaults, with a pool as large as the `cores` (default: the CPUs
     this process may use, `cpus.cores()`), as a default server's pool has a process per core.
-    CPU work is priced by `cpu_ms_per_task` if given, otherwise by timing fib(cpu_n) here.
+    CPU work is priced by `cpu_ms_per_task` if given, otherwise by timing the pattern's work here (`work_ms`).
     `server_ms` is the CPU the server itself spends on each request besides the pattern's work
     (uvicorn and FastAPI: parsing, routing, validation, the reply), as measured on this machine
     (server CPU / req/s of a run; lesson 00, `make bench`): it runs on the worker's event loop
@@ -160,7 +180,7 @@ def _price(workload: Workload, demand: Demand | None, cpu_ms_per_task: float | N
     w = workload
     pooled = w.traits.computes is Where.PROCESS_POOL  # fib runs outside the worker
     if demand is None or not demand.known:
-        task_s = (cpu_ms(w.cpu_n) if cpu_ms_per_task is None else cpu_ms_per_task) / 1000  # s per sub-task
+        task_s = (work_ms(w.pattern, w.cpu_n) if cpu_ms_per_task is None else cpu_ms_per_task) / 1000  # per sub-task
         own_s = server_ms / 1000  # s of the server's own CPU per request
         in_worker = own_s + (0.0 if pooled else w.tasks * task_s)
         return _Price(task_s, own_s, 0.0, in_worker, demand=demand)
@@ -217,8 +237,10 @@ def _limits(
         # together. The users move in step, and the core sits idle through every io wait they share.
         # Without a GIL the scheduler shares the cores among more threads than cores in its own time
         # slices, with the same result on min(users, threads, cores) cores (lesson 10).
-        shared = min(s.workers, cores) if s.gil else min(w.users, s.workers * s.threads, cores)
-        step = Bottleneck.IN_STEP if s.gil else Bottleneck.SLICED
+        # C code that lets go of the GIL (`hashed`) is shared among the threads in time slices too.
+        gil = s.gil and w.traits.computes is Where.THREAD_POOL
+        shared = min(s.workers, cores) if gil else min(w.users, s.workers * s.threads, cores)
+        step = Bottleneck.IN_STEP if gil else Bottleneck.SLICED
         limits[step] = w.users / (w.tasks * io + w.users * in_worker / shared)
     if price.generator_s:
         # The load generator is a station too: Locust runs all its users on one core per process,
@@ -237,7 +259,8 @@ def _worker_cores(w: Workload, s: Settings, cores: float, price: _Price) -> tupl
     (a free-threaded Python, lesson 10), a thread pool's threads compute on as many cores as there
     are threads, while an event loop is still one thread.
     """
-    if not s.gil and w.traits.computes is Where.THREAD_POOL:
+    released = w.traits.computes is Where.RELEASED and w.cpu_n > 0  # no digest: nothing lets go of the GIL
+    if released or (not s.gil and w.traits.computes is Where.THREAD_POOL):
         return Bottleneck.CORES, min(s.workers * s.threads, cores), 1.0
     share = kept(w.pattern, s.workers, cores, price.demand)
     if s.workers >= cores:
@@ -257,7 +280,7 @@ def kept(pattern: str, workers: int, cores: float, demand: Demand | None) -> flo
     Only where the loop's thread does the worker's work: a thread pool's threads compute while the
     loop waits, and where workers outnumber the cores, their waits for each other are the bound.
     """
-    if demand is None or traits_of(pattern).computes is Where.THREAD_POOL:
+    if demand is None or traits_of(pattern).computes in (Where.THREAD_POOL, Where.RELEASED):
         return 1.0
     return loop_kept(demand.worker_waited, workers, cores)
 
@@ -281,7 +304,7 @@ def in_step(pattern: str, users: int, io_s: float, compute_s: float, threads: in
     with one wait of io_s each.
     """
     t = traits_of(pattern)
-    if t.computes is not Where.THREAD_POOL or len(t.waits) != 1:
+    if t.computes not in (Where.THREAD_POOL, Where.RELEASED) or len(t.waits) != 1:
         return False
     return io_s > 0 and compute_s >= sys.getswitchinterval() and users <= threads
 
@@ -341,19 +364,23 @@ def _settings(given: Mapping[str, Any], cores: float | None) -> Settings:
 
 def predict_frame(patterns: list[str], users: list[int], **kw) -> pd.DataFrame:
     """The prediction for every pattern × users, as a table to show before measuring (`kw`: see `predict_for`)."""
+    return predict_plan([(pattern, u) for pattern in patterns for u in users], **kw)
+
+
+def predict_plan(plan: Sequence[tuple[str, int]], **kw) -> pd.DataFrame:
+    """The prediction for each (pattern, users) of `plan`, in its order, as a table (`kw`: see `predict_for`)."""
     rows = []
-    for pattern in patterns:
-        for u in users:
-            p = predict_for(pattern, users=u, **kw)
-            rows.append(
-                {
-                    "pattern": pattern,
-                    "users": u,
-                    "predicted_rps": p.rps,
-                    "predicted_ms": p.latency_ms,
-                    "bottleneck": p.bottleneck,
-                }
-            )
+    for pattern, u in plan:
+        p = predict_for(pattern, users=u, **kw)
+        rows.append(
+            {
+                "pattern": pattern,
+                "users": u,
+                "predicted_rps": p.rps,
+                "predicted_ms": p.latency_ms,
+                "bottleneck": p.bottleneck,
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -192,19 +192,20 @@ def test_02_checks_every_run():
 def test_03_defaults_size_users_to_the_cores_each_pattern_can_use(cores, pool, threads, machine):
     machine(cores)
     setup = call("03_cpu_bound", cores=cores)
-    # one core: 20 users on any machine; the pool: 10 per core
-    assert setup.users == {"threadpool": 20, "sequential": 20, "processpool": pool}
+    # one core: 20 users on any machine; the pool, and the threads that let go of the GIL: 10 per core
+    assert setup.users == {"threadpool": 20, "sequential": 20, "processpool": pool, "hashed": pool}
     assert (setup.threads, setup.sweep_cpu_n, setup.sweep) == (threads, [15, 18, 20], [15, 18, 20, 25])
     fib = [r for r in setup.plan.runs if r["tags"]["part"] == "fib"]
     mirrored = ["threadpool", "sequential", "processpool", "processpool", "sequential", "threadpool"]
     assert [r["pattern"] for r in fib[:6]] == mirrored  # each pattern early and late
-    assert len(setup.plan.runs) == 2 * 4 * 3 + 4  # fib and fib + sleep, 4 rounds of 3 patterns; the sweep
+    assert fib[-1]["pattern"] == "hashed"  # once, after the rounds
+    assert len(setup.plan.runs) == 2 * 4 * 3 + 1 + 4  # fib and fib + sleep, 4 rounds of 3 patterns; hashed; the sweep
 
 
 def test_03_users_given_are_kept_with_a_thread_each(machine):
     machine(16)
     assert call("03_cpu_bound", cores=16, users=60)[:2] == (
-        {p: 60 for p in ("threadpool", "sequential", "processpool")},
+        {p: 60 for p in ("threadpool", "sequential", "processpool", "hashed")},
         60,
     )
     assert call("03_cpu_bound", cores=16, users=5).threads == 40

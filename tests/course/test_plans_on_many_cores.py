@@ -20,6 +20,7 @@ from tests.course.test_lessons import call, parameters
 
 CORE_COUNTS = [1, 2, 4, 8, 12, 16, 32, 64]
 FIB_25_MS = [6.0, 14.0]  # fib(25) on a fast laptop core, and on a slow one (or a busy hyperthread)
+DIGEST_MS_PER_MIB = 0.6  # SHA-256 on a core with the SHA extensions: the fastest digest, the most requests
 LOCUST_START_S = 2.0  # one start of Locust, its users spawned: what a plan pays before its first run
 SIZED = ["03_cpu_bound", "04_workers", "10_without_the_gil"]
 
@@ -35,6 +36,7 @@ def laptop(monkeypatch, machine):
     def make(cores: int, fib_25_ms: float) -> None:
         machine(cores)
         monkeypatch.setattr(model, "cpu_ms", fib_price(fib_25_ms))
+        monkeypatch.setattr(model, "digest_ms", lambda mib: DIGEST_MS_PER_MIB * mib)
         # the free-threaded build computes fib about 1.66× slower (fib(20): 1.36 ms against 0.82 here)
         monkeypatch.setattr(interpreters, "fib_20_ms", lambda _: 1.66 * fib_price(fib_25_ms)(20))
         monkeypatch.setattr(interpreters, "free_threaded_server", lambda: "/opt/python3.13t/bin/python")

@@ -30,15 +30,16 @@ def test_every_registered_pattern_declares_its_traits_in_its_own_module():
 def test_a_plain_def_computes_in_the_thread_pool(pattern):
     # FastAPI runs a `def` endpoint in its thread pool and an `async def` one on the loop
     is_def = not inspect.iscoroutinefunction(PATTERNS[pattern])
-    assert is_def == (TRAITS[pattern].computes is Where.THREAD_POOL)
+    assert is_def == (TRAITS[pattern].computes in (Where.THREAD_POOL, Where.RELEASED))
 
 
 def test_the_traits_say_what_each_module_does():
     assert [p for p, t in TRAITS.items() if t.overlaps] == ["gather"]
-    assert {p for p, t in TRAITS.items() if t.holds(Hold.THREAD)} == {"threadpool", "wrapped", "offload"}
+    assert {p for p, t in TRAITS.items() if t.holds(Hold.THREAD)} == {"threadpool", "wrapped", "offload", "hashed"}
     assert {p for p, t in TRAITS.items() if t.holds(Hold.LOOP)} == {"blocking", "mixed"}
     assert {p for p, t in TRAITS.items() if len(t.waits) == 2} == {"mixed", "wrapped"}
     assert [p for p, t in TRAITS.items() if t.computes is Where.PROCESS_POOL] == ["processpool"]
+    assert [p for p, t in TRAITS.items() if t.computes is Where.RELEASED] == ["hashed"]
 
 
 def test_an_endpoint_with_no_traits_is_priced_as_an_awaited_one():
@@ -56,6 +57,7 @@ BEFORE_PLAIN = {
     "processpool": (5000.0, 100.0, "users"),
     "threadpool": (1600.0, 312.5, "threads"),  # 160 threads / 0.1 s
     "offload": (1600.0, 312.5, "threads"),
+    "hashed": (1600.0, 312.5, "threads"),
     "wrapped": (800.0, 625.0, "threads"),  # 160 threads / 0.2 s: two waits a sub-task
     "blocking": (40.0, 12500.0, "event loop"),  # 4 loops / 0.1 s
     "mixed": (40.0, 12500.0, "event loop"),  # 4 loops, each held for the blocking 0.1 s
@@ -69,6 +71,7 @@ BEFORE_QUEUED = {
     "processpool": (331.3367442718954, 301.8077582060741, "users"),
     "threadpool": (66.26905235255136, 1509.0000000000002, "threads"),
     "offload": (66.26905235255136, 1509.0000000000002, "threads"),
+    "hashed": (66.26905235255136, 1509.0000000000002, "threads"),
     "wrapped": (33.23363243602526, 3009.0, "threads"),
     "blocking": (6.626905235255135, 15090.000000000002, "event loop"),
     "mixed": (6.633499170812604, 15075.0, "event loop"),
@@ -80,6 +83,7 @@ BEFORE_MEASURED = {
     ),
     "threadpool": (1250.0, 32.0, "GIL (one core per worker)"),  # its threads compute: no share of the core is lost
     "wrapped": (1250.0, 32.0, "GIL (one core per worker)"),
+    "hashed": (1250.0, 32.0, "GIL (one core per worker)"),  # no digest (cpu_n 0): the server's own work, one core
     "processpool": (1000.0, 40.0, "cores"),
     "blocking": (172.41379310344826, 232.00000000000003, "event loop"),
     "mixed": (200.0, 200.0, "event loop"),
@@ -104,11 +108,11 @@ def test_predictions_are_those_the_names_gave(pattern):
 
 def test_the_helpers_answer_as_the_names_did():
     threads = {p for p in PATTERNS if clients.slots(p, 10, 2) == 20}
-    assert threads == {"threadpool"} and clients.slots("blocking", 10, 2) == 2
-    assert all(clients.slots(p) == math.inf for p in PATTERNS if p not in ("threadpool", "blocking"))
-    assert {p for p in PATTERNS if model.in_step(p, 10, 0.1, 0.01, 40)} == {"threadpool"}
+    assert threads == {"threadpool", "hashed"} and clients.slots("blocking", 10, 2) == 2
+    assert all(clients.slots(p) == math.inf for p in PATTERNS if p not in ("threadpool", "hashed", "blocking"))
+    assert {p for p in PATTERNS if model.in_step(p, 10, 0.1, 0.01, 40)} == {"threadpool", "hashed"}
     waited = Demand(worker_ms=3.0, worker_waited=0.3)
-    assert {p for p in PATTERNS if model.kept(p, 1, 2.0, waited) == 1.0} == {"threadpool", "wrapped"}
+    assert {p for p in PATTERNS if model.kept(p, 1, 2.0, waited) == 1.0} == {"threadpool", "wrapped", "hashed"}
     assert {p for p in PATTERNS if cores.usable(p, 1, 4, 8.0) == 4} == {"processpool"}
 
 

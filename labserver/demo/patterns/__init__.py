@@ -10,6 +10,7 @@ from labserver.demo.patterns import (
     blocking,
     dependent,
     gather,
+    hashed,
     mixed,
     offload,
     processpool,
@@ -29,6 +30,7 @@ _MODULES: dict[str, ModuleType] = {
     "mixed": mixed,
     "wrapped": wrapped,
     "offload": offload,
+    "hashed": hashed,
 }
 PATTERNS: dict[str, Callable] = {name: module.endpoint for name, module in _MODULES.items()}
 # What the model asks of a pattern, as each module declares it beside its endpoint.

@@ -1,0 +1,140 @@
+"""Lesson 03's readings of its runs: the ratios its titles and claims quote, each from its own runs.
+
+The lesson shows the runs, the charts and the claims; the arithmetic between them lives here,
+under test (tests/course/test_cpu_bound.py), so that a cell reads `fib.factor`, not a pivot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from labserver.course import published
+from labserver.harness import records
+from labserver.harness.results import compare
+from labserver.paths import runs_dir
+from labserver.theory import cores
+from labserver.theory.model import cpu_ms
+
+POOL = "processpool"
+ASYNC, THREADS = "sequential", "threadpool"
+
+
+@dataclass(frozen=True)
+class FibAlone:
+    """The fib runs, read: each pattern's means and the ratios between them."""
+
+    mean: pd.DataFrame  # per pattern: rps, predicted_rps, server_cpu (means over its rounds)
+    factor: float  # the pool's req/s over the one-core patterns'
+    speed: float  # the one-core patterns' CPU per request over the pool's: below 1 where all-core work costs more
+    async_vs_threads: float  # async / thread pool req/s, the median over rounds (the two run seconds apart)
+    one_core_cpu: float  # the most cores a one-core pattern kept busy
+    busy: pd.Series  # per pattern, the least share of the cores left to it that it kept busy
+
+
+def fib_alone(runs: pd.DataFrame, one_core: list[str]) -> FibAlone:
+    """Read lesson 03's fib runs: `one_core` are the patterns the model holds to one core."""
+    mean = runs.groupby("pattern")[["rps", "predicted_rps", "server_cpu"]].mean()
+    one = runs.loc[runs["pattern"].isin(one_core), "rps"].mean()  # the model gives them the same core
+    return FibAlone(
+        mean=mean,
+        factor=float(mean.loc[POOL, "rps"] / one),
+        speed=cores.cost_ratio(runs, "pattern", one_core, POOL),
+        async_vs_threads=_median_ratio(runs, "rps"),
+        one_core_cpu=float(mean.loc[one_core, "server_cpu"].max()),
+        busy=cores.share_of_left(runs, how="min"),
+    )
+
+
+@dataclass(frozen=True)
+class WithSleep:
+    """The fib + sleep runs, read beside the fib runs."""
+
+    factor: float  # the pool's req/s over the one-core patterns'
+    async_vs_threads: float  # async / thread pool req/s, the median over rounds
+    # the same at the CPU each request cost: throughput × CPU per request is the share of its core each kept
+    # busy, so a core that computes slower for a while moves the bare ratio and not this one
+    busy_ratio: float
+    change: float  # the largest change in a pattern's req/s, up or down, from fib alone
+    busy: pd.Series  # per pattern, the mean share of the cores left to it that it kept busy
+
+
+def with_sleep(runs: pd.DataFrame, fib: FibAlone, one_core: list[str]) -> WithSleep:
+    """Read lesson 03's fib + sleep runs, beside the fib runs' reading `fib`."""
+    mean = runs.groupby("pattern")["rps"].mean()
+    return WithSleep(
+        factor=float(mean[POOL] / mean[one_core].mean()),
+        async_vs_threads=_median_ratio(runs, "rps"),
+        busy_ratio=_median_ratio(runs, "server_cpu"),
+        change=float((mean / fib.mean["rps"] - 1).abs().max()),
+        busy=cores.share_of_left(runs),
+    )
+
+
+def _median_ratio(runs: pd.DataFrame, column: str) -> float:
+    # Within a round the two run seconds apart; the median over rounds leaves out a round in which the
+    # machine changed speed between them.
+    return float(compare(runs, column, ASYNC, THREADS, on="round")["ratio"].median())
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The sweep of fib's depth, read: where the CPU took over, and where the model puts it."""
+
+    agree: float  # the share of depths where the model names the measured bottleneck
+    crossed: tuple[int, int] | None  # the deepest fib measured I/O-bound, the shallowest CPU-bound
+    knee_ms: float  # fib's cost where the two caps cross, users × cpu = io + cpu
+    knee_n: float  # the depth at that cost here (nan: no crossing to draw)
+    costs: str  # what each depth cost here, in words
+
+    @property
+    def title(self) -> str:
+        if self.crossed is None:
+            return "The sweep did not cross from I/O to CPU"
+        return f"The CPU takes over between fib({self.crossed[0]}) and fib({self.crossed[1]})"
+
+
+def sweep(curve: pd.DataFrame, io_ms: int, users: int) -> Sweep:
+    """Read lesson 03's sweep: async at `users` users and `io_ms` of sleep, over fib's depths."""
+    depths = sorted(set(curve["cpu_n"]))
+    knee_ms = cores.crossing_ms(io_ms, users)
+    return Sweep(
+        agree=float((cores.cpu_bound(curve) == cores.predicted_cpu_bound(curve)).mean()),
+        crossed=cores.takeover(curve),
+        knee_ms=knee_ms,
+        knee_n=cores.fib_depth(knee_ms, depths[-1], cpu_ms(depths[-1])),
+        costs=", ".join(f"fib({n}) {cpu_ms(n):.2f} ms" for n in depths),
+    )
+
+
+def pena_async_over_sync(cpu_n: int = 25) -> float:
+    """Carlos Pena's async / sync req/s at FIB=`cpu_n`: one worker, 32 k6 VUs, two database queries a request."""
+    sync, async_ = published.PENA_SWEEP_RPS[cpu_n]
+    return async_ / sync
+
+
+def beside_pena(fib: FibAlone, mix: WithSleep, curve: pd.DataFrame, cpu_n: int) -> pd.DataFrame:
+    """Carlos Pena's FIB sweep (req/s, sync and async, one worker, 32 k6 VUs) beside lesson 03's figures."""
+    async25, async15 = published.PENA_SWEEP_RPS[25][1], published.PENA_SWEEP_RPS[15][1]
+    curve_rps = curve.set_index("cpu_n")["rps"]
+    rows = [
+        ("async / sync on fib(25), 1 worker (Carlos Pena's k6 load test, 32 VUs)", pena_async_over_sync(),
+         fib.async_vs_threads),
+        ("async / sync on fib(25) with I/O, 1 worker (Carlos Pena, 32 VUs; ours: fib + sleep)", pena_async_over_sync(),
+         mix.async_vs_threads),
+        (f"async req/s at FIB=25 over FIB=15, with I/O (Carlos Pena: {async25:.1f} / {async15:.1f}; its I/O is two "
+         "DB queries)", async25 / async15, curve_rps[cpu_n] / curve_rps[curve_rps.index.min()]),
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=["figure", "article", "ours"]).round(3)
+
+
+def burst_sizes(runs: pd.DataFrame, patterns: list[str]) -> pd.DataFrame:
+    """Per pattern, how Locust received its first run's replies: bursts, and replies per burst (median, largest)."""
+    sizes = {
+        p: records.bursts(records.read(runs_dir() / runs.loc[runs["pattern"] == p, "run_id"].iloc[0]))["size"]
+        for p in patterns
+    }
+    described = pd.DataFrame({p: s.describe()[["count", "50%", "max"]] for p, s in sizes.items()})
+    names = {"count": "bursts", "50%": "median replies per burst", "max": "largest burst"}
+    return described.rename(index=names).round(1)

@@ -1,0 +1,73 @@
+"""Lesson 03's readings: the ratios its titles and claims quote, from runs built by hand."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from labserver.course import cpu_bound
+
+ONE_CORE = ["threadpool", "sequential"]
+
+
+def _runs(rps: dict[str, list[float]], server_cpu: dict[str, float], cores: float = 2.0) -> pd.DataFrame:
+    rows = [
+        dict(pattern=p, round=r, rps=x, predicted_rps=x, server_cpu=server_cpu[p], server_ms=server_cpu[p] / x * 1000,
+             workers=1, procs=2, threads=40, usable_cores=cores, machine_cpu=server_cpu[p] + 0.2)
+        for p, values in rps.items()
+        for r, x in enumerate(values)
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_fib_alone_reads_the_pool_over_the_one_core_patterns():
+    runs = _runs(
+        {"threadpool": [100, 100], "sequential": [110, 90], "processpool": [190, 190], "hashed": [150, 150]},
+        {"threadpool": 1.0, "sequential": 1.0, "processpool": 1.8, "hashed": 1.8},
+    )
+    fib = cpu_bound.fib_alone(runs, ONE_CORE)
+    assert fib.factor == pytest.approx(1.9)
+    assert fib.async_vs_threads == pytest.approx(1.0)  # the median of 1.1 and 0.9
+    assert fib.one_core_cpu == pytest.approx(1.0)
+    # the pool's requests cost 1.8 / 190 s of CPU, the one-core patterns' 1 / 100 and 1 / 110, 1 / 90
+    assert fib.speed == pytest.approx((1000 / 100 + (1000 / 110 + 1000 / 90) / 2) / 2 / (1800 / 190))
+    # 2 cores less Locust's 0.2 left 1.8: the pool and the digest kept all of it busy
+    assert fib.busy["processpool"] == pytest.approx(1.0) and fib.busy["hashed"] == pytest.approx(1.0)
+    assert fib.busy["threadpool"] == pytest.approx(1.0)  # one usable core: all of it
+
+
+def test_with_sleep_reads_the_largest_change_from_fib_alone():
+    busy = {"threadpool": 1.0, "sequential": 1.0, "processpool": 1.8}
+    fib = cpu_bound.fib_alone(_runs({"threadpool": [100], "sequential": [100], "processpool": [200]}, busy), ONE_CORE)
+    mix = cpu_bound.with_sleep(
+        _runs({"threadpool": [80], "sequential": [100], "processpool": [200]}, {**busy, "threadpool": 0.8}),
+        fib,
+        ONE_CORE,
+    )
+    assert mix.factor == pytest.approx(200 / 90)
+    assert mix.async_vs_threads == pytest.approx(1.25)
+    assert mix.busy_ratio == pytest.approx(1.25)  # the thread pool kept 0.8 of its core busy, async all of it
+    assert mix.change == pytest.approx(0.2)
+
+
+def test_sweep_names_where_the_cpu_took_over():
+    curve = pd.DataFrame(
+        dict(cpu_n=[15, 25], rps=[300.0, 100.0], predicted_rps=[310.0, 100.0], server_cpu=[0.3, 0.99],
+             workers=1, procs=0, pattern="sequential", bottleneck=["users", "GIL (one core per worker)"],
+             threads=40, usable_cores=2.0, machine_cpu=[0.4, 1.1])
+    )  # fmt: skip
+    read = cpu_bound.sweep(curve, io_ms=50, users=20)
+    assert read.crossed == (15, 25)
+    assert read.title == "The CPU takes over between fib(15) and fib(25)"
+    assert read.knee_ms == pytest.approx(50 / 19)
+    assert read.agree == 1.0
+    assert "fib(15)" in read.costs and "fib(25)" in read.costs
+
+
+def test_a_sweep_that_never_crossed_says_so():
+    read = cpu_bound.Sweep(agree=1.0, crossed=None, knee_ms=math.inf, knee_n=math.nan, costs="")
+    assert read.title == "The sweep did not cross from I/O to CPU"
+
+
+def test_pena_s_ratio_is_his_async_over_his_sync():
+    assert cpu_bound.pena_async_over_sync() > 1  # his async served more at FIB=25, with two queries a request
