@@ -7,6 +7,7 @@ once its manifest is complete, so a half-written folder is never read as a run.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import secrets
@@ -15,12 +16,14 @@ import time
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
 from labserver.demo import cpus
 from labserver.labels import pattern_label
 from labserver.paths import ROOT, runs_dir
+from labserver.theory import model
 
 PACKAGES = ("fastapi", "uvicorn", "starlette", "anyio", "locust", "pandas", "seaborn", "papermill")
 
@@ -192,3 +195,41 @@ def compare(
     out = wide[[numerator, denominator]].copy()
     out["ratio"] = out[numerator] / out[denominator]
     return out.reset_index()
+
+
+Pick = Literal["last", "min", "max", "furthest"]  # which of several ratios a lesson reads: see `ratio`
+
+
+def ratio(
+    frame: pd.DataFrame,
+    column: str,
+    numerator: str,
+    denominator: str,
+    *,
+    pick: Pick = "last",
+    at_least: float = -math.inf,
+    under: float = math.inf,
+    on: str = "users",
+) -> float:
+    """One of `compare`'s ratios (by pattern), over the rows whose `on` lies in [`at_least`, `under`).
+
+    `pick`: the last (at the most `on`), the smallest, the largest, or the furthest from 1 either
+    way (`model.furthest`); NaN where no row is left, so that a claim on it fails.
+    """
+    table = compare(frame, column, numerator, denominator, on=on)
+    ratios = table.loc[(table[on] >= at_least) & (table[on] < under), "ratio"].dropna()
+    if ratios.empty:
+        return math.nan
+    if pick == "furthest":
+        return model.furthest(ratios)
+    return float(ratios.iloc[-1] if pick == "last" else ratios.agg(pick))
+
+
+def miss(ratios: pd.Series) -> float:
+    """How far the ratio furthest from 1 lies from it, either way: 0.04 where every one is within 4%."""
+    return float((ratios - 1).abs().max())
+
+
+def tagged(frames: dict[str, pd.DataFrame], column: str) -> pd.DataFrame:
+    """The runs of each of `frames` in one frame, `column` naming the key each came under (say, the client)."""
+    return pd.concat([frame.assign(**{column: key}) for key, frame in frames.items()], ignore_index=True)
