@@ -197,6 +197,52 @@ def reused_client(runs: pd.DataFrame) -> Measured:
     return Measured(ratio, f"{text} (over requests.get, {int(top['users'].iloc[0])} in flight)")
 
 
+def released_gil(runs: pd.DataFrame) -> Measured:
+    """Lesson 03: cores kept busy by a `def` whose work is C that lets go of the GIL (`hashed`), over fib's `def`."""
+    rows = _lesson(runs, "03", ("hashed", "threadpool"))
+    if rows.empty or "part" not in rows or "server_cpu" not in rows:
+        return Measured(math.nan, NOT_YET)
+    busy = rows[rows["part"] == "fib"].groupby("pattern")["server_cpu"].mean()
+    if not {"hashed", "threadpool"} <= set(busy.index):
+        return Measured(math.nan, NOT_YET)
+    ratio = float(busy["hashed"] / busy["threadpool"])
+    return Measured(
+        ratio, f"{busy['hashed']:.2f} cores busy hashing, {busy['threadpool']:.2f} computing fib ({ratio:.1f}×)"
+    )
+
+
+def database_pool(runs: pd.DataFrame) -> Measured:
+    """Lesson 07: a sync driver's req/s over its pool's connections / hold time, where the pool is the scarcer slot."""
+    rows = _lesson(runs, "07", "sync_select")
+    if rows.empty or not {"db_pool", "db_hold_ms"} <= set(rows):
+        return Measured(math.nan, NOT_YET)
+    rows = rows[(rows["db_pool"] < rows["threads"]) & (rows["users"] > rows["db_pool"]) & (rows["io_ms"] > 0)]
+    if rows.empty:
+        return Measured(math.nan, NOT_YET)
+    ratio = float((rows["rps"] / (rows["db_pool"] / (rows["db_hold_ms"] / 1000))).median())
+    pool, threads = _span(rows["db_pool"]), _span(rows["threads"])
+    return Measured(ratio, f"{ratio:.2f} of connections / hold ({pool} connections, {threads} threads)")
+
+
+def overload(runs: pd.DataFrame) -> Measured:
+    """Lessons 08, 09: an open loop past the thread pool's capacity, p95 in the run's last third over its first;
+    beside it, the same with the queue bounded, and the share it shed."""
+    needed = {"lesson", "rate", "valid", "shed", "p95_first_third_ms", "p95_last_third_ms"}
+    if runs.empty or not needed <= set(runs):
+        return Measured(math.nan, NOT_YET)
+    past = runs["lesson"].fillna("").astype(str).str.match(r"0[89]") & runs["valid"].fillna(False).astype(bool)
+    past &= runs["rate"] > 1.1 * runs["rps"]  # arrivals past what the server served: overloaded
+    growth = (runs["p95_last_third_ms"] / runs["p95_first_third_ms"])[past]
+    shed = runs["shed"].fillna(0)[past]
+    if (shed == 0).sum() == 0:
+        return Measured(math.nan, NOT_YET)
+    ratio = float(growth[shed == 0].median())
+    text = f"unbounded: p95 {ratio:.1f}× higher in the run's last third than its first"
+    if (shed > 0).any():
+        text += f"; a bounded queue: {growth[shed > 0].median():.2f}×, {shed[shed > 0].median():.0%} shed"
+    return Measured(ratio, text)
+
+
 @dataclass(frozen=True)
 class Row:
     situation: str
@@ -255,6 +301,15 @@ ROWS = [
         pool_and_workers,
     ),
     Row(
+        "CPU work in C that lets go of the GIL: `hashlib`, `zlib`, numpy on large arrays",
+        "a plain `def` (the thread pool): its threads compute on several cores",
+        "min(threads, cores) / cpu",
+        "the server process over 100% CPU, with no pool",
+        "cores kept busy hashing / computing fib, both in a `def`",
+        ("03",),
+        released_gil,
+    ),
+    Row(
         "CPU-bound work on a free-threaded Python (3.13t, 3.14t)",
         "a plain `def` (the thread pool); state shared between requests behind a lock",
         "min(threads, cores) / cpu, cpu priced on the free-threaded build",
@@ -271,6 +326,25 @@ ROWS = [
         "Session / requests.get, and aiohttp / requests.get, client CPU per request",
         ("06",),
         reused_client,
+    ),
+    Row(
+        "A database: a connection pool in the app",
+        "the async driver in `async def`; a sync one in a plain `def`, with a pool of at least the threads",
+        "connections / hold time (Little's law), and for a `def` min(threads, connections) / hold; "
+        "workers × pool under the server's `max_connections`",
+        "requests wait for a connection with the database idle, or the pool's timeout errors",
+        "sync driver / (connections / hold), the pool scarcer than the threads",
+        ("07",),
+        database_pool,
+    ),
+    Row(
+        "More requests arrive than the server can serve (overload)",
+        "a bounded queue that answers 503 at once (shed), and load tests with an open loop of arrivals",
+        "capacity, whatever arrives: past it, the queue and the wait grow without bound",
+        "p95 climbing through the incident while req/s stays flat at capacity",
+        "p95 in a run's last third / its first, past capacity: unbounded, and bounded",
+        ("08", "09"),
+        overload,
     ),
     Row(
         "Never: `time.sleep` (or any blocking call) in `async def`",

@@ -43,7 +43,7 @@ def test_the_card_has_its_columns_and_a_row_each():
     frame = card.card(RUNS)
     assert list(frame.columns) == card.COLUMNS
     assert len(frame) == len(card.ROWS)
-    assert list(frame["lesson"]) == ["01", "01", "05", "02", "03, 04", "10", "06", "05"]
+    assert list(frame["lesson"]) == ["01", "01", "05", "02", "03, 04", "03", "10", "06", "07", "08, 09", "05"]
 
 
 def test_async_over_def_is_the_smallest_ratio_at_three_times_the_pool():
@@ -81,7 +81,8 @@ def test_a_row_without_runs_says_not_measured_yet():
     offload = card.card(RUNS).iloc[2]
     assert offload["measured"].startswith("not measured yet")
     measured = card.card(RUNS)["measured"]
-    assert sum(m.startswith("not measured yet") for m in measured) == 3  # offload, lesson 10, lesson 06's clients
+    # offload, hashed, lesson 10, lesson 06's clients, the database, overload
+    assert sum(m.startswith("not measured yet") for m in measured) == 6
 
 
 def test_offload_is_read_once_its_runs_are_on_disk():
@@ -179,3 +180,48 @@ def test_a_reused_client_reads_its_cpu_against_requests_get_at_the_most_in_fligh
         "0.80× the client CPU per request with a Session, 0.27× with aiohttp (over requests.get, 100 in flight)"
     )
     assert math.isnan(card.reused_client(runs[runs["client"] != "session"]).ratio)  # no Session run: not yet
+
+
+def test_c_code_that_lets_go_of_the_gil_is_read_as_cores_busy_over_fib_s():
+    runs = pd.DataFrame([
+        _run(L03, "threadpool", 20, 80.0, io_ms=0, cpu_n=25, part="fib", server_cpu=1.0),
+        _run(L03, "hashed", 20, 130.0, io_ms=0, cpu_n=25, part="fib", server_cpu=1.8),
+        _run(L03, "threadpool", 20, 60.0, io_ms=50, cpu_n=25, part="fib + sleep", server_cpu=0.5),  # not fib alone
+    ])  # fmt: skip
+    got = card.released_gil(runs)
+    assert got.ratio == pytest.approx(1.8)
+    assert got.text == "1.80 cores busy hashing, 1.00 computing fib (1.8×)"
+    assert math.isnan(card.released_gil(RUNS).ratio)  # no hashed run: not yet
+
+
+def test_a_database_pool_is_read_against_connections_over_hold_where_it_is_scarcer_than_the_threads():
+    runs = pd.DataFrame([
+        _run("07_database", "sync_select", 80, 190.0, db_pool=20, db_hold_ms=100.0),
+        _run("07_database", "sync_select", 10, 95.0, db_pool=20, db_hold_ms=100.0),  # fewer users than connections
+        _run("07_database", "sync_select", 80, 390.0, db_pool=60, db_hold_ms=100.0),  # the threads are scarcer
+    ])  # fmt: skip
+    got = card.database_pool(runs)
+    assert got.ratio == pytest.approx(190 / 200)
+    assert got.text == "0.95 of connections / hold (20 connections, 40 threads)"
+    assert math.isnan(card.database_pool(RUNS).ratio)
+
+
+def _open(lesson, rate, rps, first, last, shed=0.0):
+    return _run(lesson, "threadpool", 1, rps, rate=rate, shed=shed, p95_first_third_ms=first,
+                p95_last_third_ms=last)  # fmt: skip
+
+
+def test_overload_reads_p95_s_growth_through_the_run_unbounded_and_bounded():
+    runs = pd.DataFrame([
+        _open("08_overload", 235.0, 197.0, 700.0, 1750.0),
+        _open("08_overload", 150.0, 150.0, 110.0, 112.0),  # within capacity: not overload
+        _open("09_stalls_and_shedding", 294.0, 198.0, 200.0, 202.0, shed=0.33),
+    ])  # fmt: skip
+    got = card.overload(runs)
+    assert got.ratio == pytest.approx(2.5)
+    assert (
+        got.text
+        == "unbounded: p95 2.5× higher in the run's last third than its first; a bounded queue: 1.01×, 33% shed"
+    )
+    assert math.isnan(card.overload(runs.iloc[2:]).ratio)  # no unbounded run past capacity
+    assert math.isnan(card.overload(RUNS).ratio)
