@@ -98,6 +98,28 @@ def ratio(pair: dict, top, bottom) -> float:
     return pair[top] / pair[bottom]
 
 
+def gather_detail(ours: pd.DataFrame, top: str, bottom: str) -> str:
+    """Our req/s of pattern `top` over `bottom` beside the Locust gather article's, as lesson 02's claims say it.
+
+    `ours` holds one run per pattern (lesson 02's at its most users).
+    """
+    rps, cited = ours.set_index("pattern")["rps"], LOCUST_GATHER_RPS
+    theirs = f"{cited[top]} / {cited[bottom]} = {ratio(cited, top, bottom):.2f}"
+    return f"{rps[top]:.4g} / {rps[bottom]:.4g}; article {theirs}"
+
+
+def beside_gather(article: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
+    """The Locust gather article's table and `ours` (runs at one setting), each against the model, in one frame.
+
+    `article` is the model's prediction beside the article's figures (`model.predict_against`);
+    the column `source` names each table's setting.
+    """
+    s, run = LOCUST_GATHER_SETTING, ours.iloc[0]
+    theirs = f"{s['workers']} workers, {s['users']} users, {s['tasks']} × {s['io_ms'] / 1000:g} s"
+    mine = f"this machine: {run['workers']:g} workers, {run['users']:g} users, {run['tasks']:g} × {run['io_ms']:g} ms"
+    return pd.concat([article.assign(source=f"{LOCUST_GATHER.short}: {theirs}"), ours.assign(source=mine)])
+
+
 def beside_database(
     fast: float, pinned: float, lone_cpu: float, sweep: pd.Series, converged: int | None
 ) -> pd.DataFrame:
