@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from labserver.charts import plots
+from labserver.harness import telemetry
 from labserver.harness.telemetry import COLUMNS, EVERY_S
 
 # panel: (y label, [(column, line label, line style)], the colour of the pattern it belongs to)
@@ -93,6 +94,23 @@ def over_time(
     fig.align_ylabels()
     fig.tight_layout()
     return fig
+
+
+def loop_lag(run, what: str, request_ms: float) -> plt.Figure | None:
+    """A run's requests in flight and its loop's lag, titled with the lag's median in requests of `request_ms`.
+
+    `run` is a RunResult; `what` names it in the title. None where no sample fell inside the run's
+    window: a turn of a blocked loop that outlasts the window never wakes the sampler in it.
+    """
+    inside = telemetry.load(run)
+    if inside.empty:
+        return None
+    lag_ms = inside["loop_lag_ms"].median()
+    title = (
+        f"{what}: the loop's {EVERY_S * 1000:.0f} ms timer fires {lag_ms:.0f} ms late, "
+        f"{lag_ms / request_ms:.1f} × tasks × io"
+    )
+    return over_time(inside, title, history=run.history, panels=("in_flight", "loop_lag"))
 
 
 def _legend_outside(ax) -> None:

@@ -13,6 +13,7 @@ import platform
 import secrets
 import subprocess
 import time
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -233,3 +234,8 @@ def miss(ratios: pd.Series) -> float:
 def tagged(frames: dict[str, pd.DataFrame], column: str) -> pd.DataFrame:
     """The runs of each of `frames` in one frame, `column` naming the key each came under (say, the client)."""
     return pd.concat([frame.assign(**{column: key}) for key, frame in frames.items()], ignore_index=True)
+
+
+def in_order(measured: Mapping[Hashable, RunResult], order: Iterable[Hashable]) -> pd.DataFrame:
+    """The rows of `measured`'s runs (as `run_plans` returns them, by key) in `order`, one row per run."""
+    return pd.DataFrame([measured[key].row for key in order])

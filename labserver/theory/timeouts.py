@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -164,6 +164,58 @@ def goodput(row: Mapping) -> float:
     the timeout shrinks; answered requests per second never exceed the worker's cap.
     """
     return (row["requests"] - row["failures"]) / row["window_s"]
+
+
+@dataclass(frozen=True)
+class Starvation:
+    """A measured timeout run read as uvloop serves it: some users answered at the cap, the others never."""
+
+    users: int
+    starved: int  # users never answered in the run
+    gave_up_rps: float  # starved / timeout_s: each starved user gives up once per timeout
+    goodput_rps: float  # requests answered per second (goodput)
+    cap: float  # the blocked workers' req/s
+    locust_rps: float  # requests ended per second, timeouts included: what Locust reports
+    failure_rate: float  # the share of the ended requests that timed out, measured
+
+    @property
+    def expected_failure_rate(self) -> float:
+        """The failures that split predicts: give-ups over give-ups and answers."""
+        ended = self.gave_up_rps + self.goodput_rps
+        return self.gave_up_rps / ended if ended else math.nan
+
+    def frame(self) -> pd.DataFrame:
+        """One row: who was never answered, the give-ups and answers per second, and the failures both ways."""
+        return pd.DataFrame(
+            {
+                "users never answered": [f"{self.starved} of {self.users}"],
+                "give-ups (req/s)": [self.gave_up_rps],
+                "answered (req/s)": [self.goodput_rps],
+                "cap (req/s)": [self.cap],
+                "Locust's rps, timeouts included": [self.locust_rps],
+                "failure rate from that split": [self.expected_failure_rate],
+                "failure rate measured": [self.failure_rate],
+            }
+        )
+
+
+def starvation(answered: Sequence[int], row: Mapping, timeout_s: float, cap: float) -> Starvation:
+    """How a timeout run's failures split, from the requests each user got answered (`answered`) and its row.
+
+    A user never answered gives up once per `timeout_s`; the others are answered at up to `cap`. So
+    the failures per second are starved users / timeout, beside goodput answers per second.
+    """
+    positive("timeout_s", timeout_s, " s")
+    starved = sum(1 for n in answered if n == 0)
+    return Starvation(
+        users=len(answered),
+        starved=starved,
+        gave_up_rps=starved / timeout_s,
+        goodput_rps=goodput(row),
+        cap=cap,
+        locust_rps=row["rps"],
+        failure_rate=row["failure_rate"],
+    )
 
 
 def history(outcomes: list[Outcome]) -> pd.DataFrame:

@@ -77,3 +77,16 @@ def test_a_run_without_telemetry_or_an_unknown_panel_says_so():
         chart.over_time(pd.DataFrame(columns=COLUMNS), title="x")
     with pytest.raises(ValueError, match="unknown panels"):
         chart.over_time(frame(), title="x", panels=("gc",))
+
+
+def test_loop_lag_titles_the_median_lag_in_requests_and_says_none_without_a_sample(monkeypatch):
+    history = pd.DataFrame({"second": [0, 1], "rps": [10.0, 10.0], "p95_ms": [500.0, 500.0], "failures": [0, 0]})
+    run = type("Run", (), {"history": history})()
+    monkeypatch.setattr(chart.telemetry, "load", lambda _: frame(workers=(7,)))
+    fig = chart.loop_lag(run, "blocking at 5 users", request_ms=0.5)
+    assert fig is not None
+    top, _, lag = fig.axes
+    assert top.get_title() == "blocking at 5 users: the loop's 100 ms timer fires 2 ms late, 4.0 × tasks × io"
+    assert lag.get_ylabel() == "loop lag (ms)"
+    monkeypatch.setattr(chart.telemetry, "load", lambda _: pd.DataFrame(columns=COLUMNS))
+    assert chart.loop_lag(run, "blocking at 5 users", request_ms=100) is None

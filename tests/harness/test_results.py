@@ -115,3 +115,10 @@ def test_the_table_shows_each_patterns_label_and_keeps_its_name():
     assert list(t["label"]) == ["def (thread pool)", "async def + gather"]
     assert list(t["pattern"]) == ["threadpool", "gather"]  # the name the code filters on
     assert "label" not in frame  # the runs themselves are left as they were
+
+
+def test_in_order_lays_the_runs_rows_out_in_the_order_given():
+    measured = {key: results.RunResult({"pattern": key[0], "users": key[1]}, _history(), runs_dir(), {})
+                for key in [("a", 50), ("b", 5), ("a", 5)]}  # fmt: skip
+    frame = results.in_order(measured, [("a", 5), ("a", 50), ("b", 5)])
+    assert list(zip(frame.pattern, frame.users, strict=True)) == [("a", 5), ("a", 50), ("b", 5)]

@@ -131,6 +131,13 @@ def test_predict_frame_has_one_row_per_pattern_and_users():
     assert row.predicted_rps == pytest.approx(400)
 
 
+def test_predict_plan_keeps_the_plan_s_order_and_pairs():
+    frame = model.predict_plan([("blocking", 5), ("blocking", 50), ("sequential", 50)], io_ms=100)
+    assert list(zip(frame.pattern, frame.users, strict=True)) == [("blocking", 5), ("blocking", 50), ("sequential", 50)]
+    assert list(frame.predicted_rps) == pytest.approx([10, 10, 500])
+    assert frame.columns.equals(predict_frame(["blocking"], [5], io_ms=100).columns)
+
+
 def test_dependent_awaits_cost_what_sequential_ones_do():
     dependent = predict_for("dependent", users=200, tasks=3, io_ms=200)
     assert dependent == predict_for("sequential", users=200, tasks=3, io_ms=200)

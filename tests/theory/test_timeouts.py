@@ -11,6 +11,7 @@ from labserver.theory.timeouts import (
     predict_timeouts,
     queue_s,
     simulate,
+    starvation,
     users_answered,
 )
 
@@ -135,3 +136,21 @@ def test_a_fair_queue_answers_every_user_whose_turn_comes_within_the_run():
 def test_goodput_leaves_the_timeouts_out():
     assert goodput({"requests": 120, "failures": 90, "window_s": 3.0}) == pytest.approx(10.0)
     assert goodput(pd.Series({"requests": 40, "failures": 0, "window_s": 4.0})) == pytest.approx(10.0)
+
+
+def test_starvation_splits_the_failures_into_starved_users_give_ups_and_answers():
+    row = {"requests": 60, "failures": 20, "window_s": 4.0, "rps": 15.0, "failure_rate": 1 / 3}
+    split = starvation([0, 0, 0, 0, 7, 9], row, timeout_s=2.0, cap=10.0)
+    assert (split.users, split.starved) == (6, 4)
+    assert split.gave_up_rps == pytest.approx(2.0)  # four users, each giving up once per 2 s
+    assert split.goodput_rps == pytest.approx(10.0)  # (60 − 20) / 4 s
+    assert split.expected_failure_rate == pytest.approx(2 / 12)
+    shown = split.frame()
+    assert shown.loc[0, "users never answered"] == "4 of 6"
+    assert shown.loc[0, "failure rate measured"] == pytest.approx(1 / 3)
+    assert shown.loc[0, "Locust's rps, timeouts included"] == 15.0
+
+
+def test_starvation_needs_a_timeout():
+    with pytest.raises(ValueError, match="timeout_s"):
+        starvation([0], {"requests": 1, "failures": 1, "window_s": 1.0, "rps": 1.0, "failure_rate": 1.0}, 0, 10.0)
