@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from labserver.checks import positive, whole
-from labserver.theory.model import Prediction
+from labserver.theory.model import Prediction, furthest
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,10 @@ def waits(rhos: Sequence[float], slots: Sequence[int]) -> pd.DataFrame:
     )
 
 
+# ρ from 0.05 to 0.97 for the model's curve: it has no steady state at 1
+CURVE_RHOS = tuple(x / 100 for x in range(5, 98))
+
+
 def backlog(rate: float, service_s: float, slots: int, t_s: float) -> float:
     """Requests waiting t seconds into an overload that began with an empty queue: (λ − c / S) t, at least 0."""
     return max(0.0, (rate - slots / service_s) * t_s)
@@ -117,6 +121,12 @@ def overload_latency_s(rate: float, service_s: float, slots: int, t_s: float) ->
     The backlog drains at c / S per second, so it waits backlog × S / c = (ρ − 1) t.
     """
     return service_s + backlog(rate, service_s, slots, t_s) * service_s / slots
+
+
+def overload_line(rate: float, service_s: float, slots: int, sending_s: float) -> pd.DataFrame:
+    """`overload_latency_s` in ms (`latency_ms`) every tenth of a second (`t_s`) of an overload `sending_s` long."""
+    t_s = [t / 10 for t in range(round(sending_s * 10) + 1)]
+    return pd.DataFrame({"t_s": t_s, "latency_ms": [overload_latency_s(rate, service_s, slots, t) * 1000 for t in t_s]})
 
 
 def replay(arrivals_s: Sequence[float], hold_s: float, slots: int) -> list[float]:
@@ -180,3 +190,44 @@ def predict_open(rate: float, service_s: float, slots: int, limit: int | None = 
     if rate < capacity:
         return Prediction(rate, open_queue(rate, service_s, slots).mean_s * 1000, f"arrivals (open loop, ρ {rho:.2f})")
     return Prediction(capacity, math.inf, f"threads ({slots}), overloaded: ρ {rho:.2f}")
+
+
+def against_model(runs: pd.DataFrame, rhos: Sequence[float], service_s: float, slots: int) -> pd.DataFrame:
+    """An open-loop sweep's runs beside M/D/c at the rate each schedule sent, with S measured.
+
+    `rhos` are the utilisations planned, in the runs' order (`target_rho`); `rho` is the one the
+    schedule sent (`scheduled_rate` × S / c), and `model_mean_ms`, `model_p95_ms` what `open_queue`
+    gives there.
+    """
+    out = runs.assign(target_rho=list(rhos), rho=runs["scheduled_rate"] * service_s / slots)
+    queues = [open_queue(rate, service_s, slots) for rate in runs["scheduled_rate"]]
+    return out.assign(model_mean_ms=[q.mean_s * 1000 for q in queues], model_p95_ms=[q.p95_s * 1000 for q in queues])
+
+
+INTENDED = {"intended_mean_ms": "mean_ms", "intended_p95_ms": "p95_ms"}  # an open loop's latency, as a visitor waits
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How an open-loop sweep (`against_model`'s frame) fits M/D/c where it holds, and its run nearest a ρ."""
+
+    measured: pd.DataFrame  # each run's `rho`, `mean_ms`, `p95_ms`, from the intended send: what a visitor waits
+    low: pd.DataFrame  # the runs planned at ρ ≤ `up_to`: near ρ = 1 the approximation overstates the wait
+    furthest: float  # their measured / modelled mean latency furthest from 1, either way
+    near: pd.Series  # the run sent nearest ρ `near`
+
+    @property
+    def miss(self) -> float:
+        """How far `furthest` lies from 1: 0.04 where every run is within 4% of the model."""
+        return abs(self.furthest - 1)
+
+
+def fit(sweep: pd.DataFrame, up_to: float = 0.8, near: float = 0.6) -> Fit:
+    """Read `against_model`'s sweep: the fit of its runs planned at ρ ≤ `up_to`, and its run sent nearest ρ `near`."""
+    low = sweep[sweep["target_rho"] <= up_to]
+    return Fit(
+        measured=sweep[["rho", "intended_mean_ms", "intended_p95_ms"]].rename(columns=INTENDED),
+        low=low,
+        furthest=furthest(low["intended_mean_ms"] / low["model_mean_ms"]),
+        near=sweep.iloc[(sweep["rho"] - near).abs().argmin()],
+    )

@@ -122,3 +122,40 @@ def test_latencies_tabulate_open_queue_at_each_utilisation():
     assert table["rate"].tolist() == pytest.approx([100.0, 180.0])  # ρ c / S
     q = queueing.open_queue(180.0, 0.1, 20)
     assert table.loc[1, ["mean_ms", "p95_ms"]].tolist() == pytest.approx([q.mean_s * 1000, q.p95_s * 1000])
+
+
+def test_overload_line_draws_the_fluid_model_every_tenth_of_a_second():
+    line = queueing.overload_line(12.0, 0.1, 1, 2)  # ρ 1.2: the wait grows 0.2 s a second
+    assert list(line.columns) == ["t_s", "latency_ms"]
+    assert line["t_s"].iloc[-1] == 2.0 and len(line) == 21
+    assert line["latency_ms"].iloc[-1] == pytest.approx(100 + 0.2 * 2 * 1000)
+
+
+def _sweep():
+    import pandas as pd
+
+    runs = pd.DataFrame(
+        {"scheduled_rate": [3.0, 6.1, 8.0, 9.5], "intended_mean_ms": [100.0, 110.0, 150.0, 400.0],
+         "intended_p95_ms": [100.0, 120.0, 300.0, 900.0]}
+    )  # fmt: skip
+    return queueing.against_model(runs, [0.3, 0.6, 0.8, 0.95], 0.1, 1)  # one slot of 0.1 s: capacity 10
+
+
+def test_against_model_prices_each_run_at_the_rate_its_schedule_sent():
+    sweep = _sweep()
+    assert list(sweep["target_rho"]) == [0.3, 0.6, 0.8, 0.95]
+    assert list(sweep["rho"]) == pytest.approx([0.3, 0.61, 0.8, 0.95])
+    assert sweep["model_mean_ms"].iloc[2] == pytest.approx(queueing.open_queue(8.0, 0.1, 1).mean_s * 1000)
+    assert sweep["model_p95_ms"].iloc[0] == pytest.approx(queueing.open_queue(3.0, 0.1, 1).p95_s * 1000)
+
+
+def test_fit_reads_the_runs_up_to_a_rho_and_the_run_nearest_another():
+    sweep = _sweep()
+    fit = queueing.fit(sweep, up_to=0.8, near=0.6)
+    assert list(fit.low["target_rho"]) == [0.3, 0.6, 0.8]  # 0.95 left out
+    ratios = sweep["intended_mean_ms"].iloc[:3] / sweep["model_mean_ms"].iloc[:3]
+    worst = ratios.iloc[(ratios - 1).abs().argmax()]
+    assert fit.furthest == pytest.approx(worst) and fit.miss == pytest.approx(abs(worst - 1))
+    assert fit.near["target_rho"] == 0.6
+    assert list(fit.measured.columns) == ["rho", "mean_ms", "p95_ms"]
+    assert fit.measured["p95_ms"].iloc[-1] == 900.0
