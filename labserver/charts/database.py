@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from labserver.charts import plots
+from labserver.harness.results import compare
 from labserver.theory.pools import CONVERGED
 
 
@@ -30,6 +31,33 @@ def bounds_chart(panels: Mapping[str, pd.DataFrame], title: str) -> plt.Figure:
     fig.suptitle(title, fontweight="bold")
     fig.tight_layout()
     return fig
+
+
+def slow_and_fast(slow: pd.DataFrame, fast: pd.DataFrame) -> plt.Figure:
+    """bounds_chart of lesson 07's parts 1 and 2 (runs, one per driver), titled with async / sync in each."""
+
+    def users(runs: pd.DataFrame) -> int:
+        return int(runs["users"].iloc[0])
+
+    def ratio(runs: pd.DataFrame) -> float:
+        return float(compare(runs, "rps", "async", "sync", by="driver")["ratio"].iloc[0])
+
+    panels = {
+        f"{slow['io_ms'].iloc[0]:.0f} ms per query, {users(slow)} users": slow,
+        f"fast SELECT, {users(fast)} users": fast,
+    }
+    title = (
+        f"Slow queries: async serves {ratio(slow):.2f}× sync ({held_by(slow.set_index('driver')['bottleneck'])}); "
+        f"fast ones at {users(fast)} users: {ratio(fast):.2f}×"
+    )
+    return bounds_chart(panels, title)
+
+
+def fib_sweep_title(converged: int | None, author: str, published: tuple[int, int]) -> str:
+    """The sweep's finding: from which depth the two versions converge, beside where `author`'s sweep did."""
+    where = f"from fib({converged}) on" if converged else "nowhere in this sweep"
+    low, high = published
+    return f"The async edge shrinks as fib grows: the two converge {where} ({author}: FIB {low}–{high})"
 
 
 def fib_sweep_chart(

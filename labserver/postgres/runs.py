@@ -21,7 +21,6 @@ from labserver.demo.settings import Settings
 from labserver.harness.launcher import LabServer
 from labserver.harness.load import DURATION_MAX_S, check_load, run_plan
 from labserver.harness.meters import tree_seconds
-from labserver.harness.plan import mirrored
 from labserver.postgres import data
 from labserver.theory import pools
 from labserver.theory.demand import Demand
@@ -261,35 +260,6 @@ def run_parts(
     return {name: frame([next(done) for _ in runs]) for name, runs in parts.items()}
 
 
-def by_server(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The same runs on servers of different settings side by side: req/s and CPU per request, sync and async.
-
-    `frames` maps a server's label (e.g. "pinned to CPU 1") to its runs, one per driver (see `frame`).
-    """
-    both = pd.concat([runs.assign(server=label) for label, runs in frames.items()])
-    wide = both.pivot_table(index="server", columns="driver", values=["rps", "server_ms"], sort=False)
-    return pd.DataFrame(
-        {
-            "sync req/s": wide[("rps", "sync")],
-            "async req/s": wide[("rps", "async")],
-            "async / sync": wide[("rps", "async")] / wide[("rps", "sync")],
-            "sync CPU ms per request": wide[("server_ms", "sync")],
-            "async CPU ms per request": wide[("server_ms", "async")],
-        }
-    )
-
-
-def rounds(anywhere: LabServer, pinned: LabServer, base: pd.DataFrame, count: int, users: int, **load) -> dict:
-    """`count` more rounds of the sync SELECT on a server on any core and on one pinned, side by side.
-
-    In mirrored order (any, pinned, pinned, any, ...): a drift in the machine's speed falls on
-    both. Parts named "round r, any" and "round r, pinned" (r from 1), for run_parts; `load` is plan's.
-    """
-    servers = [("any", anywhere), ("pinned", pinned)]
-    return {f"round {r + 1}, {where}": plan(each, ["sync_select"], [users], base, **load)
-            for r, (where, each) in mirrored(servers, count)}  # fmt: skip
-
-
 def sweep_rounds(server: LabServer, endpoints: list[str], base: pd.DataFrame, count: int, users: int,
                  depths: list[int], **load) -> dict:  # fmt: skip
     """`count` more rounds of the sweep's shallowest and deepest depths, `endpoints` in mirrored order.
@@ -313,45 +283,3 @@ def edge_rounds(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
         rps = frames[part].pivot_table(index="cpu_n", columns="driver", values="rps")
         kept.append(pools.edge_kept((rps["async"] / rps["sync"]).to_dict()))
     return kept
-
-
-def sync_rounds(frames: dict[str, pd.DataFrame], count: int) -> pd.DataFrame:
-    """The sync SELECT's runs on any core and pinned, round by round (see `pinned_ratios` for the rounds):
-    the cores its worker kept busy, its CPU per request, the kernel's share of it, its threads'
-    context switches per request, the share of the window its loop's thread ran and waited for a
-    CPU, and its throughput over the model's (one core per worker)."""
-    pairs = [("fast", "pinned"), *((f"round {r}, any", f"round {r}, pinned") for r in range(1, count))]
-    rows = []
-    for r, (anywhere, one) in enumerate(pairs):
-        for where, part in (("any core", anywhere), ("pinned", one)):
-            run = frames[part].set_index("pattern").loc["sync_select"]
-            rows.append(
-                {
-                    "round": r + 1,
-                    "server": where,
-                    "cores busy": run["server_cpu"],
-                    "CPU ms per request": run["server_ms"],
-                    "in the kernel": run.get("worker_kernel", math.nan),
-                    "switches per request": run.get("worker_switches", math.nan),
-                    "loop ran": run.get("worker_loop", math.nan),
-                    "loop waited for a CPU": run.get("worker_waited", math.nan),
-                    "measured / model": run["ratio"],
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def pinned_ratios(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
-    """The sync version's CPU per request pinned / on any core, round by round.
-
-    Round 0 is part 2's own runs ("fast" and "pinned", one row per driver); rounds 1 to
-    `count` − 1 are `rounds`'. How much the OS spreads the threads over the cores moves from run
-    to run, so a claim takes their median.
-    """
-
-    def sync_ms(part: str) -> float:
-        rows = frames[part]
-        return float(rows.loc[rows["pattern"] == "sync_select", "server_ms"].iloc[0])
-
-    pairs = [("fast", "pinned"), *((f"round {r}, any", f"round {r}, pinned") for r in range(1, count))]
-    return [sync_ms(one) / sync_ms(anywhere) for anywhere, one in pairs]

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from labserver.charts.database import bounds_chart, fib_sweep_chart, held_by
+from labserver.charts.database import bounds_chart, fib_sweep_chart, fib_sweep_title, held_by, slow_and_fast
 
 
 @pytest.fixture(autouse=True)
@@ -62,3 +62,20 @@ def test_fib_sweep_chart_puts_ours_beside_the_published_ratios():
     assert (band.get_y(), band.get_y() + band.get_height()) == pytest.approx((0.85, 1.15))
     assert ratio_ax.get_title() == "async / sync"
     assert fig._suptitle.get_text() == "the edge shrinks"
+
+
+def test_slow_and_fast_titles_each_part_by_its_users_and_async_over_sync():
+    slow = runs(("connection pool", "connection pool")).assign(users=80, io_ms=100)
+    fast = runs(("CPU", "CPU")).assign(users=1000, io_ms=0, rps=[500.0, 800.0])
+    fig = slow_and_fast(slow, fast)
+    assert [ax.get_title() for ax in fig.axes] == ["100 ms per query, 80 users", "fast SELECT, 1000 users"]
+    assert fig._suptitle.get_text() == (
+        "Slow queries: async serves 1.06× sync (both held by the connection pool); fast ones at 1000 users: 1.60×"
+    )
+
+
+def test_fib_sweep_title_says_where_the_two_converge_beside_the_article():
+    assert fib_sweep_title(26, "Carlos Pena", (25, 30)) == (
+        "The async edge shrinks as fib grows: the two converge from fib(26) on (Carlos Pena: FIB 25–30)"
+    )
+    assert "converge nowhere in this sweep" in fib_sweep_title(None, "Carlos Pena", (25, 30))

@@ -58,3 +58,19 @@ def test_beside_workers_sets_the_articles_ratios_beside_lesson_04s():
     assert table["article"].isna().iloc[2]  # the article gave no req/s
     without_two = published.beside_workers(pd.Series({1: 1000.0, 3: 1200.0}), gain=1.8)
     assert without_two["ours"].isna().iloc[0]  # no run of 2 workers: nothing to set beside horaceg's
+
+
+def test_beside_database_sets_carlos_penas_figures_beside_lesson_07s():
+    import math
+
+    import pandas as pd
+
+    table = published.beside_database(1.4, 1.2, 1.5, pd.Series({15: 1.3, 28: 1.1}), converged=None)
+    assert list(table.columns) == ["figure", "Carlos Pena", "this machine"]
+    assert table["this machine"].tolist()[:4] == [1.4, 1.2, 1.5, 1.3]
+    assert math.isnan(table["this machine"].iloc[4])  # converged nowhere in the sweep
+    assert table["Carlos Pena"].iloc[0] == 2007.86 / 1123.60
+    assert table["Carlos Pena"].iloc[3] == 940.16 / 648.88  # its FIB sweep at 15, our shallowest depth
+    assert table["figure"].iloc[3] == "sweep: async / sync at fib(15)" and table["Carlos Pena"].iloc[4] == "25–30"
+    at_10 = published.beside_database(1.4, float("nan"), 1.5, pd.Series({10: 1.3, 15: 1.1}), converged=15)
+    assert math.isnan(at_10["Carlos Pena"].iloc[3])  # the article ran no FIB of 10

@@ -251,22 +251,6 @@ def test_run_parts_sends_every_part_in_one_plan_and_splits_the_results_back(monk
     assert frames["pinned"]["driver"].tolist() == ["async"]
 
 
-def test_by_server_sets_the_same_runs_on_two_servers_side_by_side():
-    any_core = pd.DataFrame({"driver": ["sync", "async"], "rps": [1000.0, 1500.0], "server_ms": [0.9, 0.6]})
-    pinned = pd.DataFrame({"driver": ["async", "sync"], "rps": [1600.0, 1250.0], "server_ms": [0.55, 0.72]})
-    table = runs.by_server({"any core": any_core, "pinned to CPU 1": pinned})
-    assert list(table.index) == ["any core", "pinned to CPU 1"]
-    assert list(table.columns) == [
-        "sync req/s",
-        "async req/s",
-        "async / sync",
-        "sync CPU ms per request",
-        "async CPU ms per request",
-    ]
-    assert table.loc["pinned to CPU 1"].tolist() == pytest.approx([1250.0, 1600.0, 1.28, 0.72, 0.55])
-    assert table.at["any core", "async / sync"] == pytest.approx(1.5)
-
-
 def test_a_run_is_priced_with_the_cpu_it_measured(fib_ms):
     planned = runs.plan(server(), ["sync_select"], [8], base())
     p = planned[0]["predicted"](Demand(worker_ms=5.0, others_ms=5.0))
@@ -302,31 +286,6 @@ def test_a_hold_measured_where_the_core_is_the_bound_does_not_move_the_predictio
     assert fast["predicted"](replace(cost, db_hold_ms=95.0)) == fast["predicted"](cost)
 
 
-def test_pinned_ratios_pair_each_rounds_sync_runs_pinned_over_any_core():
-    def part(sync_ms, async_ms=None):
-        rows = [{"pattern": "sync_select", "server_ms": sync_ms}]
-        return pd.DataFrame(rows + ([{"pattern": "async_select", "server_ms": async_ms}] if async_ms else []))
-
-    frames = {
-        "fast": part(1.0, 0.5),  # part 2: sync then async
-        "pinned": pd.concat([part(0.2), part(0.6)]).assign(pattern=["async_select", "sync_select"]),
-        "round 1, any": part(0.8),
-        "round 1, pinned": part(0.4),
-        "round 2, pinned": part(0.45),
-        "round 2, any": part(0.9),
-    }
-    assert runs.pinned_ratios(frames, 3) == pytest.approx([0.6, 0.5, 0.5])
-    assert runs.pinned_ratios(frames, 1) == pytest.approx([0.6])
-
-
-def test_rounds_take_turns_between_the_two_servers_in_mirrored_order(fib_ms):
-    anywhere, pinned = server(), server()
-    parts = runs.rounds(anywhere, pinned, base(), 2, 8, duration_s=3)
-    assert list(parts) == ["round 1, any", "round 1, pinned", "round 2, pinned", "round 2, any"]
-    assert all(p[0]["pattern"] == "sync_select" and p[0]["users"] == 8 for p in parts.values())
-    assert parts["round 2, pinned"][0]["server"] is pinned and parts["round 2, any"][0]["server"] is anywhere
-
-
 def test_sweep_rounds_repeat_the_two_ends_of_the_sweep_in_mirrored_order(fib_ms):
     simulations = ["sync_simulation", "async_simulation"]
     table = pd.concat([base(), pd.DataFrame({"service_ms": [5.0], "cpu_ms": [4.0]}, index=["sync_simulation"])])
@@ -350,34 +309,3 @@ def test_edge_rounds_give_what_is_left_of_the_async_edge_round_by_round():
     # edges: 1 and 0.2; 2 and 0.5; 0.5 and 0
     assert runs.edge_rounds(frames, 3) == pytest.approx([0.2, 0.25, 0.0])
     assert runs.edge_rounds(frames, 1) == pytest.approx([0.2])
-
-
-def test_sync_rounds_set_each_rounds_sync_runs_side_by_side():
-    def part(ms, cores, kernel, switches, loop, waited, ratio):
-        row = dict(server_ms=ms, server_cpu=cores, worker_kernel=kernel, worker_switches=switches, ratio=ratio)
-        row.update(worker_loop=loop, worker_waited=waited)
-        return pd.DataFrame([{"pattern": "async_select", "server_ms": 0.3}, {"pattern": "sync_select", **row}])
-
-    frames = {
-        "fast": part(0.64, 1.1, 0.49, 54.0, 0.39, 0.19, 1.1),
-        "pinned": part(0.35, 0.97, 0.28, 10.0, 0.3, 0.6, 0.97),
-        "round 1, any": part(0.66, 1.12, 0.5, 55.0, 0.4, 0.18, 1.12),
-        "round 1, pinned": part(0.36, 0.98, 0.29, 11.0, 0.31, 0.62, 0.98),
-    }
-    table = runs.sync_rounds(frames, 2)
-    assert table[["round", "server"]].values.tolist() == [
-        [1, "any core"],
-        [1, "pinned"],
-        [2, "any core"],
-        [2, "pinned"],
-    ]
-    assert table["switches per request"].tolist() == [54.0, 10.0, 55.0, 11.0]
-    assert table.loc[3].drop(["round", "server"]).tolist() == pytest.approx([0.98, 0.36, 0.29, 11.0, 0.31, 0.62, 0.98])
-
-
-def test_sync_rounds_without_the_counters_say_nan():
-    row = dict(pattern="sync_select", server_ms=0.5, server_cpu=1.0, ratio=1.0)
-    frames = {"fast": pd.DataFrame([row]), "pinned": pd.DataFrame([row])}
-    table = runs.sync_rounds(frames, 1)
-    counted = ["in the kernel", "switches per request", "loop ran", "loop waited for a CPU"]
-    assert table[counted].isna().all().all()

@@ -1,0 +1,197 @@
+"""What lesson 07's runs show: the tables the lesson reads and the figures its claims take.
+
+Part 1, slow queries: each driver's throughput beside a connection's hold, alone and under load.
+Part 2, the fast SELECT: each driver's CPU per request, and how far the pools are from binding.
+Part 3, the fib sweep: async / sync by depth, where the two converge, and fib's share of the CPU.
+Every figure comes from run_parts' frames and calibrate's lone requests (`base`), never typed in.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+import pandas as pd
+
+from labserver.harness.launcher import LabServer
+from labserver.harness.results import compare
+from labserver.postgres import runs
+from labserver.theory import gil, pools
+from labserver.theory.model import Bottleneck
+
+
+def holds(slow: pd.DataFrame, base: pd.DataFrame, db_pool: int, io_ms: int) -> pd.DataFrame:
+    """Part 1 by driver: req/s measured and predicted, a connection's hold alone and under load (ms), and
+    db_pool / req/s (ms), what Little's law gives for a pool never idle. `io_ms` is each query's pg_sleep."""
+    by = slow.set_index("driver")
+    alone = by["pattern"].map(base["service_ms"] - base["cpu_ms"]) + io_ms  # the lone request's price
+    return pd.DataFrame(
+        {
+            "req/s": by["rps"],
+            "predicted req/s": by["predicted_rps"],
+            "held alone (ms)": alone,
+            "held under load, measured (ms)": by["db_hold_ms"],
+            "db_pool / req/s (ms)": db_pool / by["rps"] * 1000,
+        }
+    ).round(1)
+
+
+@dataclass(frozen=True)
+class Fast:
+    """Part 2, the fast SELECT: its runs, one per driver, and what the model bounds the sync one by."""
+
+    runs: pd.DataFrame  # one run per driver (runs.frame)
+    cpu_alone: pd.Series  # the worker's CPU per lone request (ms), by driver
+    limits: dict[str, float]  # every bound the model puts on the sync SELECT (req/s), by name
+
+    def rps(self, driver: str) -> float:
+        return float(self.runs.set_index("driver").at[driver, "rps"])
+
+    @property
+    def ratio(self) -> float:
+        """async / sync req/s."""
+        return self.rps("async") / self.rps("sync")
+
+    @property
+    def headroom(self) -> float:
+        """The sync SELECT's smaller pool bound over its req/s: far above 1, neither pool holds it back."""
+        return pools.pool_headroom(self.limits, self.rps("sync"))
+
+    @property
+    def bounds(self) -> str:
+        """The sync SELECT's two pool bounds, in words."""
+        threads, connections = self.limits[Bottleneck.THREAD_POOL], self.limits[Bottleneck.CONNECTION_POOL]
+        return f"thread pool {threads:,.0f} req/s, connection pool {connections:,.0f} req/s"
+
+    @property
+    def lone_cpu_ratio(self) -> float:
+        """sync / async CPU per lone request: the model's price of each."""
+        return float(self.cpu_alone["sync"] / self.cpu_alone["async"])
+
+    def cpu_table(self) -> pd.DataFrame:
+        """Each driver's CPU per request alone and under load, and the cores its server kept busy."""
+        under_load = self.runs.set_index("driver")
+        users = int(under_load["users"].iloc[0])
+        return pd.DataFrame(
+            {
+                "CPU ms per request, alone": self.cpu_alone,
+                f"CPU ms per request, {users} users": under_load["server_ms"],
+                "server CPU (cores)": under_load["server_cpu"],
+            }
+        ).round(2)
+
+
+def fast(server: LabServer, base: pd.DataFrame, rows: pd.DataFrame) -> Fast:
+    """Part 2's findings from its runs (`rows`) on `server`, with calibrate's lone requests (`base`)."""
+    by = rows.set_index("driver")
+    sync = by.loc["sync"]
+    limits = runs.limits(server, sync["pattern"], int(sync["users"]), 0, 0, base)
+    return Fast(rows, by["pattern"].map(base["cpu_ms"]), limits)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Part 3, the fib sweep: its runs, the rest of a request's CPU beside fib's, and its two ends' rounds."""
+
+    runs: pd.DataFrame  # one run per depth (cpu_n) and driver (runs.frame)
+    overhead_ms: float  # the costlier version's CPU per lone request, fib aside
+    kept: list[float]  # what is left of the async edge at the deepest depth, round by round (runs.edge_rounds)
+
+    @property
+    def shallow(self) -> int:
+        return int(self.runs["cpu_n"].min())
+
+    @property
+    def deep(self) -> int:
+        return int(self.runs["cpu_n"].max())
+
+    @property
+    def ratios(self) -> pd.Series:
+        """async / sync req/s by depth."""
+        return compare(self.runs, "rps", "async", "sync", by="driver", on="cpu_n").set_index("cpu_n")["ratio"]
+
+    @property
+    def converged(self) -> int | None:
+        """The depth from which the two stay within pools.CONVERGED of each other; None: nowhere in the sweep."""
+        return pools.converges_at(self.ratios.to_dict())
+
+    @property
+    def takes_over(self) -> float:
+        """The shallowest depth at which fib costs more CPU than the rest of the request (NaN: none in the sweep)."""
+        depth = pools.cpu_takes_over([int(n) for n in self.runs["cpu_n"].unique()], self.overhead_ms)
+        return float(depth) if depth is not None else math.nan
+
+    @property
+    def edge_kept(self) -> float:
+        """Claim 5's figure: the median of `kept` over the rounds."""
+        return statistics.median(self.kept)
+
+    @property
+    def share(self) -> pd.DataFrame:
+        """The runs with each one's CPU per request and fib's share of it (pools.fib_share)."""
+        return self.runs.assign(cpu_ms_per_request=self.runs["server_ms"], fib_share=pools.fib_share(self.runs))
+
+    @property
+    def at_deep(self) -> pd.DataFrame:
+        """`share` at the deepest depth, by driver."""
+        share = self.share
+        return share[share["cpu_n"] == self.deep].set_index("driver")
+
+    @property
+    def rps_ratio(self) -> float:
+        """async / sync req/s at the deepest depth."""
+        return float(self.at_deep.at["async", "rps"] / self.at_deep.at["sync", "rps"])
+
+    @property
+    def cpu_ratio(self) -> float:
+        """sync / async CPU per request at the deepest depth."""
+        return float(self.at_deep.at["sync", "cpu_ms_per_request"] / self.at_deep.at["async", "cpu_ms_per_request"])
+
+    @property
+    def busy(self) -> dict[str, float]:
+        """The cores each driver's server kept busy at the deepest depth."""
+        return self.at_deep["server_cpu"].round(2).to_dict()
+
+    @property
+    def detail(self) -> str:
+        """Claim 5's detail: each round, the ratios by depth, and where the two converge."""
+        each = ", ".join(f"{x:.2f}" for x in self.kept)
+        return (
+            f"median of {len(self.kept)} rounds: {each}; ratios {self.ratios.round(2).to_dict()}; "
+            f"within 15% from: {self.converged or 'nowhere'}"
+        )
+
+    def table(self) -> pd.DataFrame:
+        """req/s, CPU per request and fib's share of it, by depth and driver."""
+        values = ["rps", "cpu_ms_per_request", "fib_share"]
+        return self.share.pivot_table(index="cpu_n", columns="driver", values=values).round(2)
+
+    def explain(self, thread_cost: float, fib_ms: float) -> str:
+        """The deepest depth in words: fib's cost on many threads (cores.thread_cost at that depth, `fib_ms` its
+        CPU on one thread), throughput beside CPU per request, where the sync request's extra CPU goes, the rounds."""
+        users, each = int(self.runs["users"].iloc[0]), ", ".join(f"{x:.2f}" for x in self.kept)
+        return "\n".join(
+            [
+                f"fib({self.deep}) on {users} threads at once costs {thread_cost:.2f}× its CPU on one thread.",
+                f"At fib({self.deep}): cores busy {self.busy}; async / sync throughput {self.rps_ratio:.2f}, "
+                f"sync / async CPU per request {self.cpu_ratio:.2f}.",
+                gil.explain(self.share, thread_cost, fib_ms, self.converged),
+                f"async edge at fib({self.deep}) over the edge at fib({self.shallow}), round by round: {each}; "
+                f"median {self.edge_kept:.2f}",
+            ]
+        )
+
+
+def sweep(frames: dict[str, pd.DataFrame], base: pd.DataFrame, rounds: int) -> Sweep:
+    """Part 3's findings from run_parts' frames ("sweep" and `rounds` − 1 rounds of its ends, runs.sweep_rounds)."""
+    rows = frames["sweep"]
+    overhead = float(base.loc[rows["pattern"].unique(), "cpu_ms"].max())
+    return Sweep(rows, overhead, runs.edge_rounds(frames, rounds))
+
+
+def measured(slow: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The runs the lesson reads, in one frame: part 1's (`slow`), and part 2's, part 3's and the pinned
+    server's from run_parts' `frames` (the pinned one's where there was one; the extra rounds aside)."""
+    parts = [frames[name] for name in ("fast", "sweep", "pinned") if name in frames]
+    return pd.concat([slow, *parts], ignore_index=True)

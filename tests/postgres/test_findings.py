@@ -1,0 +1,111 @@
+"""What lesson 07 reads off its runs, from frames built by hand as run_parts gives them."""
+
+import math
+import statistics
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from labserver.demo.settings import Settings
+from labserver.postgres import findings, runs
+from labserver.theory import pools
+
+
+def base():
+    """Lone-request figures as `calibrate` gives them (ms)."""
+    return pd.DataFrame(
+        {"service_ms": [2.0, 1.5, 3.0, 2.5], "cpu_ms": [1.0, 0.5, 2.0, 1.5]},
+        index=pd.Index(["sync_select", "async_select", "sync_simulation", "async_simulation"], name="pattern"),
+    )
+
+
+def test_holds_set_each_driver_s_hold_alone_beside_under_load():
+    slow = pd.DataFrame(
+        {"pattern": ["sync_select", "async_select"], "driver": ["sync", "async"], "rps": [190.0, 180.0],
+         "predicted_rps": [199.0, 199.5], "db_hold_ms": [104.0, 110.0]}
+    )  # fmt: skip
+    table = findings.holds(slow, base(), db_pool=20, io_ms=100)
+    assert list(table.index) == ["sync", "async"]
+    assert table["held alone (ms)"].tolist() == [101.0, 101.0]  # time alone less its CPU, plus the pg_sleep
+    assert table.at["async", "db_pool / req/s (ms)"] == pytest.approx(111.1)
+    assert table.at["sync", "held under load, measured (ms)"] == 104.0
+
+
+def fast_runs():
+    return pd.DataFrame(
+        {"pattern": ["sync_select", "async_select"], "driver": ["sync", "async"], "users": [8, 8],
+         "rps": [500.0, 800.0], "server_ms": [1.8, 1.1], "server_cpu": [0.95, 0.9]}
+    )  # fmt: skip
+
+
+def test_fast_reads_the_ratio_the_pools_headroom_and_the_cpu_per_request():
+    server = SimpleNamespace(settings=Settings(workers=1, threads=4, db_pool=2, procs=0))
+    fast = findings.fast(server, base(), fast_runs())
+    assert fast.rps("sync") == 500.0 and fast.ratio == pytest.approx(1.6)
+    # 4 threads / 2 ms = 2,000 req/s; 2 connections / (2 − 1) ms = 2,000 req/s
+    assert fast.bounds == "thread pool 2,000 req/s, connection pool 2,000 req/s"
+    assert fast.headroom == pytest.approx(4.0)
+    assert fast.lone_cpu_ratio == pytest.approx(2.0)
+    table = fast.cpu_table()
+    assert list(table.columns) == ["CPU ms per request, alone", "CPU ms per request, 8 users", "server CPU (cores)"]
+    assert table.loc["async"].tolist() == [0.5, 1.1, 0.9]
+
+
+def sweep_runs(sync_rps=(300.0, 27.0), async_rps=(450.0, 30.0)):
+    """Part 3 at two depths, 15 and 28: sync then async at each."""
+    return pd.DataFrame(
+        {"pattern": ["sync_simulation", "async_simulation"] * 2, "driver": ["sync", "async"] * 2,
+         "cpu_n": [15, 15, 28, 28], "users": [4] * 4, "rps": [sync_rps[0], async_rps[0], sync_rps[1], async_rps[1]],
+         "server_ms": [3.0, 2.0, 36.0, 33.0], "server_cpu": [0.9, 0.9, 0.97, 0.99]}
+    )  # fmt: skip
+
+
+@pytest.fixture
+def sweep(monkeypatch):
+    monkeypatch.setattr(pools, "cpu_ms", lambda n: float(n))  # fib(n) costs n ms
+    frames = {"sweep": sweep_runs(), "sweep round 1": sweep_runs(sync_rps=(200.0, 20.0))}
+    return findings.sweep(frames, base(), rounds=2)
+
+
+def test_sweep_reads_the_edge_where_it_converges_and_where_fib_takes_over(sweep):
+    assert (sweep.shallow, sweep.deep) == (15, 28)
+    assert sweep.ratios.to_dict() == pytest.approx({15: 1.5, 28: 30 / 27})
+    assert sweep.converged == 28  # within 15% from 28 on
+    assert sweep.overhead_ms == 2.0 and sweep.takes_over == 15.0  # fib(15) = 15 ms > 2 ms
+    assert sweep.kept == pytest.approx([(30 / 27 - 1) / 0.5, 0.5 / 1.25])
+    assert sweep.edge_kept == pytest.approx(statistics.median(sweep.kept))
+    assert sweep.detail.startswith("median of 2 rounds: 0.22, 0.40; ratios {15: 1.5, 28: 1.11}; within 15% from: 28")
+
+
+def test_sweep_at_its_deepest_depth_sets_throughput_beside_cpu_per_request(sweep):
+    assert sweep.rps_ratio == pytest.approx(30 / 27)
+    assert sweep.cpu_ratio == pytest.approx(36 / 33)
+    assert sweep.busy == {"sync": 0.97, "async": 0.99}
+    # fib's share from the server's CPU per request, server_cpu / rps: 3 ms at fib(15) for sync
+    assert sweep.at_deep["fib_share"].tolist() == pytest.approx(
+        [1 - 3 / (0.97 / 27 * 1000), 1 - 2 / (0.99 / 30 * 1000)]
+    )
+    assert sweep.table().loc[28, ("rps", "sync")] == 27.0
+    lines = sweep.explain(thread_cost=1.2, fib_ms=28.0).splitlines()
+    assert lines[0] == "fib(28) on 4 threads at once costs 1.20× its CPU on one thread."
+    assert lines[1].startswith("At fib(28): cores busy {'sync': 0.97, 'async': 0.99}; async / sync throughput 1.11")
+    assert lines[2].startswith("The two converge")  # gil.explain, for a sweep that converged
+    assert lines[3] == "async edge at fib(28) over the edge at fib(15), round by round: 0.22, 0.40; median 0.31"
+
+
+def test_a_sweep_where_fib_never_outweighs_the_rest_has_no_takeover_depth(monkeypatch):
+    monkeypatch.setattr(pools, "cpu_ms", lambda n: 0.001)
+    assert math.isnan(findings.sweep({"sweep": sweep_runs()}, base(), rounds=1).takes_over)
+
+
+def test_measured_holds_every_part_the_lesson_reads_but_the_extra_rounds():
+    part = pd.DataFrame({"pattern": ["sync_select"], "valid": [True]})
+    frames = {"fast": part, "sweep": part, "round 1, any": part}
+    assert len(findings.measured(part, frames)) == 3
+    assert len(findings.measured(part, {**frames, "pinned": part})) == 4
+
+
+def test_runs_limits_is_what_fast_bounds_the_sync_select_by():
+    server = SimpleNamespace(settings=Settings(workers=1, threads=4, db_pool=2, procs=0))
+    assert findings.fast(server, base(), fast_runs()).limits == runs.limits(server, "sync_select", 8, 0, 0, base())
