@@ -128,10 +128,11 @@ def cpu_bound(
         dict(pattern=p, users=each[p], cpu_n=cpu_n, io_ms=0, tags={"part": "fib", "round": 0}, server="lab")
         for p in once
     ]
-    runs = fib + alone + mix + [
+    swept = [
         dict(pattern="sequential", users=sweep_users, cpu_n=n, io_ms=io_ms, tags={"part": "sweep"}, server="lab")
         for n in sweep
     ]
+    runs = fib + alone + mix + swept
     plan = sizing.fit(sizing.Plan(runs, {"lab": {"threads": threads}}, duration_s), cores)
     return CpuBound(each, threads, sweep_cpu_n, sweep, plan)
 
