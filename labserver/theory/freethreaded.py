@@ -9,12 +9,21 @@ GIL build's speed-ups) is predicted slower too. These functions compare the buil
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import pandas as pd
+
+from labserver.theory import cores
+from labserver.theory.model import predict_for
+
+Builds = tuple[str, str, str]  # labels: the lab's own GIL build, the free-threaded build with its GIL, without
 
 
 def mean_rps(runs: pd.DataFrame, build: str, pattern: str = "threadpool", users: int | None = None) -> pd.Series:
     """Mean measured and predicted req/s of `build`'s runs of `pattern` (at `users`, if given); NaN if it has none."""
+    if runs.empty:  # a plan with no runs (no free-threaded Python here) measures an empty frame
+        return pd.Series({"rps": math.nan, "predicted_rps": math.nan})
     chosen = runs[(runs["build"] == build) & (runs["pattern"] == pattern)]
     if users is not None:
         chosen = chosen[chosen["users"] == users]
@@ -63,3 +72,85 @@ def in_words(runs: pd.DataFrame, builds: tuple[str, ...], cores: float, pattern:
             f"alone, a request cost {alone.get(build, math.nan):.1f} ms"
         )
     return "\n".join(lines)
+
+
+def predict_builds(
+    builds: Mapping[str, bool], *, users: int, one_core_users: int, cpu_n: int, threads: int
+) -> pd.DataFrame:
+    """The model on fib before measuring: the thread pool and async def on each of `builds` (label: has a GIL).
+
+    Only the thread pool without a GIL can use more than one core, and gets `users`; a run held to
+    one core gets `one_core_users`, as the lesson's runs do.
+    """
+    rows = []
+    for build, gil in builds.items():
+        for pattern in ("threadpool", "sequential"):
+            n = users if pattern == "threadpool" and not gil else one_core_users
+            guess = predict_for(pattern, users=n, cpu_n=cpu_n, threads=threads, gil=gil)
+            usable = cores.usable(pattern, threads=threads, gil=gil)
+            rows.append(
+                {
+                    "build": build,
+                    "pattern": pattern,
+                    "users": n,
+                    "usable_cores": usable,
+                    "predicted_rps": guess.rps,
+                    "bottleneck": guess.bottleneck,
+                }
+            )
+    return pd.DataFrame(rows).round(1)
+
+
+def headline(busy: pd.DataFrame, builds: Builds) -> str:
+    """The fib chart's finding: the thread pool without the GIL over the same build with it, and over the usual one."""
+    gil_build, gil_on, gil_off = builds
+    if not (busy["build"] == gil_off).any():
+        return "No free-threaded Python here: the GIL build alone"
+    speed = speedup(busy, gil_off, gil_on)
+    return (
+        f"Without the GIL the thread pool served {speed['rps']:.1f}× its GIL-on rate (predicted "
+        f"{speed['predicted_rps']:.1f}×), {speedup(busy, gil_off, gil_build)['rps']:.1f}× the usual build's"
+    )
+
+
+def why_not(missing: str, usable_cores: float) -> str:
+    """Why lesson 10's claims cannot be checked here ("" where they can): no free-threaded Python, or one core."""
+    return missing or (f"needs 2 usable CPUs, this process may use {usable_cores:g}" if usable_cores < 2 else "")
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What lesson 10's claims read of its runs; NaN where a build has no runs of that kind."""
+
+    fib: pd.Series  # the busy thread pool on fib, GIL off / GIL on: measured `rps`, predicted `predicted_rps`
+    sleep: pd.Series  # the same on fib + sleep
+    off_share: float  # fib: share of the cores left to it (after Locust and the rest) the thread pool kept, GIL off
+    gil_cores: float  # fib: cores the thread pool kept busy with a GIL, the more of the two builds
+    async_cores: float  # fib: cores async def kept busy, the more of GIL on and GIL off
+    pool_share: float  # fib: share of the cores left to it the process pool kept, the less of two builds
+    near_model: float  # share of all the valid runs within ±10% of their prediction
+    runs: pd.DataFrame  # every run of the lesson
+
+
+def findings(fib: pd.DataFrame, by_threads: pd.DataFrame, slept: pd.DataFrame, builds: Builds) -> Findings:
+    """Lesson 10's claims' values from its three plans' runs: fib, the thread pool's sizes, and fib + sleep."""
+    gil_build, gil_on, gil_off = builds
+    busy = fib[fib["load"] == "busy"]
+    share = cores.share_of_left(busy, by=["build", "pattern"], how="min")  # of what Locust and the rest left
+    used = busy.groupby(["build", "pattern"])["server_cpu"].max()
+    every = pd.concat([fib, by_threads, slept], ignore_index=True)
+    return Findings(
+        fib=speedup(busy, gil_off, gil_on),
+        sleep=speedup(slept, gil_off, gil_on),
+        off_share=_of(share, gil_off, "threadpool"),
+        gil_cores=max(_of(used, gil_on, "threadpool"), _of(used, gil_build, "threadpool")),
+        async_cores=max(_of(used, gil_on, "sequential"), _of(used, gil_off, "sequential")),
+        pool_share=min(_of(share, gil_build, "processpool"), _of(share, gil_off, "processpool")),
+        near_model=near_model(every),
+        runs=every,
+    )
+
+
+def _of(values: pd.Series, build: str, pattern: str) -> float:
+    """`values` of `build` and `pattern` (a series indexed by both), NaN where that build ran no such runs."""
+    return float(values.get((build, pattern), math.nan))
