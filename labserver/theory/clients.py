@@ -323,9 +323,39 @@ class Findings:
     aiohttp_ms: float  # ... and with aiohttp
 
     @property
+    def calm_speedup(self) -> float:
+        """The runs with `low` in flight: their speedup over the loop, the median."""
+        return float(self.calm["speedup"].median())
+
+    @property
+    def calm_model_speedup(self) -> float:
+        """... the waves' model's (k in flight: k times the loop), the median."""
+        return float(self.calm["predicted_speedup"].median())
+
+    @property
+    def calm_ratio(self) -> float:
+        """... and their speedup / the model's, the median."""
+        return float(self.calm["speedup_ratio"].median())
+
+    @property
+    def calm_spread(self) -> tuple[float, float]:
+        """... and the smallest and the largest of those runs' ratios."""
+        return float(self.calm["speedup_ratio"].min()), float(self.calm["speedup_ratio"].max())
+
+    @property
+    def library_ratio(self) -> float:
+        """How many times the requests aiohttp got from the async endpoint over the thread pool: measured."""
+        return self.aio["sequential"] / self.pool_async
+
+    @property
     def library_gap(self) -> float:
         """How many times the requests the model expects aiohttp to get from the async endpoint over the thread pool."""
         return self.aio_model["sequential"] / self.pool_async_model
+
+    @property
+    def endpoint_ratio(self) -> float:
+        """How many times the requests aiohttp got from the async endpoint over the sync one: measured."""
+        return self.aio["sequential"] / self.aio["threadpool"]
 
     @property
     def model_gap(self) -> float:
@@ -351,4 +381,36 @@ def findings(frame: pd.DataFrame, patterns: list[str], concurrency: list[int], c
         aio_model={p: pick(frame, "predicted_rps", client="aiohttp", pattern=p, **top) for p in patterns},
         requests_ms=pick(frame, "client_ms", library="requests"),
         aiohttp_ms=pick(frame, "client_ms", library="aiohttp"),
+    )
+
+
+def by_endpoint(frame: pd.DataFrame, users: int) -> pd.DataFrame:
+    """The runs with `users` in flight, per endpoint and client: median req/s, server CPU per request and in cores."""
+    at = frame[frame["users"] == users]
+    return at.groupby(["pattern", "client"])[["rps", "server_ms", "server_cpu"]].median()
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """`requests.get` in a thread pool (client `threadpool`) beside a `requests.Session` per thread (`session`)."""
+
+    get_ms: float  # client CPU per request, requests.get
+    session_ms: float  # ... and a Session
+    get_rps: float
+    session_rps: float
+    gain: float  # the Session's req/s over requests.get's
+    model_gain: float  # ... and the model's, each priced with its own run's client CPU
+
+
+def reuse(frame: pd.DataFrame) -> Reuse:
+    """Read the two runs of `frame`, one per client, at the same load (medians where more ran: `pick`)."""
+    get_rps, session_rps = pick(frame, "rps", client="threadpool"), pick(frame, "rps", client="session")
+    get_model, session_model = (pick(frame, "predicted_rps", client=c) for c in ("threadpool", "session"))
+    return Reuse(
+        get_ms=pick(frame, "client_ms", client="threadpool"),
+        session_ms=pick(frame, "client_ms", client="session"),
+        get_rps=get_rps,
+        session_rps=session_rps,
+        gain=session_rps / get_rps if get_rps else math.nan,  # a run that served nothing: a claim on it fails
+        model_gain=session_model / get_model if get_model else math.nan,
     )

@@ -360,6 +360,34 @@ def test_findings_are_the_figures_lesson_06_quotes():
     assert (found.requests_ms, found.aiohttp_ms) == (3.0, 0.5)  # requests: the median of 2 loops (2.0), 4 pools (3.0)
 
 
+def test_findings_read_the_ratios_the_claims_quote():
+    found = clients.findings(_lesson_runs(), ["threadpool", "sequential"], [10, 100], [100, 1000])
+    assert found.calm_speedup == pytest.approx(170 / 18) and found.calm_model_speedup == pytest.approx(10.0)
+    assert found.calm_ratio == pytest.approx(170 / 18 / 10) and found.calm_spread == pytest.approx((0.944, 0.944), 1e-3)
+    assert found.endpoint_ratio == pytest.approx(1620 / 630)  # aiohttp: async endpoint over sync
+    assert found.library_ratio == pytest.approx(1620 / 320)  # async endpoint: aiohttp over the thread pool
+
+
+def test_by_endpoint_gives_the_medians_at_one_load():
+    runs = _lesson_runs().assign(server_ms=0.3, server_cpu=0.4)
+    table = clients.by_endpoint(runs, users=100)
+    assert list(table.index) == [("sequential", "aiohttp"), ("sequential", "threadpool"),
+                                 ("threadpool", "aiohttp"), ("threadpool", "threadpool")]  # fmt: skip
+    assert table.loc[("threadpool", "aiohttp"), "rps"] == 630.0
+    assert list(table.columns) == ["rps", "server_ms", "server_cpu"]
+
+
+def test_reuse_sets_the_session_beside_requests_get():
+    reused = _runs([
+        {"client": "threadpool", "rps": 400.0, "predicted_rps": 420.0, "client_ms": 2.4},
+        {"client": "session", "rps": 440.0, "predicted_rps": 470.0, "client_ms": 2.1},
+    ])  # fmt: skip
+    r = clients.reuse(reused)
+    assert (r.get_ms, r.session_ms, r.get_rps, r.session_rps) == (2.4, 2.1, 400.0, 440.0)
+    assert r.gain == pytest.approx(1.1) and r.model_gain == pytest.approx(470 / 420)
+    assert math.isnan(clients.reuse(reused.assign(rps=0.0)).gain)  # nothing served: a claim on it fails
+
+
 def test_findings_on_partial_runs_are_nan_not_an_error():
     runs = _lesson_runs()
     found = clients.findings(runs[runs["client"] != "aiohttp"], ["threadpool", "sequential"], [10, 100], [100, 1000])
