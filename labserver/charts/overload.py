@@ -50,6 +50,20 @@ def over_time(
     return fig
 
 
+def shedding(accepted: pd.DataFrame, bound_ms: float, duration_s: float, title: str, ax=None) -> plt.Figure:
+    """A shedding server's accepted requests over an open-loop run (`over_time`), under the bound S (1 + ⌈K / c⌉).
+
+    `accepted` is a frame of `t_s` and `latency_ms` (arrivals.over_time); the bound, in ms, is drawn
+    over the run's `duration_s`.
+    """
+    bound = pd.DataFrame({"t_s": [0, duration_s], "latency_ms": [bound_ms, bound_ms]})
+    fig = over_time({"open loop": accepted}, title, model=bound, ax=ax)
+    ax = ax or fig.axes[0]
+    ax.lines[-1].set_label("the bound S (1 + ⌈K / c⌉)")  # the model's line, drawn last
+    ax.legend(fontsize="small")
+    return fig
+
+
 def _rolling_mean(frame: pd.DataFrame) -> pd.Series:
     """Latency's mean over 1/40 of the requests (at least 5) around each, in the frame's order (sorted by `t_s`)."""
     return frame["latency_ms"].rolling(max(5, len(frame) // 40), center=True, min_periods=1).mean()

@@ -167,8 +167,11 @@ def corrected_percentiles(
     }
 
 
-def over_time(per_user: PerUser, since: float) -> pd.DataFrame:
-    """Each answered request's latency (from its intended time, if it had one) against when it left, s after `since`."""
+def over_time(per_user: PerUser, since: float | None = None) -> pd.DataFrame:
+    """Each answered request's latency (from its intended time, if it had one) against when it left, s after `since`:
+    by default, when the first request was meant to leave."""
+    if since is None:
+        since = min((_when(r) for user in per_user for r in user), default=0.0)
     rows = [(_when(r) - since, r.from_intended_ms) for user in per_user for r in user if r.ok]
     return pd.DataFrame(rows, columns=["t_s", "latency_ms"]).sort_values("t_s", ignore_index=True)
 
@@ -216,6 +219,14 @@ def growth_s_per_s(first_ms: float, last_ms: float, window: tuple[float, float])
     return (last_ms - first_ms) / 1000 / ((window[1] - window[0]) * 2 / 3)
 
 
+# omission's rows: the closed loop as recorded and as HdrHistogram corrects it, the open loop
+WAYS = {
+    "recorded": "closed loop, as recorded",
+    "corrected": "closed loop, corrected (HdrHistogram)",
+    "open": "open loop, from the intended time",
+}
+
+
 def omission(
     closed: PerUser, since: float, interval_ms: float, opened: PerUser, percentiles: tuple[float, ...] = (50, 95, 99)
 ) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -232,9 +243,9 @@ def omission(
     name = "p{:g}_ms".format
     table = pd.DataFrame(
         {
-            "closed loop, as recorded": {name(q): v for q, v in fixed["recorded"].items()},
-            "closed loop, corrected (HdrHistogram)": {name(q): v for q, v in fixed["corrected"].items()},
-            "open loop, from the intended time": {name(q): float(v) for q, v in zip(percentiles, seen, strict=True)},
+            WAYS["recorded"]: {name(q): v for q, v in fixed["recorded"].items()},
+            WAYS["corrected"]: {name(q): v for q, v in fixed["corrected"].items()},
+            WAYS["open"]: {name(q): float(v) for q, v in zip(percentiles, seen, strict=True)},
         }
     ).T
     return table, fixed["counts"]

@@ -1,4 +1,4 @@
-"""Stalls on purpose (lesson 08): the server's event loop held for `stall_ms` every `every_s` seconds.
+"""Stalls on purpose (lesson 09): the server's event loop held for `stall_ms` every `every_s` seconds.
 
 One request to the `blocking` pattern (time.sleep inside an `async def`) holds its worker's
 event loop for its whole `io_ms`: every other request of that worker waits it out. Sent on a
@@ -8,6 +8,9 @@ case in which a closed loop's latency misleads (coordinated omission).
 Each stall is kept as it happened (sent, answered), so that a run can say what share of its own
 measurement window the loop was held: a window of 8 s holds three stalls or four, by where it
 starts, which is 11% or 15% of it with a stall of 0.3 s every 2 s.
+
+`omission` measures one such server three ways (a calm closed loop, then a closed loop and an open
+loop with stalls) and sets their latencies side by side.
 """
 
 from __future__ import annotations
@@ -18,9 +21,16 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pandas as pd
 
 from labserver.checks import positive, whole
 from labserver.demo.work import IO_MS_MAX
+from labserver.harness import arrivals, records
+from labserver.harness.launcher import Server
+from labserver.harness.load import run_plan
+from labserver.harness.results import RunResult
 from labserver.theory.demand import Demand
 from labserver.theory.model import Prediction
 
@@ -120,3 +130,57 @@ def stalls(server, every_s: float, stall_ms: int) -> Iterator[Stalls]:
     finally:
         stop.set()
         thread.join(timeout=stall_ms / 1000 + 31)
+
+
+def planned_share(stall_ms: int, every_s: float) -> float:
+    """The share of the time stalls of `stall_ms` every `every_s` s hold the loop, on average."""
+    return stall_ms / 1000 / positive("every_s", every_s)
+
+
+@dataclass(frozen=True)
+class Omission:
+    """One stalling server measured three ways: a calm closed loop, then a closed and an open loop with stalls."""
+
+    calm: RunResult  # the closed loop without stalls: its rate, and the gap its users keep between sends
+    closed: RunResult
+    opened: RunResult  # at the closed loop's rate
+    held: float  # the share of the closed loop's window the stalls held the loop
+    planned: float  # that share on average: stall_ms / every_s
+    table: pd.DataFrame  # p50, p95 and p99 of each way (arrivals.omission), a row per way
+    counts: dict[str, int]  # the closed loop's replies, recorded and corrected
+
+    def p99_ms(self, way: str) -> float:
+        """The p99 of one way (arrivals.WAYS): "recorded", "corrected" (the closed loop's) or "open"."""
+        return float(self.table.loc[arrivals.WAYS[way], "p99_ms"])
+
+    def __str__(self) -> str:
+        added = self.counts["corrected"] - self.counts["recorded"]
+        return (
+            f"the loop was held {self.held:.1%} of the closed loop's window (planned {self.planned:.0%})\n"
+            f"{self.counts['recorded']:,} replies recorded; the correction adds {added:,}"
+        )
+
+
+def omission(
+    server: Server, *, users: int, io_ms: int, every_s: float, stall_ms: int, duration_s: int, lesson: str | None = None
+) -> Omission:
+    """Run the `sequential` endpoint on `server` calm, then stalled, by a closed loop and by an open one at its rate."""
+    calm_run = {"pattern": "sequential", "users": users, "io_ms": io_ms}
+    calm = run_plan(server, [calm_run], duration_s=duration_s, lesson=lesson)[0]
+    planned = planned_share(stall_ms, every_s)
+    with stalls(server, every_s, stall_ms) as held_loop:
+        # the calm rate less the share of the run's window the stalls held the loop (3 stalls or 4, by where it starts)
+        predicted = predict_held(calm.row["rps"], held_loop, planned)
+        held_run = {"pattern": "sequential", "users": users, "io_ms": io_ms, "predicted": predicted}
+        closed = run_plan(server, [held_run], duration_s=duration_s, lesson=lesson)[0]
+    rate = round(closed.row["rps"], 1)
+    with stalls(server, every_s, stall_ms) as open_loop_stalls:
+        # every arrival is answered, less those a stall holds past the window's end (more, from before its start)
+        served = predict_served(rate, open_loop_stalls)
+        open_run = {"pattern": "sequential", "rate": rate, "io_ms": io_ms, "drain_s": 1, "predicted": served}
+        opened = run_plan(server, [open_run], duration_s=duration_s + 1, lesson=lesson)[0]
+    start = closed.row["window_start"]
+    interval_ms = calm.row["p50_ms"]  # the gap a closed-loop user keeps between sends when nothing stalls
+    table, counts = arrivals.omission(records.read(closed.path), start, interval_ms, records.read(opened.path))
+    held = held_loop.share(start, start + closed.row["window_s"])
+    return Omission(calm, closed, opened, held, planned, table, counts)

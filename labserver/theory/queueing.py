@@ -173,6 +173,49 @@ def fluid_shed_share(rate: float, service_s: float, slots: int) -> float:
     return max(0.0, 1 - slots / service_s / rate)
 
 
+def accepted_bound_s(service_s: float, slots: int, limit: int) -> float:
+    """The longest an accepted request takes with at most `limit` waiting for `slots` slots: S (1 + ⌈K / c⌉).
+
+    It waits for at most ⌈K / c⌉ services of the requests ahead of it, then its own.
+    """
+    return service_s * (1 + math.ceil(limit / slots))
+
+
+@dataclass(frozen=True)
+class Shedding:
+    """What M/M/c/K says of a server that turns requests away once `limit` (K) wait, at utilisation ρ."""
+
+    rho: float
+    limit: int
+    shed: float  # share of arrivals turned away (shed_share)
+    fluid: float  # the overload's share that capacity cannot serve, 1 − (c / S) / λ (fluid_shed_share)
+    bound_ms: float  # the longest an accepted request takes, S (1 + ⌈K / c⌉), in ms (accepted_bound_s)
+
+    def frame(self) -> pd.DataFrame:
+        """One row to show before the run: ρ, K, the shed share both ways and the accepted requests' bound."""
+        return pd.DataFrame(
+            {
+                "ρ": [self.rho],
+                "K": [self.limit],
+                "shed (M/M/c/K)": [self.shed],
+                "shed (fluid limit)": [self.fluid],
+                "accepted latency bound (ms)": [self.bound_ms],
+            }
+        )
+
+
+def shedding(rho: float, service_s: float, slots: int, limit: int) -> Shedding:
+    """M/M/c/K's shed share, the fluid limit's and the accepted requests' bound, with arrivals at `rho` c / S."""
+    rate = rho * slots / service_s
+    return Shedding(
+        rho=rho,
+        limit=limit,
+        shed=shed_share(rate, service_s, slots, limit),
+        fluid=fluid_shed_share(rate, service_s, slots),
+        bound_ms=accepted_bound_s(service_s, slots, limit) * 1000,
+    )
+
+
 def predict_open(rate: float, service_s: float, slots: int, limit: int | None = None) -> Prediction:
     """What an open loop at `rate` gets from c slots of service S: the throughput served and the mean latency.
 
@@ -185,7 +228,7 @@ def predict_open(rate: float, service_s: float, slots: int, limit: int | None = 
     rho = utilisation(rate, service_s, slots)
     if limit is not None:
         served = rate * (1 - shed_share(rate, service_s, slots, limit))
-        worst_s = service_s * (1 + math.ceil(limit / slots))
+        worst_s = accepted_bound_s(service_s, slots, limit)
         return Prediction(served, worst_s * 1000, f"threads ({slots}) and a queue of {limit}: ρ {rho:.2f}")
     if rate < capacity:
         return Prediction(rate, open_queue(rate, service_s, slots).mean_s * 1000, f"arrivals (open loop, ρ {rho:.2f})")

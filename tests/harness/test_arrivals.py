@@ -114,6 +114,13 @@ def test_omission_sets_the_three_ways_side_by_side():
     assert counts["corrected"] > counts["recorded"]
 
 
+def test_over_time_counts_from_the_first_intended_send_unless_told():
+    shifted = [[r._replace(end=r.end + 100, intended=r.intended + 100) for r in _schedule(10, 1, lambda t: 0.05)]]
+    assert arrivals.over_time(shifted)["t_s"].tolist() == pytest.approx([k / 10 for k in range(10)])
+    assert arrivals.over_time(shifted, 100.5)["t_s"].iloc[0] == pytest.approx(-0.5)
+    assert arrivals.over_time([]).empty
+
+
 def test_one_stall_moves_a_thirds_p95_but_not_its_mean_much():
     # every request waits 50 ms, but those meant to leave in a quarter second 1 s in wait 150 ms more
     stall = lambda t: 0.05 + (0.15 if 1.0 <= t < 1.25 else 0.0)  # noqa: E731

@@ -1,5 +1,6 @@
-"""Stalls on purpose (lesson 08): what share of a window they held the loop, and that each is kept as it came."""
+"""Stalls on purpose (lesson 09): what share of a window they held the loop, and that each is kept as it came."""
 
+import contextlib
 import math
 import threading
 import time
@@ -8,7 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from labserver.harness.stalls import Stalls, predict_held, predict_served, stalls
+from labserver.harness import stalls as stalls_module
+from labserver.harness.records import Record
+from labserver.harness.results import RunResult
+from labserver.harness.stalls import Stalls, omission, planned_share, predict_held, predict_served, stalls
 from labserver.theory.demand import Demand
 
 
@@ -94,3 +98,40 @@ def test_an_open_loop_with_stalls_is_predicted_to_serve_its_arrivals_less_those_
     assert predict(Demand(math.nan)).rps == 800.0  # before the run: every arrival
     log.held = [(7.7, 8.0)]  # the backlog, answered at one worker's pace: 1 / 0.2 ms
     assert predict(Demand(0.2, window=(2.0, 8.02))).rps == pytest.approx(800 * (1 - (0.32 - 5000 / 800 * 0.02) / 6.02))
+
+
+def test_the_planned_share_is_the_stall_over_its_period():
+    assert planned_share(300, 2.0) == pytest.approx(0.15)
+    with pytest.raises(ValueError, match="every_s"):
+        planned_share(300, 0)
+
+
+def test_omission_runs_calm_then_closed_then_open_at_the_closed_loop_s_rate(monkeypatch, tmp_path):
+    rows = {"calm": {"rps": 900.0, "p50_ms": 10.0}, "closed": {"rps": 850.04, "window_start": 0.0, "window_s": 8.0}}
+    sent = []
+
+    def run_plan(server, runs, *, duration_s, lesson):
+        (run,) = runs
+        sent.append((run, duration_s))
+        name = "open" if "rate" in run else "closed" if "predicted" in run else "calm"
+        return [RunResult(rows.get(name, {}), None, tmp_path / name, {})]
+
+    @contextlib.contextmanager
+    def stalled(server, every_s, stall_ms):
+        log = Stalls()
+        log.held = [(2.0, 2.3), (4.0, 4.3), (6.0, 6.3)]
+        yield log
+
+    calm = [[Record(1.0 + k * 0.01, 10.0, True) for k in range(990)] + [Record(20.0, 1000.0, True)]]
+    opened = [[Record(k / 100 + 0.01, 10.0, True, 7, 0, k / 100) for k in range(800)]]
+    monkeypatch.setattr(stalls_module, "run_plan", run_plan)
+    monkeypatch.setattr(stalls_module, "stalls", stalled)
+    monkeypatch.setattr(stalls_module.records, "read", lambda path: opened if path.name == "open" else calm)
+    seen = omission(None, users=10, io_ms=10, every_s=2.0, stall_ms=300, duration_s=8, lesson="t")
+    (calm_run, _), (closed_run, _), (open_run, open_s) = sent
+    assert "predicted" not in calm_run and closed_run["users"] == 10
+    assert (open_run["rate"], open_s) == (850.0, 9)  # the closed loop's rate, a second more to drain
+    assert (seen.held, seen.planned) == (pytest.approx(0.9 / 8), pytest.approx(0.15))
+    assert seen.p99_ms("recorded") == pytest.approx(10.0, rel=0.01) and seen.p99_ms("corrected") > 500
+    assert seen.p99_ms("open") == pytest.approx(10.0, rel=0.01)
+    assert "the loop was held 11.2% of the closed loop's window (planned 15%)" in str(seen)

@@ -61,6 +61,21 @@ def test_shedding_tends_to_the_fluid_share_in_overload():
     assert queueing.shed_share(1.0, 1.0, 1, limit=0) == pytest.approx(0.5)
 
 
+def test_shedding_tabulates_m_m_c_k_the_fluid_limit_and_the_accepted_bound():
+    shed = queueing.shedding(1.5, 0.1, 20, 20)  # 300 arrivals per second
+    assert shed.shed == pytest.approx(queueing.shed_share(300, 0.1, 20, 20))
+    assert shed.fluid == pytest.approx(1 / 3)
+    assert shed.bound_ms == pytest.approx(200)  # its own service after one round of the 20 ahead
+    assert queueing.accepted_bound_s(0.1, 20, 21) == pytest.approx(0.3)  # 21 ahead: two rounds
+    assert list(shed.frame().columns) == [
+        "ρ",
+        "K",
+        "shed (M/M/c/K)",
+        "shed (fluid limit)",
+        "accepted latency bound (ms)",
+    ]
+
+
 def test_bad_inputs_say_what_to_change():
     with pytest.raises(ValueError, match="slots"):
         queueing.open_queue(10, 0.1, 0)
