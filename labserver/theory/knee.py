@@ -7,7 +7,11 @@ lesson checks against that curve, and says in numbers how the run nearest the kn
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
+
+from labserver.theory.model import SERVER_OR_GENERATOR_CPU
 
 # What lesson 00's table shows: each run against both predictions, and where its CPU went.
 COLUMNS = [
@@ -55,3 +59,35 @@ def findings(server_ms: float, reachable: pd.DataFrame) -> str:
 def table(frame: pd.DataFrame) -> pd.DataFrame:
     """Lesson 00's runs: measured, both predictions, and each side's CPU per request and in cores."""
     return frame[COLUMNS].round(3)
+
+
+def miss_gap(run: pd.Series) -> float:
+    """How much further Little's law misses `run` than the CPU-priced model does: above 0 where the model explains
+    it better. Each miss is |ln(measured / predicted)|, the same for a run at twice its prediction as at half."""
+    return abs(math.log(run.rps / run.little_rps)) - abs(math.log(run.ratio))
+
+
+def cpu_bound(run: pd.Series) -> float:
+    """1.0 where the model priced with `run`'s own CPU names a CPU bound (the worker's, the machine's, Locust's)."""
+    return float(run.bottleneck in SERVER_OR_GENERATOR_CPU)
+
+
+def busiest_in_words(run: pd.Series) -> str:
+    """The busiest run against both predictions, and each side's CPU, for the claims' detail."""
+    return (
+        f"{run.rps:,.0f} req/s, {run.users:.0f} users: measured / Little's law {run.rps / run.little_rps:.2f}, "
+        f"/ the model {run.ratio:.2f}; worker {run.server_cpu:.2f}, Locust {run.locust_cpu:.2f}"
+    )
+
+
+def cpu_in_words(run: pd.Series) -> str:
+    """Where `run`'s CPU went: the worker's share of a core (and its wait for one, Linux only), and Locust's."""
+    waited = run.get("worker_waited")
+    wait = f" and waits {waited:.0%} for one" if pd.notna(waited) else ""
+    return f"At {run.rps:,.0f} req/s the worker uses {run.server_cpu:.0%} of a core{wait}, Locust {run.locust_cpu:.0%}"
+
+
+def generator_cost(frame: pd.DataFrame, heavy: str, light: str) -> float:
+    """How many times the CPU per request of client `heavy` the load generator spent, over `light`'s (medians)."""
+    per_request = frame.groupby("client")["locust_ms"].median()
+    return float(per_request[heavy] / per_request[light])

@@ -1,6 +1,9 @@
 """Lesson 00's ceiling: the runs below the knee, the knee run, and the sentence that reports them."""
 
+import math
+
 import pandas as pd
+import pytest
 
 from labserver.theory import knee
 
@@ -44,3 +47,35 @@ def test_the_table_shows_both_predictions_and_each_sides_cpu_rounded():
     assert list(table.columns) == knee.COLUMNS
     assert "problems" not in table
     assert table["ratio"].iloc[0] == 0.996
+
+
+# The busiest run: Little's law asks 16,000 req/s, the worker serves 4,000, the CPU-priced model says 4,200.
+BUSIEST = pd.Series({"users": 1600, "rps": 4000.0, "little_rps": 16000.0, "ratio": 4000 / 4200,
+                     "bottleneck": "CPU (one core per worker)", "server_cpu": 0.93, "locust_cpu": 0.6,
+                     "worker_waited": 0.05})  # fmt: skip
+
+
+def test_the_model_that_prices_the_cpu_misses_the_busiest_run_by_less_than_littles_law():
+    assert knee.miss_gap(BUSIEST) == pytest.approx(math.log(4) - math.log(4200 / 4000))
+    alike = pd.concat([BUSIEST.drop("ratio"), pd.Series({"ratio": 0.25})])  # the model as far off as Little's law
+    assert knee.miss_gap(alike) == pytest.approx(0.0)
+
+
+def test_a_cpu_bound_is_the_workers_the_machines_or_locusts():
+    assert knee.cpu_bound(BUSIEST) == 1.0
+    assert knee.cpu_bound(pd.concat([BUSIEST.drop("bottleneck"), pd.Series({"bottleneck": "users"})])) == 0.0
+
+
+def test_the_busiest_run_in_words():
+    assert knee.busiest_in_words(BUSIEST) == (
+        "4,000 req/s, 1600 users: measured / Little's law 0.25, / the model 0.95; worker 0.93, Locust 0.60"
+    )
+    assert knee.cpu_in_words(BUSIEST) == "At 4,000 req/s the worker uses 93% of a core and waits 5% for one, Locust 60%"
+    unmeasured = BUSIEST.drop("worker_waited")  # off Linux the wait is not measured
+    assert knee.cpu_in_words(unmeasured) == "At 4,000 req/s the worker uses 93% of a core, Locust 60%"
+
+
+def test_the_generators_cost_is_one_clients_median_cpu_per_request_over_anothers():
+    runs = pd.DataFrame({"client": ["HttpUser", "HttpUser", "FastHttpUser", "FastHttpUser", "FastHttpUser"],
+                         "locust_ms": [0.5, 0.7, 0.2, 0.3, 0.9]})  # fmt: skip
+    assert knee.generator_cost(runs, "HttpUser", "FastHttpUser") == pytest.approx(0.6 / 0.3)
