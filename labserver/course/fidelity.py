@@ -36,6 +36,9 @@ def io_bound(runs: pd.DataFrame) -> pd.Series:
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per lesson: valid runs, the share within ±10% and, of the I/O-bound ones, within ±3%; the worst run."""
+    columns = ["lesson", "runs", "within_10", "io_runs", "io_within_3", "worst_ratio", "worst_run"]
+    if runs.empty or "ratio" not in runs:  # no runs on disk (lesson 99 run first) read back as a frame of no columns
+        return pd.DataFrame(columns=columns)
     valid = runs[runs["valid"].astype(bool)].dropna(subset=["ratio"]).copy()
     valid["lesson"] = valid["lesson"].fillna("--").astype(str).str[:2]
     valid["off"] = (pd.to_numeric(valid["ratio"]) - 1).abs()
@@ -55,9 +58,7 @@ def table(runs: pd.DataFrame) -> pd.DataFrame:
                 "worst_run": describe(worst),
             }
         )
-    return pd.DataFrame(
-        rows, columns=["lesson", "runs", "within_10", "io_runs", "io_within_3", "worst_ratio", "worst_run"]
-    )
+    return pd.DataFrame(rows, columns=columns)
 
 
 def describe(run: pd.Series) -> str:

@@ -29,6 +29,11 @@ def test_share_within_ten_percent_per_lesson_of_valid_runs():
     assert t.loc["03", "worst_run"].startswith("processpool users=20")
 
 
+def test_no_runs_give_an_empty_table_not_an_error():
+    assert fidelity.table(pd.DataFrame()).empty  # what load_runs reads from an empty data folder
+    assert list(fidelity.table(_runs().iloc[0:0]).columns)[:2] == ["lesson", "runs"]
+
+
 def test_io_runs_are_judged_within_three_percent():
     t = fidelity.table(_runs()).set_index("lesson")
     assert t.loc["01", "io_runs"] == 2
