@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from labserver.demo.traits import Where
 from labserver.theory import cores
 from labserver.theory.model import predict_for
+from labserver.theory.workload import traits_of
 
 Builds = tuple[str, str, str]  # labels: the lab's own GIL build, the free-threaded build with its GIL, without
 
@@ -85,7 +87,7 @@ def predict_builds(
     rows = []
     for build, gil in builds.items():
         for pattern in ("threadpool", "sequential"):
-            n = users if pattern == "threadpool" and not gil else one_core_users
+            n = users if traits_of(pattern).computes is Where.THREAD_POOL and not gil else one_core_users
             guess = predict_for(pattern, users=n, cpu_n=cpu_n, threads=threads, gil=gil)
             usable = cores.usable(pattern, threads=threads, gil=gil)
             rows.append(
