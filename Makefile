@@ -61,8 +61,13 @@ test-browser: $(BROWSER_STAMP) $(CHROMIUM)
 python-ft: setup
 	$(PY) -m labserver.course.python_ft
 
+# figures and live make lesson 10's free-threaded Python first where it is missing (found in seconds
+# once made); where it cannot be made, lesson 10 runs the GIL build alone and says why.
+FT_OR_SAY = $(PY) -m labserver.course.python_ft || echo "$@: no free-threaded Python (above): lesson 10 runs the GIL build alone and says why"
+
 REPEAT ?= 1
 figures: setup
+	@$(FT_OR_SAY)
 	$(PY) -m labserver.course.batch --profile $(PROFILE) --repeat $(REPEAT)
 
 # JupyterLab for this machine only, with token authentication on. That is Jupyter's default (a
@@ -81,6 +86,7 @@ lab: setup
 # For an instructor in front of a class: the lessons with the `live` profile written in (every run
 # cell about 20 s), in data/live/, opened in JupyterLab like `make lab`.
 live: setup
+	@$(FT_OR_SAY)
 	$(PY) -m labserver.course.classroom --out data/live
 	@$(MAKE) --no-print-directory lab LAB_DIR=data/live/
 

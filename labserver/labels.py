@@ -22,6 +22,7 @@ PATTERN_LABELS: dict[str, str] = {
     "wrapped": "def + anyio.run",
     "offload": "async def + run_in_threadpool",
     "hashed": "def + hashlib (GIL released)",
+    "interpreterpool": "async def + interpreter pool",
 }
 
 # One per strategy of labserver/clients/strategies.py.

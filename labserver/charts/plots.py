@@ -30,6 +30,7 @@ COLORS = dict(
 )
 COLORS["offload"] = sns.color_palette("colorblind", 10)[9]  # light blue: the ninth, yellow, fades on white
 COLORS["hashed"] = sns.color_palette("dark", 10)[8]  # olive: the ninth again, dark enough to read on white
+COLORS["interpreterpool"] = sns.color_palette("dark", 10)[3]  # dark red: the process pool's red, deeper
 INVALID = "#d62728"
 
 

@@ -178,6 +178,20 @@ def free_threads(runs: pd.DataFrame) -> Measured:
     return Measured(ratio, f"{text} (fib({_span(rows['cpu_n'])}))")
 
 
+def interpreter_pool(runs: pd.DataFrame) -> Measured:
+    """Lesson 10: the interpreter pool with the GIL on over the same build's thread pool, their busy runs on fib."""
+    rows = _lesson(runs, "10", ("interpreterpool", "threadpool"))
+    if rows.empty or "build" not in rows or "load" not in rows:
+        return Measured(math.nan, NOT_YET)
+    rows = rows[(rows["part"] == "fib") & (rows["load"] == "busy") & rows["build"].astype(str).str.endswith("GIL on")]
+    rps = rows.groupby("pattern")["rps"].mean()
+    if not {"interpreterpool", "threadpool"} <= set(rps.index):
+        return Measured(math.nan, NOT_YET)
+    ratio = float(rps["interpreterpool"] / rps["threadpool"])
+    busy = rows.loc[rows["pattern"] == "interpreterpool", "server_cpu"].mean()
+    return Measured(ratio, f"{ratio:.1f}× the same build's thread pool with its GIL, {busy:.2f} cores busy")
+
+
 def reused_client(runs: pd.DataFrame) -> Measured:
     """Lesson 06: client CPU per request of a `requests.Session` per thread, and of aiohttp, over `requests.get`'s."""
     if runs.empty or "client" not in runs or "client_ms" not in runs:
@@ -317,6 +331,16 @@ ROWS = [
         "thread pool without the GIL / with it, same build; and / the usual build's thread and process pools",
         ("10",),
         free_threads,
+    ),
+    Row(
+        "CPU-bound work in one process, with the GIL: Python 3.14, or 3.13 with the interpreters-pep-734 backport",
+        "an interpreter pool: `loop.run_in_executor(pool, f, ...)` on an `InterpreterPoolExecutor` made in the "
+        "lifespan, `f` importable",
+        "min(procs, cores) / cpu, as a process pool",
+        "one process over 100% CPU with its GIL on; an extension that cannot load in a sub-interpreter fails",
+        "interpreter pool / the same build's thread pool, both with the GIL on",
+        ("10",),
+        interpreter_pool,
     ),
     Row(
         "Calling other services over HTTP (a client in your endpoint or script)",

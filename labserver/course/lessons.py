@@ -396,7 +396,11 @@ def without_the_gil(
         Settings(threads=t).check()
     for io in (0, io_ms):  # fib, then fib + sleep
         check_sweep(
-            ["threadpool", "sequential", "processpool"], [1, one, users], cpu_n=cpu_n, io_ms=io, duration_s=duration_s
+            ["threadpool", "sequential", "processpool", "interpreterpool"],
+            [1, one, users],
+            cpu_n=cpu_n,
+            io_ms=io,
+            duration_s=duration_s,
         )
     checks.whole("rounds", rounds, 1, 5)
     try:
@@ -435,6 +439,9 @@ def _without_the_gil_plans(builds, python, *, users, one, cpu_n, io_ms, threads,
         gil_on: [("threadpool", 1), ("threadpool", one), ("sequential", one)],
         gil_off: [("threadpool", 1), ("threadpool", users), ("sequential", one), ("processpool", users)],
     }
+    # The interpreter pool runs once on each free-threaded build, after the rounds: its claims compare each
+    # run with its own prediction, and on many cores its runs need Locust processes of their own.
+    once = [(b, "interpreterpool", users) for b in (gil_on, gil_off) if b in servers]
     fib = [
         dict(
             pattern=p,
@@ -443,8 +450,8 @@ def _without_the_gil_plans(builds, python, *, users, one, cpu_n, io_ms, threads,
             server=b,
             tags={"build": b, "round": r, "part": "fib", "load": "alone" if u == 1 else "busy"},
         )
-        for r, b in mirrored(list(servers), rounds)
-        for p, u in each[b]
+        for r, b, p, u in [(r, b, p, u) for r, b in mirrored(list(servers), rounds) for p, u in each[b]]
+        + [(0, b, p, u) for b, p, u in once]
     ]
     # the most threads first: one thread's long queue would drain into the next run, and the last has none after it
     sized = {t: {"python": python, "gil": False, "threads": t} for t in sorted(threads, reverse=True)} if python else {}

@@ -23,7 +23,7 @@ import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
-from labserver.demo import telemetry
+from labserver.demo import subinterpreters, telemetry
 from labserver.demo.cpus import pin, usable_cpus
 from labserver.demo.lifeline import die_with_parent
 from labserver.demo.patterns import PATTERNS
@@ -125,6 +125,7 @@ async def lifespan(app: FastAPI):
         if app.state.pool is not None:
             # wait=True: a pool left running would outlive uvicorn and hold its port.
             app.state.pool.shutdown(wait=True, cancel_futures=True)
+        app.state.interpreters.shutdown()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -138,6 +139,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="Concurrency Lab demo server", lifespan=lifespan, telemetry=NO_TELEMETRY)
     app.state.settings = settings
     app.state.pool = None
+    app.state.interpreters = subinterpreters.LazyPool(settings.procs)  # started by its first request
     if settings.queue_limit is not None:  # added first: it runs inside InFlight, so a 503 is counted and named
         app.add_middleware(Shed, max_waiting=settings.queue_limit)
     app.add_middleware(InFlight)  # Starlette builds the instance; /info finds it in the middleware stack

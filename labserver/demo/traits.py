@@ -20,6 +20,13 @@ class Where(StrEnum):
     # buffer): each thread computes on a core of its own, up to the machine's
     RELEASED = "thread pool, GIL released"
     PROCESS_POOL = "process pool"  # in the worker's pool of processes, each with a GIL and a core of its own
+    # in the worker's pool of interpreters (PEP 734): threads of its process, each interpreter with a GIL and
+    # a core of its own; their CPU is the worker process's
+    INTERPRETER_POOL = "interpreter pool"
+
+
+# Where the work runs in a pool of `procs` per worker, each member with a GIL of its own.
+POOLS = frozenset({Where.PROCESS_POOL, Where.INTERPRETER_POOL})
 
 
 class Hold(StrEnum):

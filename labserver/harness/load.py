@@ -25,7 +25,7 @@ from labserver.checks import choice, whole
 from labserver.demo import cpus
 from labserver.demo.patterns import PATTERNS
 from labserver.demo.settings import THREADS_DEFAULT, Settings
-from labserver.demo.traits import Where
+from labserver.demo.traits import POOLS
 from labserver.demo.work import fib_calls
 from labserver.harness import feed, generator, notebook, pauses, records, results, validity
 from labserver.harness.generator import USER_CLASSES, WORKERS_MAX, master_address, worker_command
@@ -70,10 +70,11 @@ def check_plan(stages: list[Stage], options: Options) -> Options:
         options = dataclasses.replace(options, user_class="arrivals")
     for s in stages:
         check_load(s.workload, user_class=options.user_class, processes=options.processes, master=options.master)
-        if s.workload.traits.computes is Where.PROCESS_POOL and s.server.settings.procs == 0:
-            # such a server answers every request 503 at once: a run would measure nothing of the pattern
+        computes = s.workload.traits.computes
+        if computes in POOLS and s.server.settings.procs == 0:
+            # such a server refuses every request at once: a run would measure nothing of the pattern
             raise ValueError(
-                f"{s.workload.pattern} computes in a process pool, and its server was started with procs=0: "
+                f"{s.workload.pattern} computes in a pool ({computes}), and its server was started with procs=0: "
                 "start it with procs of 1 or more"
             )
     if options.master is not None and not 0 < options.join_timeout_s <= DURATION_MAX_S:

@@ -16,7 +16,7 @@ import sys
 import pandas as pd
 
 from labserver.demo import cpus
-from labserver.demo.traits import Where
+from labserver.demo.traits import POOLS, Where
 from labserver.theory import model
 from labserver.theory.workload import traits_of
 
@@ -44,7 +44,7 @@ def usable(
     """
     cores = cores or cpus.cores()
     computes = traits_of(pattern).computes
-    if computes is Where.PROCESS_POOL and procs > 0:
+    if computes in POOLS and procs > 0:
         return min(workers * procs, cores)
     if computes is Where.RELEASED or (computes is Where.THREAD_POOL and not gil):
         return min(workers * threads, cores)

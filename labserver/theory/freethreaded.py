@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from labserver.demo.traits import Where
+from labserver.demo.traits import POOLS, Where
 from labserver.theory import cores
 from labserver.theory.model import predict_for
 from labserver.theory.workload import traits_of
@@ -77,19 +77,22 @@ def in_words(runs: pd.DataFrame, builds: tuple[str, ...], cores: float, pattern:
 
 
 def predict_builds(
-    builds: Mapping[str, bool], *, users: int, one_core_users: int, cpu_n: int, threads: int
+    builds: Mapping[str, bool], *, users: int, one_core_users: int, cpu_n: int, threads: int, procs: int
 ) -> pd.DataFrame:
-    """The model on fib before measuring: the thread pool and async def on each of `builds` (label: has a GIL).
+    """The model on fib before measuring: the thread pool, async def and the interpreter pool (of `procs`) on each
+    of `builds` (label: has a GIL).
 
-    Only the thread pool without a GIL can use more than one core, and gets `users`; a run held to
-    one core gets `one_core_users`, as the lesson's runs do.
+    A run that can use more than one core (the thread pool without a GIL, a pool) gets `users`; one
+    held to one core gets `one_core_users`, as the lesson's runs do.
     """
     rows = []
     for build, gil in builds.items():
-        for pattern in ("threadpool", "sequential"):
-            n = users if traits_of(pattern).computes is Where.THREAD_POOL and not gil else one_core_users
-            guess = predict_for(pattern, users=n, cpu_n=cpu_n, threads=threads, gil=gil)
-            usable = cores.usable(pattern, threads=threads, gil=gil)
+        for pattern in ("threadpool", "sequential", "interpreterpool"):
+            computes = traits_of(pattern).computes
+            many = computes in POOLS or (computes is Where.THREAD_POOL and not gil)  # more than one core
+            n = users if many else one_core_users
+            usable = cores.usable(pattern, procs=procs, threads=threads, gil=gil)
+            guess = predict_for(pattern, users=n, cpu_n=cpu_n, threads=threads, procs=procs, gil=gil)
             rows.append(
                 {
                     "build": build,
@@ -130,6 +133,9 @@ class Findings:
     gil_cores: float  # fib: cores the thread pool kept busy with a GIL, the more of the two builds
     async_cores: float  # fib: cores async def kept busy, the more of GIL on and GIL off
     pool_share: float  # fib: share of the cores left to it the process pool kept, the less of two builds
+    interpreters_share: float  # fib: share of the cores left to it the interpreter pool kept, GIL on
+    # fib, GIL off: the thread pool over the interpreter pool, measured `rps` and predicted `predicted_rps`
+    threads_over_interpreters: pd.Series
     near_model: float  # share of all the valid runs within ±10% of their prediction
     runs: pd.DataFrame  # every run of the lesson
 
@@ -148,6 +154,8 @@ def findings(fib: pd.DataFrame, by_threads: pd.DataFrame, slept: pd.DataFrame, b
         gil_cores=max(_of(used, gil_on, "threadpool"), _of(used, gil_build, "threadpool")),
         async_cores=max(_of(used, gil_on, "sequential"), _of(used, gil_off, "sequential")),
         pool_share=min(_of(share, gil_build, "processpool"), _of(share, gil_off, "processpool")),
+        interpreters_share=_of(share, gil_on, "interpreterpool"),
+        threads_over_interpreters=mean_rps(busy, gil_off) / mean_rps(busy, gil_off, "interpreterpool"),
         near_model=near_model(every),
         runs=every,
     )

@@ -257,11 +257,15 @@ def _worker_cores(w: Workload, s: Settings, cores: float, price: _Price) -> tupl
 
     Under a GIL, one core per worker, less what others took while it waited (`kept`). Without one
     (a free-threaded Python, lesson 10), a thread pool's threads compute on as many cores as there
-    are threads, while an event loop is still one thread.
+    are threads, while an event loop is still one thread; so do threads in C code that lets go of
+    the GIL (`hashed`). An interpreter pool's interpreters each have a GIL: one core each.
     """
-    released = w.traits.computes is Where.RELEASED and w.cpu_n > 0  # no digest: nothing lets go of the GIL
-    if released or (not s.gil and w.traits.computes is Where.THREAD_POOL):
+    computes = w.traits.computes
+    works = w.cpu_n > 0 or price.task_s > 0  # no work: only the server's own, on the loop, under its GIL
+    if (computes is Where.RELEASED and works) or (not s.gil and computes is Where.THREAD_POOL):
         return Bottleneck.CORES, min(s.workers * s.threads, cores), 1.0
+    if computes is Where.INTERPRETER_POOL and works:  # fib on the pool's interpreters, a GIL each
+        return Bottleneck.CORES, min(s.workers * s.procs, cores), 1.0
     share = kept(w.pattern, s.workers, cores, price.demand)
     if s.workers >= cores:
         return Bottleneck.CORES, min(s.workers, cores), share
@@ -280,7 +284,7 @@ def kept(pattern: str, workers: int, cores: float, demand: Demand | None) -> flo
     Only where the loop's thread does the worker's work: a thread pool's threads compute while the
     loop waits, and where workers outnumber the cores, their waits for each other are the bound.
     """
-    if demand is None or traits_of(pattern).computes in (Where.THREAD_POOL, Where.RELEASED):
+    if demand is None or traits_of(pattern).computes in (Where.THREAD_POOL, Where.RELEASED, Where.INTERPRETER_POOL):
         return 1.0
     return loop_kept(demand.worker_waited, workers, cores)
 

@@ -43,7 +43,7 @@ def test_the_card_has_its_columns_and_a_row_each():
     frame = card.card(RUNS)
     assert list(frame.columns) == card.COLUMNS
     assert len(frame) == len(card.ROWS)
-    assert list(frame["lesson"]) == ["01", "01", "05", "02", "03, 04", "03", "10", "06", "07", "08, 09", "05"]
+    assert list(frame["lesson"]) == ["01", "01", "05", "02", "03, 04", "03", "10", "10", "06", "07", "08, 09", "05"]
 
 
 def test_async_over_def_is_the_smallest_ratio_at_three_times_the_pool():
@@ -81,8 +81,8 @@ def test_a_row_without_runs_says_not_measured_yet():
     offload = card.card(RUNS).iloc[2]
     assert offload["measured"].startswith("not measured yet")
     measured = card.card(RUNS)["measured"]
-    # offload, hashed, lesson 10, lesson 06's clients, the database, overload
-    assert sum(m.startswith("not measured yet") for m in measured) == 6
+    # offload, hashed, lesson 10's two, lesson 06's clients, the database, overload
+    assert sum(m.startswith("not measured yet") for m in measured) == 7
 
 
 def test_offload_is_read_once_its_runs_are_on_disk():
@@ -225,3 +225,20 @@ def test_overload_reads_p95_s_growth_through_the_run_unbounded_and_bounded():
     )
     assert math.isnan(card.overload(runs.iloc[2:]).ratio)  # no unbounded run past capacity
     assert math.isnan(card.overload(RUNS).ratio)
+
+
+def test_the_interpreter_pool_is_read_against_the_same_build_s_thread_pool_with_its_gil():
+    def ft(pattern, rps, build, load="busy", cpu=1.0):
+        return _run("10_without_the_gil", pattern, 20, rps, cpu_n=25, io_ms=0, part="fib", load=load, build=build,
+                    server_cpu=cpu)  # fmt: skip
+
+    runs = pd.DataFrame([
+        ft("threadpool", 40.0, "3.13.5t, GIL on"),
+        ft("interpreterpool", 70.0, "3.13.5t, GIL on", cpu=1.9),
+        ft("threadpool", 36.0, "3.13.5t, GIL on", load="alone"),  # one user: not a busy run
+        ft("interpreterpool", 75.0, "3.13.5t, GIL off"),  # another build
+    ])  # fmt: skip
+    got = card.interpreter_pool(runs)
+    assert got.ratio == pytest.approx(70 / 40)
+    assert got.text == "1.8× the same build's thread pool with its GIL, 1.90 cores busy"
+    assert math.isnan(card.interpreter_pool(RUNS).ratio)

@@ -124,3 +124,12 @@ def test_a_free_threaded_server_whose_gil_is_on_fails_to_start():
     with pytest.raises(ServerError, match="with the GIL on, though asked to run without it: see the log"):
         s.start()
     assert not s.alive
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gil", [True, False])
+def test_the_interpreter_pool_computes_fib_on_a_free_threaded_server(gil):
+    python = _server_python()
+    with LabServer(python=python, gil=gil, procs=2, telemetry=False) as s:
+        body = s.get("/interpreterpool?tasks=2&cpu_n=15", timeout=60)
+    assert (body["pattern"], body["tasks"], body["cpu_n"]) == ("interpreterpool", 2, 15)

@@ -398,7 +398,7 @@ def test_a_process_pool_run_on_a_server_without_a_pool_is_refused_before_it_star
     from labserver.demo.settings import Settings
 
     no_pool = SimpleNamespace(settings=Settings(procs=0))  # never started: the check comes first
-    with pytest.raises(ValueError, match=r"processpool computes in a process pool.*procs=0"):
+    with pytest.raises(ValueError, match=r"processpool computes in a pool \(process pool\).*procs=0"):
         load.run_plan(no_pool, [{"pattern": "sequential", "users": 2}, {"pattern": "processpool", "users": 2}])
     with pytest.raises(ValueError, match="users"):  # a pool of one passes this check and meets the next
         load.run_plan(SimpleNamespace(settings=Settings(procs=1)), [{"pattern": "processpool"}])

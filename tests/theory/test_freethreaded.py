@@ -71,14 +71,16 @@ def test_the_claims_say_why_they_cannot_be_checked():
     assert freethreaded.why_not("", 2) == ""
 
 
-def test_only_the_thread_pool_without_a_gil_gets_every_core_and_the_users_for_them():
+def test_the_thread_pool_without_a_gil_and_the_interpreter_pool_get_every_core_and_the_users_for_them():
     both = {GIL_ON: True, GIL_OFF: False}
-    table = freethreaded.predict_builds(both, users=20, one_core_users=20, cpu_n=15, threads=40)
+    table = freethreaded.predict_builds(both, users=20, one_core_users=20, cpu_n=15, threads=40, procs=2)
     assert list(zip(table["build"], table["pattern"], strict=True)) == [
-        (GIL_ON, "threadpool"), (GIL_ON, "sequential"), (GIL_OFF, "threadpool"), (GIL_OFF, "sequential"),
+        (GIL_ON, "threadpool"), (GIL_ON, "sequential"), (GIL_ON, "interpreterpool"),
+        (GIL_OFF, "threadpool"), (GIL_OFF, "sequential"), (GIL_OFF, "interpreterpool"),
     ]  # fmt: skip
-    assert list(table["usable_cores"]) == [1.0, 1.0, 2.0, 1.0]
+    assert list(table["usable_cores"]) == [1.0, 1.0, 2.0, 2.0, 1.0, 2.0]
     rps = table.set_index(["build", "pattern"])["predicted_rps"]
     assert rps[GIL_OFF, "threadpool"] > 1.5 * rps[GIL_ON, "threadpool"]
-    sized = freethreaded.predict_builds({GIL_OFF: False}, users=40, one_core_users=20, cpu_n=15, threads=40)
-    assert list(sized["users"]) == [40, 20]
+    assert rps[GIL_ON, "interpreterpool"] > 1.5 * rps[GIL_ON, "threadpool"]  # a GIL each: the cores, GIL on
+    sized = freethreaded.predict_builds({GIL_OFF: False}, users=40, one_core_users=20, cpu_n=15, threads=40, procs=2)
+    assert list(sized["users"]) == [40, 20, 40]

@@ -55,6 +55,7 @@ BEFORE_PLAIN = {
     "gather": (5000.0, 100.0, "users"),
     "dependent": (5000.0, 100.0, "users"),
     "processpool": (5000.0, 100.0, "users"),
+    "interpreterpool": (5000.0, 100.0, "users"),
     "threadpool": (1600.0, 312.5, "threads"),  # 160 threads / 0.1 s
     "offload": (1600.0, 312.5, "threads"),
     "hashed": (1600.0, 312.5, "threads"),
@@ -69,6 +70,7 @@ BEFORE_QUEUED = {
     "dependent": (330.9350067628577, 302.17413678347503, "users"),
     "gather": (945.4736940288265, 105.76708863668406, "users"),
     "processpool": (331.3367442718954, 301.8077582060741, "users"),
+    "interpreterpool": (330.9350067628577, 302.17413678347503, "users"),  # its CPU is the worker's: as sequential
     "threadpool": (66.26905235255136, 1509.0000000000002, "threads"),
     "offload": (66.26905235255136, 1509.0000000000002, "threads"),
     "hashed": (66.26905235255136, 1509.0000000000002, "threads"),
@@ -84,6 +86,7 @@ BEFORE_MEASURED = {
     "threadpool": (1250.0, 32.0, "GIL (one core per worker)"),  # its threads compute: no share of the core is lost
     "wrapped": (1250.0, 32.0, "GIL (one core per worker)"),
     "hashed": (1250.0, 32.0, "GIL (one core per worker)"),  # no digest (cpu_n 0): the server's own work, one core
+    "interpreterpool": (1250.0, 32.0, "GIL (one core per worker)"),  # no fib: the same
     "processpool": (1000.0, 40.0, "cores"),
     "blocking": (172.41379310344826, 232.00000000000003, "event loop"),
     "mixed": (200.0, 200.0, "event loop"),
@@ -112,8 +115,9 @@ def test_the_helpers_answer_as_the_names_did():
     assert all(clients.slots(p) == math.inf for p in PATTERNS if p not in ("threadpool", "hashed", "blocking"))
     assert {p for p in PATTERNS if model.in_step(p, 10, 0.1, 0.01, 40)} == {"threadpool", "hashed"}
     waited = Demand(worker_ms=3.0, worker_waited=0.3)
-    assert {p for p in PATTERNS if model.kept(p, 1, 2.0, waited) == 1.0} == {"threadpool", "wrapped", "hashed"}
-    assert {p for p in PATTERNS if cores.usable(p, 1, 4, 8.0) == 4} == {"processpool"}
+    kept_whole = {"threadpool", "wrapped", "hashed", "interpreterpool"}  # their CPU runs off the loop's thread
+    assert {p for p in PATTERNS if model.kept(p, 1, 2.0, waited) == 1.0} == kept_whole
+    assert {p for p in PATTERNS if cores.usable(p, 1, 4, 8.0) == 4} == {"processpool", "interpreterpool"}
 
 
 # --- the rule stays: no module of the theory decides by a pattern's name

@@ -11,6 +11,7 @@ from labserver.demo.patterns import (
     dependent,
     gather,
     hashed,
+    interpreterpool,
     mixed,
     offload,
     processpool,
@@ -31,6 +32,7 @@ _MODULES: dict[str, ModuleType] = {
     "wrapped": wrapped,
     "offload": offload,
     "hashed": hashed,
+    "interpreterpool": interpreterpool,
 }
 PATTERNS: dict[str, Callable] = {name: module.endpoint for name, module in _MODULES.items()}
 # What the model asks of a pattern, as each module declares it beside its endpoint.
