@@ -117,7 +117,7 @@ def pool_and_workers(runs: pd.DataFrame) -> Measured:
     wide = wide[(wide["io_ms"] == 0) & (wide["cpu_n"] > 0)] if len(wide) else wide
     if len(wide):
         ratio = float((wide["processpool"] / wide[list(one_core)].mean(axis=1)).median())
-        parts.append(f"{ratio:.1f}× (process pool / one-core patterns, fib({_span(wide['cpu_n'])}))")
+        parts.append(f"{ratio:.1f}× (process pool / `def` and `async def`, fib({_span(wide['cpu_n'])}))")
     gain = _workers_gain(_lesson(runs, "04", "sequential"))
     if gain is not None:
         ratio = gain[1] if math.isnan(ratio) else ratio
@@ -205,10 +205,10 @@ def reused_client(runs: pd.DataFrame) -> Measured:
     if not {"threadpool", "session"} <= set(cost.index):
         return Measured(math.nan, NOT_YET)
     ratio = float(cost["session"] / cost["threadpool"])
-    text = f"{ratio:.2f}× the client CPU per request with a Session"
+    text = f"a Session costs {ratio:.2f}× the client CPU per request of `requests.get`"
     if "aiohttp" in cost:
-        text += f", {cost['aiohttp'] / cost['threadpool']:.2f}× with aiohttp"
-    return Measured(ratio, f"{text} (over requests.get, {int(top['users'].iloc[0])} in flight)")
+        text += f", aiohttp {cost['aiohttp'] / cost['threadpool']:.2f}×"
+    return Measured(ratio, f"{text} ({int(top['users'].iloc[0])} in flight)")
 
 
 def released_gil(runs: pd.DataFrame) -> Measured:
@@ -221,7 +221,7 @@ def released_gil(runs: pd.DataFrame) -> Measured:
         return Measured(math.nan, NOT_YET)
     ratio = float(busy["hashed"] / busy["threadpool"])
     return Measured(
-        ratio, f"{busy['hashed']:.2f} cores busy hashing, {busy['threadpool']:.2f} computing fib ({ratio:.1f}×)"
+        ratio, f"{busy['hashed']:.2f} cores busy hashing in a `def`, against {busy['threadpool']:.2f} computing fib"
     )
 
 
@@ -281,7 +281,7 @@ ROWS = [
     Row(
         "A blocking library: requests, a sync database driver",
         "a plain `def` (FastAPI runs it in its thread pool)",
-        "threads / io = 40 / io",
+        "threads / io per worker: 40 / io",
         "req/s flat at 40 / io while p95 grows with the users: requests wait for a thread",
         "def / (threads / io)",
         ("01",),
@@ -310,12 +310,12 @@ ROWS = [
         "a process pool (`loop.run_in_executor(pool, f, ...)`), or `--workers` up to the usable cores",
         "cores / cpu: one core per pool process or worker, up to the usable cores",
         "the server process at 100% of one core, the others idle; event-loop lag with async def",
-        "process pool / one-core patterns; as many workers as cores / one",
+        "process pool / `def` and `async def`; as many workers as cores / one",
         ("03", "04"),
         pool_and_workers,
     ),
     Row(
-        "CPU work in C that lets go of the GIL: `hashlib`, `zlib`, numpy on large arrays",
+        "CPU work in C that lets go of the GIL: `hashlib` on more than 2 KiB, `zlib`, numpy on large arrays",
         "a plain `def` (the thread pool): its threads compute on several cores",
         "min(threads, cores) / cpu",
         "the server process over 100% CPU, with no pool",
@@ -326,7 +326,7 @@ ROWS = [
     Row(
         "CPU-bound work on a free-threaded Python (3.13t, 3.14t)",
         "a plain `def` (the thread pool); state shared between requests behind a lock",
-        "min(threads, cores) / cpu, cpu priced on the free-threaded build",
+        "min(threads, users, cores) / cpu, cpu priced on the free-threaded build",
         "one process over 100% CPU; updates lost without a lock",
         "thread pool without the GIL / with it, same build; and / the usual build's thread and process pools",
         ("10",),
@@ -354,7 +354,7 @@ ROWS = [
     Row(
         "A database: a connection pool in the app",
         "the async driver in `async def`; a sync one in a plain `def`, with a pool of at least the threads",
-        "connections / hold time (Little's law), and for a `def` min(threads, connections) / hold; "
+        "connections / hold time (Little's law); a `def` min(threads / S, connections / hold), S its time alone; "
         "workers × pool under the server's `max_connections`",
         "requests wait for a connection with the database idle, or the pool's timeout errors",
         "sync driver / (connections / hold), the pool scarcer than the threads",
@@ -374,7 +374,7 @@ ROWS = [
         "Never: `time.sleep` (or any blocking call) in `async def`",
         "never; a plain `def`, or hand the call to a thread",
         "workers / io: 1 / io per worker, whatever the users",
-        "req/s flat at 1 / io per worker whatever the users; event-loop lag ≈ io",
+        "req/s flat at 1 / io per worker whatever the users; event-loop lag of the order of users × io, not io",
         "time.sleep in async def / (workers / io)",
         ("05",),
         blocked_loop,

@@ -67,7 +67,7 @@ def test_gather_over_sequential():
 def test_the_pool_and_the_workers_each_give_their_ratio():
     got = card.pool_and_workers(RUNS)
     assert got.ratio == pytest.approx(156 / 82)
-    assert got.text == "1.9× (process pool / one-core patterns, fib(25)); 1.9× (2 workers / 1)"
+    assert got.text == "1.9× (process pool / `def` and `async def`, fib(25)); 1.9× (2 workers / 1)"
 
 
 def test_the_blocked_loop_is_read_against_one_over_io_without_the_timeout_run():
@@ -111,7 +111,7 @@ def test_markdown_escapes_a_pipe_in_a_cell():
 
 def test_workers_without_their_cores_recorded_are_not_read():
     runs = RUNS.assign(usable_cores=float("nan"))
-    assert card.pool_and_workers(runs).text == "1.9× (process pool / one-core patterns, fib(25))"
+    assert card.pool_and_workers(runs).text == "1.9× (process pool / `def` and `async def`, fib(25))"
 
 
 L10 = "10_without_the_gil"
@@ -177,7 +177,7 @@ def test_a_reused_client_reads_its_cpu_against_requests_get_at_the_most_in_fligh
     got = card.reused_client(runs)
     assert got.ratio == pytest.approx(0.68 / 0.85)
     assert got.text == (
-        "0.80× the client CPU per request with a Session, 0.27× with aiohttp (over requests.get, 100 in flight)"
+        "a Session costs 0.80× the client CPU per request of `requests.get`, aiohttp 0.27× (100 in flight)"
     )
     assert math.isnan(card.reused_client(runs[runs["client"] != "session"]).ratio)  # no Session run: not yet
 
@@ -190,7 +190,7 @@ def test_c_code_that_lets_go_of_the_gil_is_read_as_cores_busy_over_fib_s():
     ])  # fmt: skip
     got = card.released_gil(runs)
     assert got.ratio == pytest.approx(1.8)
-    assert got.text == "1.80 cores busy hashing, 1.00 computing fib (1.8×)"
+    assert got.text == "1.80 cores busy hashing in a `def`, against 1.00 computing fib"
     assert math.isnan(card.released_gil(RUNS).ratio)  # no hashed run: not yet
 
 
