@@ -23,6 +23,10 @@ PATTERN_LABELS: dict[str, str] = {
     "offload": "async def + run_in_threadpool",
     "hashed": "def + hashlib (GIL released)",
     "interpreterpool": "async def + interpreter pool",
+    "syncdep": "async def + a def dependency",
+    "asyncdep": "async def + an async def dependency",
+    "streamsync": "StreamingResponse of a def generator",
+    "streamasync": "StreamingResponse of an async generator",
 }
 
 # One per strategy of labserver/clients/strategies.py.

@@ -192,6 +192,21 @@ def interpreter_pool(runs: pd.DataFrame) -> Measured:
     return Measured(ratio, f"{ratio:.1f}× the same build's thread pool with its GIL, {busy:.2f} cores busy")
 
 
+def blocking_dependency(runs: pd.DataFrame) -> Measured:
+    """Lesson 11: an `async def` endpoint with a plain `def` dependency that blocks, over threads / io; and the
+    same with an `async def` dependency, over it."""
+    rows = _lesson(runs, "11", ("syncdep", "asyncdep"))
+    if rows.empty or not {"syncdep", "asyncdep"} <= set(rows["pattern"]):
+        return Measured(math.nan, NOT_YET)
+    sync = rows[rows["pattern"] == "syncdep"]
+    ratio = float((sync["rps"] / (sync["workers"] * sync["threads"] / (sync["tasks"] * sync["io_ms"] / 1000))).median())
+    gain = float(rows.loc[rows["pattern"] == "asyncdep", "rps"].median() / sync["rps"].median())
+    users = _span(rows["users"])
+    return Measured(
+        ratio, f"{ratio:.2f} of threads / io with a `def` dependency; an `async def` one {gain:.1f}× ({users} users)"
+    )
+
+
 def reused_client(runs: pd.DataFrame) -> Measured:
     """Lesson 06: client CPU per request of a `requests.Session` per thread, and of aiohttp, over `requests.get`'s."""
     if runs.empty or "client" not in runs or "client_ms" not in runs:
@@ -304,6 +319,15 @@ ROWS = [
         "gather / sequential",
         ("02",),
         gather_over_sequential,
+    ),
+    Row(
+        "A dependency or a streamed response that waits on a blocking library",
+        "`async def` dependencies and async generators over an async library; a plain `def` one holds a thread",
+        "threads / S for every plain `def` that waits, endpoint or not; raise the 40 in the lifespan",
+        "all 40 thread tokens borrowed, requests waiting for a thread, the CPU idle",
+        "`def` dependency under `async def` / (threads / io); `async def` dependency / `def` one",
+        ("11",),
+        blocking_dependency,
     ),
     Row(
         "CPU-bound work",

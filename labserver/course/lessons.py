@@ -482,3 +482,44 @@ def _without_the_gil_plans(builds, python, *, users, one, cpu_n, io_ms, threads,
 def summary(*, lessons: list[str] | str) -> list[str]:
     """Lesson 99: the lesson prefixes to include, as a list (one prefix alone is a list of one)."""
     return checks.parameter("lessons", lessons, list[str])
+
+
+class AppThreads(NamedTuple):
+    threads: list[int]  # the thread limits of part 1: AnyIO's default, then `more_threads`
+    plan: sizing.Plan  # every run, tagged by its part; servers by thread limit
+
+
+def app_threads(
+    *,
+    users: int,
+    io_ms: int,
+    more_threads: int,
+    chunks: int,
+    chunk_ms: int,
+    duration_s: int,
+    cores: float | None = None,
+) -> AppThreads:
+    """Lesson 11: the thread limit raised, a `def` dependency against an `async def` one, and streams from a plain
+    generator against an async one; every run past the default thread pool, so that the threads show."""
+    cores = cpus.cores() if cores is None else cores
+    checks.whole("users", users, 1, 2000)
+    default = THREADS_DEFAULT
+    if not default < more_threads:
+        raise ValueError(f"more_threads must be above the default {default}, got {more_threads}")
+    if users <= more_threads:
+        raise ValueError(f"users must be above more_threads ({more_threads}), so that the threads bound, got {users}")
+    servers = {t: {"threads": t, "procs": 0} for t in (default, more_threads)}
+    parts = [
+        ("the thread limit", "threadpool", dict(io_ms=io_ms), (default, more_threads)),
+        ("a dependency", "syncdep", dict(io_ms=io_ms), (default,)),
+        ("a dependency", "asyncdep", dict(io_ms=io_ms), (default,)),
+        ("a stream", "streamsync", dict(tasks=chunks, io_ms=chunk_ms), (default,)),
+        ("a stream", "streamasync", dict(tasks=chunks, io_ms=chunk_ms), (default,)),
+    ]
+    runs = []
+    for part, pattern, work, limits in parts:
+        for t in limits:
+            check_sweep([pattern], [users], threads=t, duration_s=duration_s, **work)
+            runs.append(dict(pattern=pattern, users=users, server=t, tags={"part": part}, **work))
+    plan = sizing.fit(sizing.Plan(runs, servers, duration_s), cores)
+    return AppThreads([default, more_threads], plan)

@@ -43,7 +43,21 @@ def test_the_card_has_its_columns_and_a_row_each():
     frame = card.card(RUNS)
     assert list(frame.columns) == card.COLUMNS
     assert len(frame) == len(card.ROWS)
-    assert list(frame["lesson"]) == ["01", "01", "05", "02", "03, 04", "03", "10", "10", "06", "07", "08, 09", "05"]
+    assert list(frame["lesson"]) == [
+        "01",
+        "01",
+        "05",
+        "02",
+        "11",
+        "03, 04",
+        "03",
+        "10",
+        "10",
+        "06",
+        "07",
+        "08, 09",
+        "05",
+    ]
 
 
 def test_async_over_def_is_the_smallest_ratio_at_three_times_the_pool():
@@ -81,8 +95,8 @@ def test_a_row_without_runs_says_not_measured_yet():
     offload = card.card(RUNS).iloc[2]
     assert offload["measured"].startswith("not measured yet")
     measured = card.card(RUNS)["measured"]
-    # offload, hashed, lesson 10's two, lesson 06's clients, the database, overload
-    assert sum(m.startswith("not measured yet") for m in measured) == 7
+    # offload, lesson 11's dependency, hashed, lesson 10's two, lesson 06's clients, the database, overload
+    assert sum(m.startswith("not measured yet") for m in measured) == 8
 
 
 def test_offload_is_read_once_its_runs_are_on_disk():
@@ -242,3 +256,14 @@ def test_the_interpreter_pool_is_read_against_the_same_build_s_thread_pool_with_
     assert got.ratio == pytest.approx(70 / 40)
     assert got.text == "1.8× the same build's thread pool with its GIL, 1.90 cores busy"
     assert math.isnan(card.interpreter_pool(RUNS).ratio)
+
+
+def test_a_blocking_dependency_is_read_against_threads_over_io_and_beside_an_async_one():
+    runs = pd.DataFrame([
+        _run("11_app_threads", "syncdep", 100, 196.0, io_ms=200),
+        _run("11_app_threads", "asyncdep", 100, 490.0, io_ms=200),
+    ])  # fmt: skip
+    got = card.blocking_dependency(runs)
+    assert got.ratio == pytest.approx(196 / 200)
+    assert got.text == "0.98 of threads / io with a `def` dependency; an `async def` one 2.5× (100 users)"
+    assert math.isnan(card.blocking_dependency(runs.iloc[:1]).ratio)  # no async dependency run: not yet

@@ -27,6 +27,7 @@ LESSONS = [
     "08_overload",
     "09_stalls_and_shedding",
     "10_without_the_gil",
+    "11_app_threads",
     "98_the_instrument",
     "99_summary",
 ]

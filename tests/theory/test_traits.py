@@ -29,13 +29,22 @@ def test_every_registered_pattern_declares_its_traits_in_its_own_module():
 @pytest.mark.parametrize("pattern", list(PATTERNS))
 def test_a_plain_def_computes_in_the_thread_pool(pattern):
     # FastAPI runs a `def` endpoint in its thread pool and an `async def` one on the loop
-    is_def = not inspect.iscoroutinefunction(PATTERNS[pattern])
+    module = sys.modules[PATTERNS[pattern].__module__]
+    work = getattr(module, "chunks", PATTERNS[pattern])  # a stream's work is in the generator it streams
+    is_def = not (inspect.iscoroutinefunction(work) or inspect.isasyncgenfunction(work))
     assert is_def == (TRAITS[pattern].computes in (Where.THREAD_POOL, Where.RELEASED))
 
 
 def test_the_traits_say_what_each_module_does():
     assert [p for p, t in TRAITS.items() if t.overlaps] == ["gather"]
-    assert {p for p, t in TRAITS.items() if t.holds(Hold.THREAD)} == {"threadpool", "wrapped", "offload", "hashed"}
+    assert {p for p, t in TRAITS.items() if t.holds(Hold.THREAD)} == {
+        "threadpool",
+        "wrapped",
+        "offload",
+        "hashed",
+        "syncdep",
+        "streamsync",
+    }
     assert {p for p, t in TRAITS.items() if t.holds(Hold.LOOP)} == {"blocking", "mixed"}
     assert {p for p, t in TRAITS.items() if len(t.waits) == 2} == {"mixed", "wrapped"}
     assert [p for p, t in TRAITS.items() if t.computes is Where.PROCESS_POOL] == ["processpool"]
@@ -58,6 +67,10 @@ BEFORE_PLAIN = {
     "interpreterpool": (5000.0, 100.0, "users"),
     "threadpool": (1600.0, 312.5, "threads"),  # 160 threads / 0.1 s
     "offload": (1600.0, 312.5, "threads"),
+    "syncdep": (1600.0, 312.5, "threads"),  # the dependency's wait holds a thread, as offload's does
+    "streamsync": (1600.0, 312.5, "threads"),
+    "asyncdep": (5000.0, 100.0, "users"),
+    "streamasync": (5000.0, 100.0, "users"),
     "hashed": (1600.0, 312.5, "threads"),
     "wrapped": (800.0, 625.0, "threads"),  # 160 threads / 0.2 s: two waits a sub-task
     "blocking": (40.0, 12500.0, "event loop"),  # 4 loops / 0.1 s
@@ -73,6 +86,10 @@ BEFORE_QUEUED = {
     "interpreterpool": (330.9350067628577, 302.17413678347503, "users"),  # its CPU is the worker's: as sequential
     "threadpool": (66.26905235255136, 1509.0000000000002, "threads"),
     "offload": (66.26905235255136, 1509.0000000000002, "threads"),
+    "syncdep": (66.26905235255136, 1509.0000000000002, "threads"),
+    "streamsync": (66.26905235255136, 1509.0000000000002, "threads"),
+    "asyncdep": (330.9350067628577, 302.17413678347503, "users"),
+    "streamasync": (330.9350067628577, 302.17413678347503, "users"),
     "hashed": (66.26905235255136, 1509.0000000000002, "threads"),
     "wrapped": (33.23363243602526, 3009.0, "threads"),
     "blocking": (6.626905235255135, 15090.000000000002, "event loop"),
@@ -81,10 +98,12 @@ BEFORE_QUEUED = {
 MEASURED = Demand(worker_ms=0.8, pool_ms=2.0, others_ms=0.5, generator_ms=0.4, worker_waited=0.15)
 BEFORE_MEASURED = {
     **dict.fromkeys(
-        ["sequential", "gather", "dependent", "offload"], (1062.5, 37.647058823529406, "GIL (one core per worker)")
+        ["sequential", "gather", "dependent", "offload", "syncdep", "asyncdep", "streamasync"],
+        (1062.5, 37.647058823529406, "GIL (one core per worker)"),
     ),
     "threadpool": (1250.0, 32.0, "GIL (one core per worker)"),  # its threads compute: no share of the core is lost
     "wrapped": (1250.0, 32.0, "GIL (one core per worker)"),
+    "streamsync": (1250.0, 32.0, "GIL (one core per worker)"),  # its generator computes in the pool, as threadpool
     "hashed": (1250.0, 32.0, "GIL (one core per worker)"),  # no digest (cpu_n 0): the server's own work, one core
     "interpreterpool": (1250.0, 32.0, "GIL (one core per worker)"),  # no fib: the same
     "processpool": (1000.0, 40.0, "cores"),
@@ -111,11 +130,17 @@ def test_predictions_are_those_the_names_gave(pattern):
 
 def test_the_helpers_answer_as_the_names_did():
     threads = {p for p in PATTERNS if clients.slots(p, 10, 2) == 20}
-    assert threads == {"threadpool", "hashed"} and clients.slots("blocking", 10, 2) == 2
-    assert all(clients.slots(p) == math.inf for p in PATTERNS if p not in ("threadpool", "hashed", "blocking"))
-    assert {p for p in PATTERNS if model.in_step(p, 10, 0.1, 0.01, 40)} == {"threadpool", "hashed"}
+    assert threads == {"threadpool", "hashed", "streamsync"} and clients.slots("blocking", 10, 2) == 2
+    assert all(clients.slots(p) == math.inf for p in PATTERNS if p not in (*threads, "blocking"))
+    assert {p for p in PATTERNS if model.in_step(p, 10, 0.1, 0.01, 40)} == {"threadpool", "hashed", "streamsync"}
     waited = Demand(worker_ms=3.0, worker_waited=0.3)
-    kept_whole = {"threadpool", "wrapped", "hashed", "interpreterpool"}  # their CPU runs off the loop's thread
+    kept_whole = {
+        "threadpool",
+        "wrapped",
+        "hashed",
+        "interpreterpool",
+        "streamsync",
+    }  # their CPU runs off the loop's thread
     assert {p for p in PATTERNS if model.kept(p, 1, 2.0, waited) == 1.0} == kept_whole
     assert {p for p in PATTERNS if cores.usable(p, 1, 4, 8.0) == 4} == {"processpool", "interpreterpool"}
 

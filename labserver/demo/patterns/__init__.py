@@ -7,6 +7,7 @@ from types import ModuleType
 
 from labserver.checks import choice
 from labserver.demo.patterns import (
+    asyncdep,
     blocking,
     dependent,
     gather,
@@ -16,6 +17,9 @@ from labserver.demo.patterns import (
     offload,
     processpool,
     sequential,
+    streamasync,
+    streamsync,
+    syncdep,
     threadpool,
     wrapped,
 )
@@ -33,6 +37,10 @@ _MODULES: dict[str, ModuleType] = {
     "offload": offload,
     "hashed": hashed,
     "interpreterpool": interpreterpool,
+    "syncdep": syncdep,
+    "asyncdep": asyncdep,
+    "streamsync": streamsync,
+    "streamasync": streamasync,
 }
 PATTERNS: dict[str, Callable] = {name: module.endpoint for name, module in _MODULES.items()}
 # What the model asks of a pattern, as each module declares it beside its endpoint.
