@@ -27,6 +27,8 @@ PATTERN_LABELS: dict[str, str] = {
     "asyncdep": "async def + an async def dependency",
     "streamsync": "StreamingResponse of a def generator",
     "streamasync": "StreamingResponse of an async generator",
+    "bgsync": "def + a def background task",
+    "bgasync": "def + an async def background task",
 }
 
 # One per strategy of labserver/clients/strategies.py.

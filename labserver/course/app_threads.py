@@ -73,6 +73,8 @@ SHORT = {
     "asyncdep": "async def dependency",
     "streamsync": "plain generator",
     "streamasync": "async generator",
+    "bgsync": "def task",
+    "bgasync": "async def task",
 }
 
 

@@ -13,7 +13,10 @@ def plan():
 
 def test_each_run_is_predicted_on_its_own_server(plan):
     table = app_threads.predicted(plan, cores=2)
-    assert list(table["part"]) == ["the thread limit"] * 2 + ["a dependency"] * 2 + ["a stream"] * 2
+    assert (
+        list(table["part"])
+        == ["the thread limit"] * 2 + ["a dependency"] * 2 + ["a stream"] * 2 + ["a background task"] * 2
+    )
     by = table.set_index(["pattern", "threads"])["predicted_rps"]
     assert by["threadpool", 40] == pytest.approx(40 / 0.2)  # threads / io
     assert by["threadpool", 80] == pytest.approx(80 / 0.2)
@@ -21,6 +24,9 @@ def test_each_run_is_predicted_on_its_own_server(plan):
     assert by["asyncdep", 40] == pytest.approx(100 / 0.2)  # users / io
     assert by["streamsync", 40] == pytest.approx(40 / (4 * 0.05))  # threads / (chunks × chunk_ms)
     assert by["streamasync", 40] == pytest.approx(100 / (4 * 0.05))
+    assert list(table["pattern"].iloc[-2:]) == ["bgasync", "bgsync"]  # the def task last: its queue outlives it
+    assert by["bgsync", 40] == pytest.approx(40 / (2 * 0.2))  # the task borrows a thread for a second wait
+    assert by["bgasync", 40] == pytest.approx(40 / 0.2)
 
 
 def test_a_setting_that_cannot_show_the_threads_is_refused():

@@ -8,6 +8,8 @@ from types import ModuleType
 from labserver.checks import choice
 from labserver.demo.patterns import (
     asyncdep,
+    bgasync,
+    bgsync,
     blocking,
     dependent,
     gather,
@@ -41,6 +43,8 @@ _MODULES: dict[str, ModuleType] = {
     "asyncdep": asyncdep,
     "streamsync": streamsync,
     "streamasync": streamasync,
+    "bgsync": bgsync,
+    "bgasync": bgasync,
 }
 PATTERNS: dict[str, Callable] = {name: module.endpoint for name, module in _MODULES.items()}
 # What the model asks of a pattern, as each module declares it beside its endpoint.
