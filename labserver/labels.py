@@ -29,6 +29,8 @@ PATTERN_LABELS: dict[str, str] = {
     "streamasync": "StreamingResponse of an async generator",
     "bgsync": "def + a def background task",
     "bgasync": "def + an async def background task",
+    "pooled": "def + a pooled session (yield)",
+    "pooledinside": "def, its pooled session inside",
 }
 
 # One per strategy of labserver/clients/strategies.py.

@@ -32,8 +32,9 @@ COLORS["offload"] = sns.color_palette("colorblind", 10)[9]  # light blue: the ni
 COLORS["hashed"] = sns.color_palette("dark", 10)[8]  # olive: the ninth again, dark enough to read on white
 COLORS["interpreterpool"] = sns.color_palette("dark", 10)[3]  # dark red: the process pool's red, deeper
 # lesson 11: what holds a thread in the thread pool's green, deeper; what holds nothing in async's blue, deeper
-COLORS["syncdep"] = COLORS["streamsync"] = COLORS["bgsync"] = sns.color_palette("dark", 10)[2]
-COLORS["asyncdep"] = COLORS["streamasync"] = COLORS["bgasync"] = sns.color_palette("dark", 10)[0]
+LESSON_11 = (("syncdep", "asyncdep"), ("streamsync", "streamasync"), ("bgsync", "bgasync"), ("pooled", "pooledinside"))
+for held, free in LESSON_11:
+    COLORS[held], COLORS[free] = sns.color_palette("dark", 10)[2], sns.color_palette("dark", 10)[0]
 INVALID = "#d62728"
 
 

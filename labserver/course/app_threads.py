@@ -24,12 +24,14 @@ def predicted(plan: sizing.Plan, cores: float) -> pd.DataFrame:
     rows = []
     for run in plan.runs:
         settings = plan.settings(run["server"], cores)
-        p = model.predict(Workload.of(run), settings, cores=cores)
+        workload = Workload.of(run)
+        p = model.predict(workload, settings, cores=cores)
         rows.append(
             {
                 "part": run["tags"]["part"],
                 "pattern": run["pattern"],
                 "threads": settings.threads,
+                "connections": settings.db_pool if workload.traits.connection else None,
                 "users": run["users"],
                 "predicted_rps": round(p.rps, 1),
                 "predicted_ms": round(p.latency_ms, 1),
@@ -75,6 +77,8 @@ SHORT = {
     "streamasync": "async generator",
     "bgsync": "def task",
     "bgasync": "async def task",
+    "pooled": "session from a dependency",
+    "pooledinside": "session in the endpoint",
 }
 
 
@@ -84,3 +88,9 @@ def named(runs: pd.DataFrame) -> pd.DataFrame:
     label = runs["pattern"].map(lambda p: SHORT.get(p, pattern_label(p)))
     label = label.where(~limit, "def, " + runs["threads"].astype(int).astype(str) + " threads")
     return runs.assign(endpoint=label.map(lambda text: textwrap.fill(text, 12)))
+
+
+def stalled(runs: pd.DataFrame) -> float:
+    """The replies after the first round of the session from a dependency, per connection: below 1, it stalled."""
+    run = runs[runs["pattern"] == "pooled"].iloc[0]
+    return float(run["requests"]) / float(run["db_pool"])

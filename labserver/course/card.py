@@ -377,12 +377,13 @@ ROWS = [
     ),
     Row(
         "A database: a connection pool in the app",
-        "the async driver in `async def`; a sync one in a plain `def`, with a pool of at least the threads",
+        "the async driver in `async def`; a sync one in a plain `def` that borrows its session itself (not from a "
+        "`def` `yield` dependency, which can stall), with a pool of at least the threads",
         "connections / hold time (Little's law); a `def` min(threads / S, connections / hold), S its time alone; "
         "workers × pool under the server's `max_connections`",
         "requests wait for a connection with the database idle, or the pool's timeout errors",
         "sync driver / (connections / hold), the pool scarcer than the threads",
-        ("07",),
+        ("07", "11"),
         database_pool,
     ),
     Row(

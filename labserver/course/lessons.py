@@ -486,7 +486,7 @@ def summary(*, lessons: list[str] | str) -> list[str]:
 
 class AppThreads(NamedTuple):
     threads: list[int]  # the thread limits of part 1: AnyIO's default, then `more_threads`
-    plan: sizing.Plan  # every run, tagged by its part; servers by thread limit
+    plan: sizing.Plan  # every run, tagged by its part; servers by thread limit, and by pool for part 5
 
 
 def app_threads(
@@ -496,12 +496,14 @@ def app_threads(
     more_threads: int,
     chunks: int,
     chunk_ms: int,
+    connections: int,
     duration_s: int,
     cores: float | None = None,
 ) -> AppThreads:
     """Lesson 11: the thread limit raised, a `def` dependency against an `async def` one, streams from a plain
-    generator against an async one, and a `def` background task against an `async def` one; every run past the
-    default thread pool, so that the threads show."""
+    generator against an async one, a `def` background task against an `async def` one, and a session from a
+    pool of fewer connections than threads, borrowed in the endpoint and in a `yield` dependency; every run
+    past the default thread pool."""
     cores = cpus.cores() if cores is None else cores
     checks.whole("users", users, 1, 2000)
     default = THREADS_DEFAULT
@@ -509,7 +511,10 @@ def app_threads(
         raise ValueError(f"more_threads must be above the default {default}, got {more_threads}")
     if users <= more_threads:
         raise ValueError(f"users must be above more_threads ({more_threads}), so that the threads bound, got {users}")
-    servers = {t: {"threads": t, "procs": 0} for t in (default, more_threads)}
+    if not 1 <= connections < default:
+        raise ValueError(f"connections must be from 1 to {default - 1}, fewer than the threads, got {connections}")
+    servers: dict = {t: {"threads": t, "procs": 0} for t in (default, more_threads)}
+    servers["pool"] = {"threads": default, "procs": 0, "db_pool": connections}  # part 5: fewer connections than threads
     parts = [
         ("the thread limit", "threadpool", dict(io_ms=io_ms), (default, more_threads)),
         ("a dependency", "syncdep", dict(io_ms=io_ms), (default,)),
@@ -521,11 +526,15 @@ def app_threads(
         # tasks only begin to queue, and the replies come faster than they will once the queue holds them.
         ("a background task", "bgasync", dict(io_ms=io_ms, duration_s=3 * duration_s), (default,)),
         ("a background task", "bgsync", dict(io_ms=io_ms, duration_s=3 * duration_s), (default,)),
+        # Last, the session from a dependency: its run stalls, and its users and its server stay stuck.
+        ("a pooled session", "pooledinside", dict(io_ms=io_ms), ("pool",)),
+        ("a pooled session", "pooled", dict(io_ms=io_ms), ("pool",)),
     ]
     runs = []
     for part, pattern, work, limits in parts:
         for t in limits:
-            check_sweep([pattern], [users], threads=t, **{"duration_s": duration_s, **work})
-            runs.append(dict(pattern=pattern, users=users, server=t, tags={"part": part}, **work))
+            check_sweep([pattern], [users], threads=servers[t]["threads"], **{"duration_s": duration_s, **work})
+            pool = {"db_pool": servers[t]["db_pool"]} if "db_pool" in servers[t] else {}  # part 5's pool, in its rows
+            runs.append(dict(pattern=pattern, users=users, server=t, tags={"part": part, **pool}, **work))
     plan = sizing.fit(sizing.Plan(runs, servers, duration_s), cores)
     return AppThreads([default, more_threads], plan)

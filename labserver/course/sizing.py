@@ -74,7 +74,7 @@ class Plan:
 
     def settings(self, key: Hashable, cores: float) -> Settings:
         """The Settings of server `key` as it would start on `cores` (its pool one process per core)."""
-        given = {k: v for k, v in self.servers[key].items() if k in ("workers", "threads", "procs", "gil")}
+        given = {k: v for k, v in self.servers[key].items() if k in ("workers", "threads", "procs", "gil", "db_pool")}
         return Settings(**{"procs": pool_procs(cores), **given})
 
     def senders(self, i: int) -> int:

@@ -23,7 +23,7 @@ import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
-from labserver.demo import subinterpreters, telemetry
+from labserver.demo import connections, subinterpreters, telemetry
 from labserver.demo.cpus import pin, usable_cpus
 from labserver.demo.lifeline import die_with_parent
 from labserver.demo.patterns import PATTERNS
@@ -140,6 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.pool = None
     app.state.interpreters = subinterpreters.LazyPool(settings.procs)  # started by its first request
+    app.state.connections = connections.pool(settings.db_pool)  # lesson 11's pooled sessions
     if settings.queue_limit is not None:  # added first: it runs inside InFlight, so a 503 is counted and named
         app.add_middleware(Shed, max_waiting=settings.queue_limit)
     app.add_middleware(InFlight)  # Starlette builds the instance; /info finds it in the middleware stack

@@ -44,6 +44,7 @@ class Traits:
     computes: Where
     waits: tuple[Hold, ...]  # each sub-task's waits of io_ms, in order
     overlaps: bool = False  # the sub-tasks run at once (asyncio.gather): a request waits one io_ms, not tasks × io_ms
+    connection: bool = False  # each wait also holds one of the worker's `db_pool` connections (a pooled session)
 
     def holds(self, what: Hold) -> int:
         """How many of a sub-task's waits hold `what`."""

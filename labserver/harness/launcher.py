@@ -136,6 +136,7 @@ class LabServer(Server):
         neighbours: Callable[[], list[int]] | None = None,
         python: str | Path | None = None,
         gil: bool = True,
+        db_pool: int | None = None,
     ):
         self.python = interpreters.check_python(python, gil)
         if cpus is not None:
@@ -143,6 +144,8 @@ class LabServer(Server):
         given: dict[str, Any] = {} if procs is None else {"procs": procs}  # else the Settings' default
         if cpus is not None:
             given["cpus"] = tuple(cpus)
+        if db_pool is not None:  # lesson 11's pooled sessions; lesson 07's pools take theirs from its own server
+            given["db_pool"] = db_pool
         self.settings = Settings(workers=workers, threads=threads, queue_limit=queue_limit, gil=gil, **given)
         self.settings.check()
         _check_processes(self.settings)

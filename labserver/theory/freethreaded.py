@@ -77,13 +77,21 @@ def in_words(runs: pd.DataFrame, builds: tuple[str, ...], cores: float, pattern:
 
 
 def predict_builds(
-    builds: Mapping[str, bool], *, users: int, one_core_users: int, cpu_n: int, threads: int, procs: int
+    builds: Mapping[str, bool],
+    *,
+    users: int,
+    one_core_users: int,
+    cpu_n: int,
+    threads: int,
+    procs: int,
+    task_ms: float | None = None,
 ) -> pd.DataFrame:
     """The model on fib before measuring: the thread pool, async def and the interpreter pool (of `procs`) on each
     of `builds` (label: has a GIL).
 
     A run that can use more than one core (the thread pool without a GIL, a pool) gets `users`; one
-    held to one core gets `one_core_users`, as the lesson's runs do.
+    held to one core gets `one_core_users`, as the lesson's runs do. `task_ms` prices fib on the builds'
+    own interpreter (default: timed on this one, which may compute it faster).
     """
     rows = []
     for build, gil in builds.items():
@@ -92,7 +100,9 @@ def predict_builds(
             many = computes in POOLS or (computes is Where.THREAD_POOL and not gil)  # more than one core
             n = users if many else one_core_users
             usable = cores.usable(pattern, procs=procs, threads=threads, gil=gil)
-            guess = predict_for(pattern, users=n, cpu_n=cpu_n, threads=threads, procs=procs, gil=gil)
+            guess = predict_for(
+                pattern, users=n, cpu_n=cpu_n, threads=threads, procs=procs, gil=gil, cpu_ms_per_task=task_ms
+            )
             rows.append(
                 {
                     "build": build,

@@ -218,6 +218,8 @@ def _limits(
     cpu_per_request = w.tasks * price.task_s
     if t.holds(Hold.THREAD):  # a waiting request holds a pool thread
         limits[Bottleneck.THREADS] = s.workers * s.threads / service
+    if t.connection:  # and a pooled connection, for as long
+        limits[Bottleneck.CONNECTION_POOL] = s.workers * s.db_pool / service
     held = t.holds(Hold.LOOP)
     if held and held == len(t.waits):
         limits[Bottleneck.EVENT_LOOP] = s.workers / service  # the loop is held for the whole request

@@ -8,15 +8,15 @@ from labserver.course import app_threads, lessons
 
 @pytest.fixture
 def plan():
-    return lessons.app_threads(users=100, io_ms=200, more_threads=80, chunks=4, chunk_ms=50, duration_s=3, cores=2).plan
+    return lessons.app_threads(
+        users=100, io_ms=200, more_threads=80, chunks=4, chunk_ms=50, connections=20, duration_s=3, cores=2
+    ).plan
 
 
 def test_each_run_is_predicted_on_its_own_server(plan):
     table = app_threads.predicted(plan, cores=2)
-    assert (
-        list(table["part"])
-        == ["the thread limit"] * 2 + ["a dependency"] * 2 + ["a stream"] * 2 + ["a background task"] * 2
-    )
+    parts = ["the thread limit", "a dependency", "a stream", "a background task", "a pooled session"]
+    assert list(table["part"]) == [part for part in parts for _ in range(2)]
     by = table.set_index(["pattern", "threads"])["predicted_rps"]
     assert by["threadpool", 40] == pytest.approx(40 / 0.2)  # threads / io
     assert by["threadpool", 80] == pytest.approx(80 / 0.2)
@@ -24,16 +24,26 @@ def test_each_run_is_predicted_on_its_own_server(plan):
     assert by["asyncdep", 40] == pytest.approx(100 / 0.2)  # users / io
     assert by["streamsync", 40] == pytest.approx(40 / (4 * 0.05))  # threads / (chunks × chunk_ms)
     assert by["streamasync", 40] == pytest.approx(100 / (4 * 0.05))
-    assert list(table["pattern"].iloc[-2:]) == ["bgasync", "bgsync"]  # the def task last: its queue outlives it
+    assert list(table["pattern"].iloc[6:8]) == ["bgasync", "bgsync"]  # the def task second: its queue outlives it
     assert by["bgsync", 40] == pytest.approx(40 / (2 * 0.2))  # the task borrows a thread for a second wait
     assert by["bgasync", 40] == pytest.approx(40 / 0.2)
+    pooled = table[table["part"] == "a pooled session"]
+    assert list(pooled["pattern"]) == ["pooledinside", "pooled"]  # the session from a dependency last: it stalls
+    assert list(pooled["connections"]) == [20, 20]
+    assert (
+        list(pooled["predicted_rps"]) == [pytest.approx(20 / 0.2)] * 2
+    )  # connections / io: the model misses the stall
 
 
 def test_a_setting_that_cannot_show_the_threads_is_refused():
     with pytest.raises(ValueError, match="more_threads must be above the default 40"):
-        lessons.app_threads(users=100, io_ms=200, more_threads=40, chunks=4, chunk_ms=50, duration_s=3, cores=2)
+        lessons.app_threads(
+            users=100, io_ms=200, more_threads=40, chunks=4, chunk_ms=50, connections=20, duration_s=3, cores=2
+        )
     with pytest.raises(ValueError, match=r"users must be above more_threads \(80\)"):
-        lessons.app_threads(users=80, io_ms=200, more_threads=80, chunks=4, chunk_ms=50, duration_s=3, cores=2)
+        lessons.app_threads(
+            users=80, io_ms=200, more_threads=80, chunks=4, chunk_ms=50, connections=20, duration_s=3, cores=2
+        )
 
 
 RUNS = pd.DataFrame(

@@ -54,7 +54,7 @@ def test_the_card_has_its_columns_and_a_row_each():
         "10",
         "10",
         "06",
-        "07",
+        "07, 11",
         "08, 09",
         "05",
     ]

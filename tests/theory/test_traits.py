@@ -46,7 +46,10 @@ def test_the_traits_say_what_each_module_does():
         "streamsync",
         "bgsync",
         "bgasync",
+        "pooled",
+        "pooledinside",
     }
+    assert {p for p, t in TRAITS.items() if t.connection} == {"pooled", "pooledinside"}
     assert {p for p, t in TRAITS.items() if t.holds(Hold.LOOP)} == {"blocking", "mixed"}
     assert {p for p, t in TRAITS.items() if len(t.waits) == 2} == {"mixed", "wrapped", "bgsync"}
     assert [p for p, t in TRAITS.items() if t.computes is Where.PROCESS_POOL] == ["processpool"]
@@ -76,6 +79,8 @@ BEFORE_PLAIN = {
     "hashed": (1600.0, 312.5, "threads"),
     "wrapped": (800.0, 625.0, "threads"),  # 160 threads / 0.2 s: two waits a sub-task
     "bgsync": (800.0, 625.0, "threads"),  # the reply's wait and the background task's, each in a thread
+    "pooled": (800.0, 625.0, "connection pool"),  # 4 workers × 20 connections / 0.1 s
+    "pooledinside": (800.0, 625.0, "connection pool"),  # the same bound: the model misses pooled's stall
     "bgasync": (1600.0, 312.5, "threads"),
     "blocking": (40.0, 12500.0, "event loop"),  # 4 loops / 0.1 s
     "mixed": (40.0, 12500.0, "event loop"),  # 4 loops, each held for the blocking 0.1 s
@@ -97,6 +102,8 @@ BEFORE_QUEUED = {
     "hashed": (66.26905235255136, 1509.0000000000002, "threads"),
     "wrapped": (33.23363243602526, 3009.0, "threads"),
     "bgsync": (33.23363243602526, 3009.0, "threads"),
+    "pooled": (66.26905235255136, 1509.0000000000002, "threads"),  # 10 threads, fewer than its 20 connections
+    "pooledinside": (66.26905235255136, 1509.0000000000002, "threads"),
     "bgasync": (66.26905235255136, 1509.0000000000002, "threads"),
     "blocking": (6.626905235255135, 15090.000000000002, "event loop"),
     "mixed": (6.633499170812604, 15075.0, "event loop"),
@@ -110,6 +117,8 @@ BEFORE_MEASURED = {
     "threadpool": (1250.0, 32.0, "GIL (one core per worker)"),  # its threads compute: no share of the core is lost
     "wrapped": (1250.0, 32.0, "GIL (one core per worker)"),
     "bgsync": (1250.0, 32.0, "GIL (one core per worker)"),
+    "pooled": (1250.0, 32.0, "GIL (one core per worker)"),
+    "pooledinside": (1250.0, 32.0, "GIL (one core per worker)"),
     "bgasync": (1250.0, 32.0, "GIL (one core per worker)"),
     "streamsync": (1250.0, 32.0, "GIL (one core per worker)"),  # its generator computes in the pool, as threadpool
     "hashed": (1250.0, 32.0, "GIL (one core per worker)"),  # no digest (cpu_n 0): the server's own work, one core
@@ -138,13 +147,18 @@ def test_predictions_are_those_the_names_gave(pattern):
 
 def test_the_helpers_answer_as_the_names_did():
     threads = {p for p in PATTERNS if clients.slots(p, 10, 2) == 20}
-    assert threads == {"threadpool", "hashed", "streamsync", "bgasync"} and clients.slots("blocking", 10, 2) == 2
+    assert (
+        threads == {"threadpool", "hashed", "streamsync", "bgasync", "pooled", "pooledinside"}
+        and clients.slots("blocking", 10, 2) == 2
+    )
     assert all(clients.slots(p) == math.inf for p in PATTERNS if p not in (*threads, "blocking"))
     assert {p for p in PATTERNS if model.in_step(p, 10, 0.1, 0.01, 40)} == {
         "threadpool",
         "hashed",
         "streamsync",
         "bgasync",
+        "pooled",
+        "pooledinside",
     }
     waited = Demand(worker_ms=3.0, worker_waited=0.3)
     kept_whole = {
@@ -155,6 +169,8 @@ def test_the_helpers_answer_as_the_names_did():
         "streamsync",
         "bgsync",
         "bgasync",
+        "pooled",
+        "pooledinside",
     }  # their CPU runs off the loop's thread
     assert {p for p in PATTERNS if model.kept(p, 1, 2.0, waited) == 1.0} == kept_whole
     assert {p for p in PATTERNS if cores.usable(p, 1, 4, 8.0) == 4} == {"processpool", "interpreterpool"}

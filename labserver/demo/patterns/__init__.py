@@ -17,6 +17,8 @@ from labserver.demo.patterns import (
     interpreterpool,
     mixed,
     offload,
+    pooled,
+    pooledinside,
     processpool,
     sequential,
     streamasync,
@@ -45,6 +47,8 @@ _MODULES: dict[str, ModuleType] = {
     "streamasync": streamasync,
     "bgsync": bgsync,
     "bgasync": bgasync,
+    "pooledinside": pooledinside,
+    "pooled": pooled,
 }
 PATTERNS: dict[str, Callable] = {name: module.endpoint for name, module in _MODULES.items()}
 # What the model asks of a pattern, as each module declares it beside its endpoint.
