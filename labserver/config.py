@@ -205,6 +205,14 @@ QUEUE_LIMIT: Setting[int | None] = Setting(
     form="a whole number",
 )
 
+UPSTREAM: Setting[str] = Setting(
+    name="LAB_UPSTREAM",
+    default="",
+    meaning="the other service lesson 12's endpoints call, as http://host:port (unset: they answer 503)",
+    parse=str,
+    form="a URL",
+)
+
 GIL: Setting[bool] = Setting(
     name="LAB_GIL",
     default=True,
@@ -235,6 +243,7 @@ SETTINGS: dict[str, Setting] = {
         CPUS,
         TELEMETRY_DIR,
         QUEUE_LIMIT,
+        UPSTREAM,
         GIL,
     )
 }

@@ -31,6 +31,8 @@ PATTERN_LABELS: dict[str, str] = {
     "bgasync": "def + an async def background task",
     "pooled": "def + a pooled session (yield)",
     "pooledinside": "def, its pooled session inside",
+    "callnew": "async def + a new httpx client per request",
+    "callreused": "async def + one httpx client, reused",
 }
 
 # One per strategy of labserver/clients/strategies.py.

@@ -33,7 +33,8 @@ COLORS["hashed"] = sns.color_palette("dark", 10)[8]  # olive: the ninth again, d
 COLORS["interpreterpool"] = sns.color_palette("dark", 10)[3]  # dark red: the process pool's red, deeper
 # lesson 11: what holds a thread in the thread pool's green, deeper; what holds nothing in async's blue, deeper
 LESSON_11 = (("syncdep", "asyncdep"), ("streamsync", "streamasync"), ("bgsync", "bgasync"), ("pooled", "pooledinside"))
-for held, free in LESSON_11:
+LESSON_12 = (("callnew", "callreused"),)
+for held, free in LESSON_11 + LESSON_12:
     COLORS[held], COLORS[free] = sns.color_palette("dark", 10)[2], sns.color_palette("dark", 10)[0]
 INVALID = "#d62728"
 

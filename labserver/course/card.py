@@ -223,7 +223,18 @@ def reused_client(runs: pd.DataFrame) -> Measured:
     text = f"a Session costs {ratio:.2f}× the client CPU per request of `requests.get`"
     if "aiohttp" in cost:
         text += f", aiohttp {cost['aiohttp'] / cost['threadpool']:.2f}×"
-    return Measured(ratio, f"{text} ({int(top['users'].iloc[0])} in flight)")
+    return Measured(ratio, f"{text} ({int(top['users'].iloc[0])} in flight){_new_client(runs)}")
+
+
+def _new_client(runs: pd.DataFrame) -> str:
+    """Lesson 12's figure beside lesson 06's: the server CPU per request a new httpx client cost, where measured."""
+    rows = _lesson(runs, "12", ("callnew", "callreused"))
+    if "server_ms" not in rows or not {"callnew", "callreused"} <= set(rows["pattern"]):
+        return ""
+    cost = rows.groupby("pattern")["server_ms"].median()
+    return (
+        f"; in a server, a new httpx client per request cost {cost['callnew'] - cost['callreused']:.0f} ms of CPU more"
+    )
 
 
 def released_gil(runs: pd.DataFrame) -> Measured:
@@ -372,7 +383,7 @@ ROWS = [
         "in flight / S, in flight capped by the client's pool (httpx, aiohttp: 100), until its core: 1 / its CPU",
         "calls slower than the service answers (a connection each), or httpx's PoolTimeout; the client near a core",
         "Session / requests.get, and aiohttp / requests.get, client CPU per request",
-        ("06",),
+        ("06", "12"),
         reused_client,
     ),
     Row(

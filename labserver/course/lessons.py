@@ -17,12 +17,13 @@ from typing import NamedTuple
 import pandas as pd
 
 from labserver import checks
-from labserver.course import sizing
+from labserver.course import calling, sizing
 from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.harness import interpreters
 from labserver.harness.load import check_arrivals, check_load, check_sweep
 from labserver.harness.plan import mirrored
+from labserver.harness.procs import free_port
 from labserver.postgres import runs as database_runs
 from labserver.theory import clients as client_model
 from labserver.theory import cores as core_model
@@ -538,3 +539,26 @@ def app_threads(
             runs.append(dict(pattern=pattern, users=users, server=t, tags={"part": part, **pool}, **work))
     plan = sizing.fit(sizing.Plan(runs, servers, duration_s), cores)
     return AppThreads([default, more_threads], plan)
+
+
+class CallingServices(NamedTuple):
+    plan: sizing.Plan  # the runs on the app server; the other service starts beside it, on its own port
+
+
+def calling_services(*, users: int, io_ms: int, duration_s: int, cores: float | None = None) -> CallingServices:
+    """Lesson 12: an endpoint that calls another service (the lab's own server, on a port chosen now) with a new
+    httpx client per request, and with one client reused."""
+    cores = cpus.cores() if cores is None else cores
+    patterns = ["callreused", "callnew"]
+    check_sweep(patterns, [users], io_ms=io_ms, duration_s=duration_s)
+    port = free_port()
+    servers: dict[str, dict] = {
+        "service": {"threads": THREADS_DEFAULT, "procs": 0, "port": port},  # its /sequential waits io_ms
+        "app": {"threads": THREADS_DEFAULT, "procs": 0, "upstream": f"http://127.0.0.1:{port}"},
+    }
+    runs = [dict(pattern=p, users=users, io_ms=io_ms, server="app", tags={"part": "a client"}) for p in patterns]
+    # A new client's CPU runs on the one event loop: a round of `users` requests lasts users × that CPU, and its
+    # replies come in bursts. The run holds five rounds after a second of warm-up (the foresight cannot price it).
+    round_s = users * calling.client_ms() / 1000
+    runs[1]["duration_s"] = max(duration_s, math.ceil(1 + 5 * round_s))
+    return CallingServices(sizing.fit(sizing.Plan(runs, servers, duration_s), cores))

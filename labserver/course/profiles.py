@@ -98,6 +98,12 @@ PROFILES: dict[str, dict[str, dict]] = {
         "full": {"users": 200, "more_threads": 160, "duration_s": 10},
         "smoke": {"users": 60, "more_threads": 50, "io_ms": 50, "chunk_ms": 20, "duration_s": 2},
     },
+    "12_calling_services": {
+        "quick": {},
+        "live": {"duration_s": 2},
+        "full": {"users": 100, "duration_s": 10},
+        "smoke": {"users": 10, "io_ms": 50, "duration_s": 2},
+    },
     # 99 only reads the runs on disk: nothing to size.
     "99_summary": {"quick": {}, "live": {}, "full": {}, "smoke": {}},
 }

@@ -58,6 +58,10 @@ def pool_procs(cores: float) -> int:
     return min(max(1, math.ceil(cores)), PROCS_MAX)
 
 
+# What of LabServer's keywords the model reads of a server (Settings' fields); the rest start it (python, port).
+SERVER_SETTINGS = ("workers", "threads", "procs", "gil", "db_pool", "upstream")
+
+
 @dataclass(frozen=True)
 class Plan:
     """A lesson's runs, before any server starts.
@@ -74,7 +78,7 @@ class Plan:
 
     def settings(self, key: Hashable, cores: float) -> Settings:
         """The Settings of server `key` as it would start on `cores` (its pool one process per core)."""
-        given = {k: v for k, v in self.servers[key].items() if k in ("workers", "threads", "procs", "gil", "db_pool")}
+        given = {k: v for k, v in self.servers[key].items() if k in SERVER_SETTINGS}
         return Settings(**{"procs": pool_procs(cores), **given})
 
     def senders(self, i: int) -> int:

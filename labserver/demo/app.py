@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+import httpx
 from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
@@ -110,6 +111,10 @@ async def lifespan(app: FastAPI):
     settings: Settings = app.state.settings
     anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
     app.state.pool = _start_pool(settings.procs)
+    # lesson 12: one client for every call to the other service: httpx's 100 connections, each kept open for the
+    # next call (httpx keeps only 20 idle by default, and opens the rest anew each call)
+    reused = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+    app.state.client = httpx.AsyncClient(base_url=settings.upstream, limits=reused) if settings.upstream else None
     # Everything imported and built so far lives as long as the server: keep it out of the garbage
     # collector's full passes, which would otherwise walk it all (tens of ms with FastAPI and
     # pydantic loaded) while every request waits.
@@ -126,6 +131,8 @@ async def lifespan(app: FastAPI):
             # wait=True: a pool left running would outlive uvicorn and hold its port.
             app.state.pool.shutdown(wait=True, cancel_futures=True)
         app.state.interpreters.shutdown()
+        if app.state.client is not None:
+            await app.state.client.aclose()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -139,6 +146,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="Concurrency Lab demo server", lifespan=lifespan, telemetry=NO_TELEMETRY)
     app.state.settings = settings
     app.state.pool = None
+    app.state.client = None
     app.state.interpreters = subinterpreters.LazyPool(settings.procs)  # started by its first request
     app.state.connections = connections.pool(settings.db_pool)  # lesson 11's pooled sessions
     if settings.queue_limit is not None:  # added first: it runs inside InFlight, so a 503 is counted and named
@@ -201,7 +209,11 @@ def _add_patterns(app: FastAPI) -> None:
         # serialised by pydantic-core, ~100 fewer Python calls per request than jsonable_encoder
         # (about 15% of the server's CPU per request).
         plain: dict[str, Any] = {} if inspect.iscoroutinefunction(endpoint) else {"response_model": None}
-        app.add_api_route(f"/{name}", endpoint, methods=["GET"], name=name, summary=summary, **plain)
+        # what else it may answer, in the OpenAPI: a stream's media type, a refusal this server's make-up causes
+        responses = getattr(sys.modules[endpoint.__module__], "RESPONSES", None)
+        app.add_api_route(
+            f"/{name}", endpoint, methods=["GET"], name=name, summary=summary, responses=responses, **plain
+        )
 
 
 def _cpu(app: FastAPI) -> dict:

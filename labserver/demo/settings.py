@@ -31,6 +31,7 @@ ENV: dict[str, config.Setting] = {
     "telemetry_dir": config.TELEMETRY_DIR,
     "queue_limit": config.QUEUE_LIMIT,
     "gil": config.GIL,
+    "upstream": config.UPSTREAM,
 }
 
 
@@ -53,6 +54,8 @@ class Settings:
     # Whether the server's threads share one GIL: False only on a free-threaded Python that runs
     # without it (lesson 10), where a thread pool computes on several cores at once.
     gil: bool = config.GIL.default
+    # The other service lesson 12's endpoints call (http://host:port); empty: they answer 503.
+    upstream: str = config.UPSTREAM.default
 
     def to_env(self) -> dict[str, str]:
         """What `from_env` reads back in each worker: one LAB_* variable per field."""

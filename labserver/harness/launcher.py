@@ -137,6 +137,7 @@ class LabServer(Server):
         python: str | Path | None = None,
         gil: bool = True,
         db_pool: int | None = None,
+        upstream: str = "",
     ):
         self.python = interpreters.check_python(python, gil)
         if cpus is not None:
@@ -146,6 +147,8 @@ class LabServer(Server):
             given["cpus"] = tuple(cpus)
         if db_pool is not None:  # lesson 11's pooled sessions; lesson 07's pools take theirs from its own server
             given["db_pool"] = db_pool
+        if upstream:  # lesson 12: the other service its endpoints call
+            given["upstream"] = upstream
         self.settings = Settings(workers=workers, threads=threads, queue_limit=queue_limit, gil=gil, **given)
         self.settings.check()
         _check_processes(self.settings)

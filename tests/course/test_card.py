@@ -53,7 +53,7 @@ def test_the_card_has_its_columns_and_a_row_each():
         "03",
         "10",
         "10",
-        "06",
+        "06, 12",
         "07, 11",
         "08, 09",
         "05",

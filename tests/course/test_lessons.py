@@ -28,6 +28,7 @@ LESSONS = [
     "09_stalls_and_shedding",
     "10_without_the_gil",
     "11_app_threads",
+    "12_calling_services",
     "98_the_instrument",
     "99_summary",
 ]

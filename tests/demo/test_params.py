@@ -20,7 +20,7 @@ import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from schemathesis.checks import positive_data_acceptance
+from schemathesis.checks import not_a_server_error, positive_data_acceptance
 from schemathesis.python import asgi
 
 from labserver.demo import work
@@ -56,15 +56,22 @@ CONFIG = schemathesis.Config.from_dict({"generation": {"mode": "all", "max-examp
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(Settings(procs=0)), config=CONFIG)
 
 
+# Answers that this server's make-up gives to valid input, whatever it is: no interpreter pool on this Python
+# (501), no other service to call (503). Their input is still checked first, and bad input gets its 422.
+BY_MAKE_UP = {"GET /interpreterpool": 501, "GET /callnew": 503, "GET /callreused": 503}
+
+
 @schema.parametrize()
 def test_no_input_gets_a_server_error(case, app):
     response = case.call(app=app)
     TRIED[case.operation.label] += 1
-    if response.status_code >= 500:
+    by_make_up = response.status_code == BY_MAKE_UP.get(case.operation.label)
+    if response.status_code >= 500 and not by_make_up:
         SERVER_ERRORS[case.operation.label] += 1
     # Every check but one: valid-by-schema input may still be refused, because the schema cannot
     # express the bounds on a whole request (tasks × io_ms, tasks × fib(cpu_n)); those get a 422.
-    case.validate_response(response, excluded_checks=[positive_data_acceptance])
+    excluded = [positive_data_acceptance, *([not_a_server_error] if by_make_up else [])]
+    case.validate_response(response, excluded_checks=excluded)
 
 
 def test_every_operation_was_fuzzed(app, capsys):

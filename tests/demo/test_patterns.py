@@ -21,11 +21,14 @@ def client():
 
 # The interpreter pool needs Python 3.14, or 3.13 with its backport: elsewhere it answers 501 (tested below).
 NO_INTERPRETERS = subinterpreters.executor_class()[1]
+# Lesson 12's endpoints call another service: a real one, in tests/harness/test_upstream.py (slow).
+CALLING = ("callnew", "callreused")
 SERVED = [
     pytest.param(p, marks=pytest.mark.skipif(bool(NO_INTERPRETERS), reason=NO_INTERPRETERS))
     if p == "interpreterpool"
     else p
     for p in PATTERNS
+    if p not in CALLING
 ]
 
 
@@ -122,3 +125,11 @@ def test_interpreterpool_where_this_python_has_none_says_what_is_missing():
         r = client.get("/interpreterpool", params={"cpu_n": 5})
     assert r.status_code == 501
     assert NO_INTERPRETERS in r.json()["detail"]
+
+
+@pytest.mark.parametrize("pattern", CALLING)
+def test_an_endpoint_that_calls_another_service_says_so_when_it_has_none(pattern):
+    with TestClient(create_app(Settings(procs=0))) as client:
+        r = client.get(f"/{pattern}")
+    assert r.status_code == 503
+    assert "without an upstream service" in r.json()["detail"]

@@ -75,6 +75,8 @@ BEFORE_PLAIN = {
     "syncdep": (1600.0, 312.5, "threads"),  # the dependency's wait holds a thread, as offload's does
     "streamsync": (1600.0, 312.5, "threads"),
     "asyncdep": (5000.0, 100.0, "users"),
+    "callnew": (5000.0, 100.0, "users"),  # awaits the other service, as sequential; a new client's CPU is measured
+    "callreused": (5000.0, 100.0, "users"),
     "streamasync": (5000.0, 100.0, "users"),
     "hashed": (1600.0, 312.5, "threads"),
     "wrapped": (800.0, 625.0, "threads"),  # 160 threads / 0.2 s: two waits a sub-task
@@ -98,6 +100,8 @@ BEFORE_QUEUED = {
     "syncdep": (66.26905235255136, 1509.0000000000002, "threads"),
     "streamsync": (66.26905235255136, 1509.0000000000002, "threads"),
     "asyncdep": (330.9350067628577, 302.17413678347503, "users"),
+    "callnew": (330.9350067628577, 302.17413678347503, "users"),
+    "callreused": (330.9350067628577, 302.17413678347503, "users"),
     "streamasync": (330.9350067628577, 302.17413678347503, "users"),
     "hashed": (66.26905235255136, 1509.0000000000002, "threads"),
     "wrapped": (33.23363243602526, 3009.0, "threads"),
@@ -111,7 +115,7 @@ BEFORE_QUEUED = {
 MEASURED = Demand(worker_ms=0.8, pool_ms=2.0, others_ms=0.5, generator_ms=0.4, worker_waited=0.15)
 BEFORE_MEASURED = {
     **dict.fromkeys(
-        ["sequential", "gather", "dependent", "offload", "syncdep", "asyncdep", "streamasync"],
+        ["sequential", "gather", "dependent", "offload", "syncdep", "asyncdep", "streamasync", "callnew", "callreused"],
         (1062.5, 37.647058823529406, "GIL (one core per worker)"),
     ),
     "threadpool": (1250.0, 32.0, "GIL (one core per worker)"),  # its threads compute: no share of the core is lost

@@ -11,6 +11,8 @@ from labserver.demo.patterns import (
     bgasync,
     bgsync,
     blocking,
+    callnew,
+    callreused,
     dependent,
     gather,
     hashed,
@@ -49,6 +51,8 @@ _MODULES: dict[str, ModuleType] = {
     "bgasync": bgasync,
     "pooledinside": pooledinside,
     "pooled": pooled,
+    "callnew": callnew,
+    "callreused": callreused,
 }
 PATTERNS: dict[str, Callable] = {name: module.endpoint for name, module in _MODULES.items()}
 # What the model asks of a pattern, as each module declares it beside its endpoint.

@@ -13,6 +13,8 @@ from labserver.demo.params import reply, work_query
 from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import Work, fib
 
+# answered to any valid input on a Python without an interpreter pool, or by a server started with procs=0
+RESPONSES = {501: {"description": "no interpreter pool here: the detail says what is missing"}}
 TRAITS = Traits(computes=Where.INTERPRETER_POOL, waits=(Hold.NOTHING,))  # fib in the pool; the loop awaits it
 
 

@@ -12,6 +12,8 @@ from labserver.demo.params import reply, work_query
 from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import Work, fib
 
+# answered to any valid input by a server started with procs=0
+RESPONSES = {503: {"description": "this server was started with procs=0: no process pool"}}
 TRAITS = Traits(computes=Where.PROCESS_POOL, waits=(Hold.NOTHING,))  # fib in the pool; the loop awaits it
 
 

@@ -16,6 +16,10 @@ from labserver.demo.params import reply, work_query
 from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import Work, fib
 
+# a JSON reply per chunk, a line each
+RESPONSES = {
+    200: {"description": "a line per chunk", "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}
+}
 TRAITS = Traits(computes=Where.THREAD_POOL, waits=(Hold.THREAD,))  # each chunk's wait in a pool thread
 
 

@@ -1,0 +1,26 @@
+"""callreused: an `async def` endpoint that calls another service with one `httpx.AsyncClient`, made at start-up.
+
+Teaches: the fix for `callnew`. One client, made in the app's lifespan and reused by every
+request, keeps its connections open in its pool: a call costs the request and nothing more,
+and the endpoint is bounded by its users, users / io, up to the client's 100 connections.
+"""
+
+from fastapi import Depends, HTTPException, Request
+
+from labserver.demo.params import reply, work_query
+from labserver.demo.traits import Hold, Traits, Where
+from labserver.demo.work import Work, fib
+
+# answered to any valid input by a server started without another service to call
+RESPONSES = {503: {"description": "this server was started without an upstream service to call"}}
+TRAITS = Traits(computes=Where.LOOP, waits=(Hold.NOTHING,))  # awaits the other service: the loop serves others
+
+
+async def endpoint(request: Request, work: Work = Depends(work_query)) -> dict:
+    client = request.app.state.client  # made once, in the lifespan (app.py)
+    if client is None:
+        raise HTTPException(status_code=503, detail="this server was started without an upstream service to call")
+    for _ in range(work.tasks):
+        await client.get("/sequential", params={"io_ms": work.io_ms})  # the other service waits io_ms
+        fib(work.cpu_n)
+    return reply("callreused", work)

@@ -1,0 +1,28 @@
+"""Lesson 12's readings: a new client's price timed here, the plan's predictions, and the extra CPU per request."""
+
+import pandas as pd
+import pytest
+
+from labserver.course import calling, lessons
+
+
+def test_a_new_client_costs_some_cpu_here():
+    assert calling.client_ms(repeat=1) > 0
+
+
+def test_only_the_new_client_pays_its_price_in_the_prediction():
+    plan = lessons.calling_services(users=50, io_ms=200, duration_s=3, cores=2).plan
+    table = calling.predicted(plan, cores=2, new_client_ms=20.0).set_index("pattern")
+    assert table.loc["callreused", "predicted_rps"] == pytest.approx(50 / 0.2)  # users / io
+    assert table.loc["callnew", "predicted_rps"] == pytest.approx(1000 / 20.0)  # one core / the client's CPU
+    assert table.loc["callnew", "bottleneck"] == "GIL (one core per worker)"
+
+
+def test_the_two_servers_the_plan_starts_call_one_another():
+    servers = lessons.calling_services(users=50, io_ms=200, duration_s=3, cores=2).plan.servers
+    assert servers["app"]["upstream"] == f"http://127.0.0.1:{servers['service']['port']}"
+
+
+def test_extra_cpu_is_what_a_new_client_spent_over_a_reused_one():
+    runs = pd.DataFrame({"pattern": ["callreused", "callnew"], "server_ms": [2.0, 22.5]})
+    assert calling.extra_cpu_ms(runs) == pytest.approx(20.5)
