@@ -82,30 +82,26 @@ class Prediction:
         object.__setattr__(self, "bottleneck", str(self.bottleneck))
 
 
-@cache
-def cpu_ms(cpu_n: int, repeat: int = 3) -> float:
-    """Measured time of one fib(cpu_n) on this machine, in ms (best of `repeat`)."""
-    if cpu_n <= 1:
-        return 0.0
+def _best_ms(work: Callable[[int], object], size: int, repeat: int) -> float:
+    """The best of `repeat` timings of `work(size)` here, in ms: the least disturbed by the rest of the machine."""
     best = math.inf
     for _ in range(repeat):
         started = time.perf_counter()
-        fib(cpu_n)
+        work(size)
         best = min(best, time.perf_counter() - started)
     return best * 1000
+
+
+@cache
+def cpu_ms(cpu_n: int, repeat: int = 3) -> float:
+    """Measured time of one fib(cpu_n) on this machine, in ms (best of `repeat`)."""
+    return _best_ms(fib, cpu_n, repeat) if cpu_n > 1 else 0.0
 
 
 @cache
 def digest_ms(mib: int, repeat: int = 3) -> float:
     """Measured time of one SHA-256 over `mib` MiB on this machine, in ms (best of `repeat`): `hashed`'s work."""
-    if mib <= 0:
-        return 0.0
-    best = math.inf
-    for _ in range(repeat):
-        started = time.perf_counter()
-        digest(mib)
-        best = min(best, time.perf_counter() - started)
-    return best * 1000
+    return _best_ms(digest, mib, repeat) if mib > 0 else 0.0
 
 
 def work_ms(pattern: str, cpu_n: int, fib_ms: Callable[[int], float] | None = None) -> float:
