@@ -33,6 +33,8 @@ PATTERN_LABELS: dict[str, str] = {
     "pooledinside": "def, its pooled session inside",
     "callnew": "async def + a new httpx client per request",
     "callreused": "async def + one httpx client, reused",
+    "fanout": "async def + gather over one client's calls",
+    "fanoutbounded": "async def + gather, calls bounded by a semaphore",
 }
 
 # One per strategy of labserver/clients/strategies.py.

@@ -36,6 +36,8 @@ LESSON_11 = (("syncdep", "asyncdep"), ("streamsync", "streamasync"), ("bgsync", 
 LESSON_12 = (("callnew", "callreused"),)
 for held, free in LESSON_11 + LESSON_12:
     COLORS[held], COLORS[free] = sns.color_palette("dark", 10)[2], sns.color_palette("dark", 10)[0]
+# lesson 12's fan-out: gather's orange, and a deeper one where a semaphore bounds it
+COLORS["fanout"], COLORS["fanoutbounded"] = COLORS["gather"], sns.color_palette("dark", 10)[1]
 INVALID = "#d62728"
 
 

@@ -1,8 +1,9 @@
-"""Lesson 12's readings: what a new httpx client costs, timed here, and each run beside the model.
+"""Lesson 12's readings: what a new httpx client costs, timed here, each run beside the model, and a call's CPU.
 
 A new `httpx.AsyncClient` builds an SSL context and loads the certificates it trusts, even for
 a plain http:// call: the notebook times that here, as the model times fib, and prices the
-`callnew` endpoint with it.
+`callnew` endpoint with it. The fan-out's calls are priced at nothing before the run: what the
+client's pool costs per call with many in flight is measured, not foreseen.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ def predicted(plan: sizing.Plan, cores: float, new_client_ms: float) -> pd.DataF
         p = model.predict(workload, plan.settings(run["server"], cores), cores=cores, cpu_ms_per_task=price)
         rows.append(
             {
+                "part": run["tags"]["part"],
                 "pattern": run["pattern"],
                 "users": run["users"],
+                "calls": workload.tasks,
                 "io_ms": run["io_ms"],
                 "client_cpu_ms": price,
                 "predicted_rps": round(p.rps, 1),
@@ -49,7 +52,18 @@ def predicted(plan: sizing.Plan, cores: float, new_client_ms: float) -> pd.DataF
     return pd.DataFrame(rows)
 
 
+def part(runs: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The runs of one part of the lesson: "a client" or "a fan-out"."""
+    return runs[runs["part"] == name]
+
+
 def extra_cpu_ms(runs: pd.DataFrame) -> float:
-    """The server CPU per request `callnew` spent over `callreused`'s, in ms: what each new client cost."""
-    cost = runs.set_index("pattern")["server_ms"]
+    """The server CPU per request `callnew` spent over `callreused`'s, one call each, in ms: what a new client cost."""
+    cost = runs[runs["tasks"] == 1].set_index("pattern")["server_ms"]
     return float(cost["callnew"] - cost["callreused"])
+
+
+def per_call_ms(runs: pd.DataFrame) -> pd.Series:
+    """The server CPU of each call to the other service in the fan-out's runs, in ms, by pattern."""
+    fan = part(runs, "a fan-out").set_index("pattern")
+    return fan["server_ms"] / fan["tasks"]

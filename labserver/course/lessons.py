@@ -545,12 +545,19 @@ class CallingServices(NamedTuple):
     plan: sizing.Plan  # the runs on the app server; the other service starts beside it, on its own port
 
 
-def calling_services(*, users: int, io_ms: int, duration_s: int, cores: float | None = None) -> CallingServices:
+def calling_services(
+    *, users: int, io_ms: int, calls: int, duration_s: int, cores: float | None = None
+) -> CallingServices:
     """Lesson 12: an endpoint that calls another service (the lab's own server, on a port chosen now) with a new
-    httpx client per request, and with one client reused."""
+    httpx client per request, and with one client reused; then `calls` calls a request, one after another, all
+    at once, and all at once under the fan-out's semaphore."""
     cores = cpus.cores() if cores is None else cores
     patterns = ["callreused", "callnew"]
     check_sweep(patterns, [users], io_ms=io_ms, duration_s=duration_s)
+    # The bounded fan-out first: the client keeps its connections open between runs (5 s), and each run should
+    # find no more of them than its own calls hold.
+    fanout = ["callreused", "fanoutbounded", "fanout"]
+    check_sweep(fanout, [users], tasks=calls, io_ms=io_ms, duration_s=duration_s)
     port = free_port()
     servers: dict[str, dict] = {
         "service": {"threads": THREADS_DEFAULT, "procs": 0, "port": port},  # its /sequential waits io_ms
@@ -561,4 +568,7 @@ def calling_services(*, users: int, io_ms: int, duration_s: int, cores: float | 
     # replies come in bursts. The run holds five rounds after a second of warm-up (the foresight cannot price it).
     round_s = users * calling.client_ms() / 1000
     runs[1]["duration_s"] = max(duration_s, math.ceil(1 + 5 * round_s))
+    runs += [
+        dict(pattern=p, users=users, io_ms=io_ms, tasks=calls, server="app", tags={"part": "a fan-out"}) for p in fanout
+    ]
     return CallingServices(sizing.fit(sizing.Plan(runs, servers, duration_s), cores))

@@ -25,6 +25,7 @@ from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
 from labserver.demo import connections, subinterpreters, telemetry
+from labserver.demo.calls import CLIENT_CONNECTIONS
 from labserver.demo.cpus import pin, usable_cpus
 from labserver.demo.lifeline import die_with_parent
 from labserver.demo.patterns import PATTERNS
@@ -111,9 +112,8 @@ async def lifespan(app: FastAPI):
     settings: Settings = app.state.settings
     anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
     app.state.pool = _start_pool(settings.procs)
-    # lesson 12: one client for every call to the other service: httpx's 100 connections, each kept open for the
-    # next call (httpx keeps only 20 idle by default, and opens the rest anew each call)
-    reused = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+    # lesson 12: one client for every call to the other service (calls.py)
+    reused = httpx.Limits(max_connections=CLIENT_CONNECTIONS, max_keepalive_connections=CLIENT_CONNECTIONS)
     app.state.client = httpx.AsyncClient(base_url=settings.upstream, limits=reused) if settings.upstream else None
     # Everything imported and built so far lives as long as the server: keep it out of the garbage
     # collector's full passes, which would otherwise walk it all (tens of ms with FastAPI and

@@ -45,6 +45,9 @@ class Traits:
     waits: tuple[Hold, ...]  # each sub-task's waits of io_ms, in order
     overlaps: bool = False  # the sub-tasks run at once (asyncio.gather): a request waits one io_ms, not tasks × io_ms
     connection: bool = False  # each wait also holds one of the worker's `db_pool` connections (a pooled session)
+    # each wait is a call to another service, through a limit the worker's requests share: at most this many
+    # calls in flight per worker (the app's one client's connections, or a semaphore); 0: no shared limit
+    calls: int = 0
 
     def holds(self, what: Hold) -> int:
         """How many of a sub-task's waits hold `what`."""

@@ -40,6 +40,7 @@ class Bottleneck(StrEnum):
     THREADS = "threads"
     EVENT_LOOP = "event loop"
     CONNECTION_POOL = "connection pool"  # lesson 07 (pools.py)
+    CALLS = "calls in flight"  # lesson 12: an HTTP client's connections, or a semaphore, shared by a worker's requests
     THREAD_POOL = "thread pool"  # lesson 07's sync endpoints
     ONE_AT_A_TIME = "one request at a time"  # lesson 06's client loop (clients.py)
     # the server's CPU
@@ -216,6 +217,8 @@ def _limits(
         limits[Bottleneck.THREADS] = s.workers * s.threads / service
     if t.connection:  # and a pooled connection, for as long
         limits[Bottleneck.CONNECTION_POOL] = s.workers * s.db_pool / service
+    if t.calls and io > 0:  # each call to the other service holds one of the worker's `calls` for its io_ms
+        limits[Bottleneck.CALLS] = s.workers * t.calls / (w.tasks * io)
     held = t.holds(Hold.LOOP)
     if held and held == len(t.waits):
         limits[Bottleneck.EVENT_LOOP] = s.workers / service  # the loop is held for the whole request

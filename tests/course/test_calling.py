@@ -11,18 +11,43 @@ def test_a_new_client_costs_some_cpu_here():
 
 
 def test_only_the_new_client_pays_its_price_in_the_prediction():
-    plan = lessons.calling_services(users=50, io_ms=200, duration_s=3, cores=2).plan
-    table = calling.predicted(plan, cores=2, new_client_ms=20.0).set_index("pattern")
+    plan = lessons.calling_services(users=50, io_ms=200, calls=4, duration_s=3, cores=2).plan
+    table = calling.predicted(plan, cores=2, new_client_ms=20.0).set_index(["part", "pattern"]).loc["a client"]
     assert table.loc["callreused", "predicted_rps"] == pytest.approx(50 / 0.2)  # users / io
     assert table.loc["callnew", "predicted_rps"] == pytest.approx(1000 / 20.0)  # one core / the client's CPU
     assert table.loc["callnew", "bottleneck"] == "GIL (one core per worker)"
 
 
 def test_the_two_servers_the_plan_starts_call_one_another():
-    servers = lessons.calling_services(users=50, io_ms=200, duration_s=3, cores=2).plan.servers
+    servers = lessons.calling_services(users=50, io_ms=200, calls=4, duration_s=3, cores=2).plan.servers
     assert servers["app"]["upstream"] == f"http://127.0.0.1:{servers['service']['port']}"
 
 
 def test_extra_cpu_is_what_a_new_client_spent_over_a_reused_one():
-    runs = pd.DataFrame({"pattern": ["callreused", "callnew"], "server_ms": [2.0, 22.5]})
+    runs = pd.DataFrame(
+        {"pattern": ["callreused", "callnew", "callreused"], "tasks": [1, 1, 4], "server_ms": [2.0, 22.5, 8.0]}
+    )
     assert calling.extra_cpu_ms(runs) == pytest.approx(20.5)
+
+
+def test_the_fan_out_is_predicted_from_the_calls_in_flight_before_its_cpu_is_known():
+    plan = lessons.calling_services(users=20, io_ms=200, calls=4, duration_s=3, cores=2).plan
+    table = calling.predicted(plan, cores=2, new_client_ms=20.0).set_index(["part", "pattern"])
+    fan = table.loc["a fan-out"]
+    assert fan.loc["callreused", "predicted_rps"] == pytest.approx(20 / (4 * 0.2))  # users / (calls × io)
+    assert fan.loc["fanout", "predicted_rps"] == pytest.approx(20 / 0.2)  # at once: users / io
+    bounded = fan.loc["fanoutbounded"]
+    assert bounded["predicted_rps"] == pytest.approx(40 / (4 * 0.2))  # the semaphore's 40 / (calls × io)
+    assert bounded["bottleneck"] == "calls in flight"
+
+
+def test_a_call_s_cpu_is_the_run_s_over_its_calls():
+    runs = pd.DataFrame(
+        {
+            "part": ["a client", "a fan-out", "a fan-out"],
+            "pattern": ["callreused", "fanout", "fanoutbounded"],
+            "tasks": [1, 4, 4],
+            "server_ms": [2.0, 56.0, 8.0],
+        }
+    )
+    assert calling.per_call_ms(runs).to_dict() == {"fanout": 14.0, "fanoutbounded": 2.0}

@@ -22,7 +22,7 @@ def client():
 # The interpreter pool needs Python 3.14, or 3.13 with its backport: elsewhere it answers 501 (tested below).
 NO_INTERPRETERS = subinterpreters.executor_class()[1]
 # Lesson 12's endpoints call another service: a real one, in tests/harness/test_upstream.py (slow).
-CALLING = ("callnew", "callreused")
+CALLING = ("callnew", "callreused", "fanout", "fanoutbounded")
 SERVED = [
     pytest.param(p, marks=pytest.mark.skipif(bool(NO_INTERPRETERS), reason=NO_INTERPRETERS))
     if p == "interpreterpool"

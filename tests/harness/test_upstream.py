@@ -7,7 +7,7 @@ from labserver.harness.procs import free_port
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pattern", ["callnew", "callreused"])
+@pytest.mark.parametrize("pattern", ["callnew", "callreused", "fanout", "fanoutbounded"])
 def test_an_endpoint_calls_the_other_service_and_answers(pattern):
     port = free_port()
     service = LabServer(threads=4, procs=0, port=port, telemetry=False)

@@ -36,7 +36,8 @@ def test_a_plain_def_computes_in_the_thread_pool(pattern):
 
 
 def test_the_traits_say_what_each_module_does():
-    assert [p for p, t in TRAITS.items() if t.overlaps] == ["gather"]
+    assert [p for p, t in TRAITS.items() if t.overlaps] == ["gather", "fanout", "fanoutbounded"]
+    assert {p: t.calls for p, t in TRAITS.items() if t.calls} == {"callreused": 100, "fanout": 100, "fanoutbounded": 40}
     assert {p for p, t in TRAITS.items() if t.holds(Hold.THREAD)} == {
         "threadpool",
         "wrapped",
@@ -76,7 +77,10 @@ BEFORE_PLAIN = {
     "streamsync": (1600.0, 312.5, "threads"),
     "asyncdep": (5000.0, 100.0, "users"),
     "callnew": (5000.0, 100.0, "users"),  # awaits the other service, as sequential; a new client's CPU is measured
-    "callreused": (5000.0, 100.0, "users"),
+    # the app's one client: 4 workers × its 100 connections / 0.1 s
+    "callreused": (4000.0, 125.0, "calls in flight"),
+    "fanout": (4000.0, 125.0, "calls in flight"),
+    "fanoutbounded": (1600.0, 312.5, "calls in flight"),  # 4 workers × the semaphore's 40 / 0.1 s
     "streamasync": (5000.0, 100.0, "users"),
     "hashed": (1600.0, 312.5, "threads"),
     "wrapped": (800.0, 625.0, "threads"),  # 160 threads / 0.2 s: two waits a sub-task
@@ -102,6 +106,8 @@ BEFORE_QUEUED = {
     "asyncdep": (330.9350067628577, 302.17413678347503, "users"),
     "callnew": (330.9350067628577, 302.17413678347503, "users"),
     "callreused": (330.9350067628577, 302.17413678347503, "users"),
+    "fanout": (666.6666666666665, 150.00000000000003, "calls in flight"),  # 2 × 100 / (3 calls at once × 0.1 s)
+    "fanoutbounded": (266.66666666666663, 375.00000000000006, "calls in flight"),  # 2 × 40 / (3 × 0.1 s)
     "streamasync": (330.9350067628577, 302.17413678347503, "users"),
     "hashed": (66.26905235255136, 1509.0000000000002, "threads"),
     "wrapped": (33.23363243602526, 3009.0, "threads"),
@@ -115,7 +121,10 @@ BEFORE_QUEUED = {
 MEASURED = Demand(worker_ms=0.8, pool_ms=2.0, others_ms=0.5, generator_ms=0.4, worker_waited=0.15)
 BEFORE_MEASURED = {
     **dict.fromkeys(
-        ["sequential", "gather", "dependent", "offload", "syncdep", "asyncdep", "streamasync", "callnew", "callreused"],
+        [
+            *("sequential", "gather", "dependent", "offload", "syncdep", "asyncdep", "streamasync"),
+            *("callnew", "callreused", "fanout", "fanoutbounded"),
+        ],
         (1062.5, 37.647058823529406, "GIL (one core per worker)"),
     ),
     "threadpool": (1250.0, 32.0, "GIL (one core per worker)"),  # its threads compute: no share of the core is lost

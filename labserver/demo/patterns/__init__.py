@@ -14,6 +14,8 @@ from labserver.demo.patterns import (
     callnew,
     callreused,
     dependent,
+    fanout,
+    fanoutbounded,
     gather,
     hashed,
     interpreterpool,
@@ -53,6 +55,8 @@ _MODULES: dict[str, ModuleType] = {
     "pooled": pooled,
     "callnew": callnew,
     "callreused": callreused,
+    "fanout": fanout,
+    "fanoutbounded": fanoutbounded,
 }
 PATTERNS: dict[str, Callable] = {name: module.endpoint for name, module in _MODULES.items()}
 # What the model asks of a pattern, as each module declares it beside its endpoint.

@@ -6,22 +6,19 @@ event loop for each request, which bounds the worker at 1 / (that CPU) requests 
 """
 
 import httpx
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 
+from labserver.demo import calls
 from labserver.demo.params import reply, work_query
 from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import Work, fib
 
-# answered to any valid input by a server started without another service to call
-RESPONSES = {503: {"description": "this server was started without an upstream service to call"}}
+RESPONSES = calls.RESPONSES
 TRAITS = Traits(computes=Where.LOOP, waits=(Hold.NOTHING,))  # awaits the other service; a new client's CPU on the loop
 
 
 async def endpoint(request: Request, work: Work = Depends(work_query)) -> dict:
-    upstream = request.app.state.settings.upstream
-    if not upstream:
-        raise HTTPException(status_code=503, detail="this server was started without an upstream service to call")
-    async with httpx.AsyncClient(base_url=upstream) as client:  # a new client, and a new connection
+    async with httpx.AsyncClient(base_url=calls.upstream(request)) as client:  # a new client, and a new connection
         for _ in range(work.tasks):
             await client.get("/sequential", params={"io_ms": work.io_ms})  # the other service waits io_ms
             fib(work.cpu_n)

@@ -5,21 +5,20 @@ request, keeps its connections open in its pool: a call costs the request and no
 and the endpoint is bounded by its users, users / io, up to the client's 100 connections.
 """
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 
+from labserver.demo import calls
 from labserver.demo.params import reply, work_query
 from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import Work, fib
 
-# answered to any valid input by a server started without another service to call
-RESPONSES = {503: {"description": "this server was started without an upstream service to call"}}
-TRAITS = Traits(computes=Where.LOOP, waits=(Hold.NOTHING,))  # awaits the other service: the loop serves others
+RESPONSES = calls.RESPONSES
+# awaits the other service (the loop serves others), each call on one of the client's connections
+TRAITS = Traits(computes=Where.LOOP, waits=(Hold.NOTHING,), calls=calls.CLIENT_CONNECTIONS)
 
 
 async def endpoint(request: Request, work: Work = Depends(work_query)) -> dict:
-    client = request.app.state.client  # made once, in the lifespan (app.py)
-    if client is None:
-        raise HTTPException(status_code=503, detail="this server was started without an upstream service to call")
+    client = calls.client(request)  # made once, in the lifespan (app.py)
     for _ in range(work.tasks):
         await client.get("/sequential", params={"io_ms": work.io_ms})  # the other service waits io_ms
         fib(work.cpu_n)
