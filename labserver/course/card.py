@@ -238,6 +238,21 @@ def _new_client(runs: pd.DataFrame) -> str:
     )
 
 
+def fan_out(runs: pd.DataFrame) -> Measured:
+    """Lesson 12: the bounded fan-out's req/s over the unbounded one's, and their server CPU per call."""
+    rows = _lesson(runs, "12", ("fanout", "fanoutbounded"))
+    if rows.empty or "server_ms" not in rows or not {"fanout", "fanoutbounded"} <= set(rows["pattern"]):
+        return Measured(math.nan, NOT_YET)
+    median = rows.groupby("pattern")[["rps", "server_ms"]].median()
+    ratio = float(median.loc["fanoutbounded", "rps"] / median.loc["fanout", "rps"])
+    cpu = median.loc["fanout", "server_ms"] / median.loc["fanoutbounded", "server_ms"]  # the same calls a request
+    calls = f"{_span(rows['users'])} users × {_span(rows['tasks'])} calls"
+    return Measured(
+        ratio,
+        f"bounded {ratio:.1f}× the unbounded fan-out's req/s; unbounded, a call cost {cpu:.1f}× the CPU ({calls})",
+    )
+
+
 def released_gil(runs: pd.DataFrame) -> Measured:
     """Lesson 03: cores kept busy by a `def` whose work is C that lets go of the GIL (`hashed`), over fib's `def`."""
     rows = _lesson(runs, "03", ("hashed", "threadpool"))
@@ -386,6 +401,17 @@ ROWS = [
         "Session / requests.get, and aiohttp / requests.get, client CPU per request",
         ("06", "12"),
         reused_client,
+    ),
+    Row(
+        "Several calls to other services in one request (a fan-out)",
+        "`asyncio.gather` over the one reused client, each call through an `asyncio.Semaphore` sized for the other "
+        "service",
+        "min(users / io, bound / (calls × io)); unbounded, httpx's CPU per call grows with the connections its pool "
+        "holds, until its core",
+        "the other service flooded with users × calls at once; the worker near a core while it only waits",
+        "bounded / unbounded fan-out, req/s, and their CPU per call",
+        ("12",),
+        fan_out,
     ),
     Row(
         "A database: a connection pool in the app",

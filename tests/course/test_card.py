@@ -54,6 +54,7 @@ def test_the_card_has_its_columns_and_a_row_each():
         "10",
         "10",
         "06, 12",
+        "12",
         "07, 11",
         "08, 09",
         "05",
@@ -95,8 +96,9 @@ def test_a_row_without_runs_says_not_measured_yet():
     offload = card.card(RUNS).iloc[2]
     assert offload["measured"].startswith("not measured yet")
     measured = card.card(RUNS)["measured"]
-    # offload, lesson 11's dependency, hashed, lesson 10's two, lesson 06's clients, the database, overload
-    assert sum(m.startswith("not measured yet") for m in measured) == 8
+    # offload, lesson 11's dependency, hashed, lesson 10's two, lesson 06's clients, the fan-out, the database,
+    # overload
+    assert sum(m.startswith("not measured yet") for m in measured) == 9
 
 
 def test_offload_is_read_once_its_runs_are_on_disk():
@@ -267,3 +269,17 @@ def test_a_blocking_dependency_is_read_against_threads_over_io_and_beside_an_asy
     assert got.ratio == pytest.approx(196 / 200)
     assert got.text == "0.98 of threads / io with a `def` dependency; an `async def` one 2.5× (100 users)"
     assert math.isnan(card.blocking_dependency(runs.iloc[:1]).ratio)  # no async dependency run: not yet
+
+
+def test_the_fan_out_is_read_bounded_over_unbounded_with_their_cpu_per_call():
+    def fan(pattern, rps, server_ms):
+        return _run("12_calling_services", pattern, 20, rps, tasks=4, io_ms=200, server_ms=server_ms)
+
+    runs = pd.DataFrame([fan("fanoutbounded", 49.0, 7.0), fan("fanout", 17.5, 56.0), fan("callreused", 24.5, 7.1)])
+    got = card.fan_out(runs)
+    assert got.ratio == pytest.approx(49 / 17.5)
+    assert (
+        got.text
+        == "bounded 2.8× the unbounded fan-out's req/s; unbounded, a call cost 8.0× the CPU (20 users × 4 calls)"
+    )
+    assert math.isnan(card.fan_out(runs[runs["pattern"] != "fanout"]).ratio)
