@@ -52,6 +52,12 @@ def predicted(plan: sizing.Plan, cores: float, new_client_ms: float) -> pd.DataF
     return pd.DataFrame(rows)
 
 
+def in_step(run: pd.Series) -> float:
+    """The model's rate for a run whose users move in step on one event loop: users / (io + users × its CPU per
+    request), the CPU as the run measured it (`server_ms`)."""
+    return model.in_step_rps(int(run["users"]), run["tasks"] * run["io_ms"] / 1000, run["server_ms"] / 1000, 1.0)
+
+
 def part(runs: pd.DataFrame, name: str) -> pd.DataFrame:
     """The runs of one part of the lesson: "a client" or "a fan-out"."""
     return runs[runs["part"] == name]

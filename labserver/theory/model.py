@@ -242,7 +242,7 @@ def _limits(
         gil = s.gil and w.traits.computes is Where.THREAD_POOL
         shared = min(s.workers, cores) if gil else min(w.users, s.workers * s.threads, cores)
         step = Bottleneck.IN_STEP if gil else Bottleneck.SLICED
-        limits[step] = w.users / (w.tasks * io + w.users * in_worker / shared)
+        limits[step] = in_step_rps(w.users, w.tasks * io, in_worker, shared)
     if price.generator_s:
         # The load generator is a station too: Locust runs all its users on one core per process,
         # so it sends at most processes / (its CPU per request), and near that its users queue for it.
@@ -312,6 +312,16 @@ def in_step(pattern: str, users: int, io_s: float, compute_s: float, threads: in
     if t.computes not in (Where.THREAD_POOL, Where.RELEASED) or len(t.waits) != 1:
         return False
     return io_s > 0 and compute_s >= sys.getswitchinterval() and users <= threads
+
+
+def in_step_rps(users: int, wait_s: float, cpu_s: float, cores: float) -> float:
+    """Throughput (req/s) of `users` that move in step: a round is every user's CPU shared on `cores`, then one
+    wait that no CPU overlaps, so users / (wait_s + users × cpu_s / cores).
+
+    The thread pool's users under the GIL (`in_step`), and lesson 12's new client per request on
+    the event loop, whose users' replies come back in bursts.
+    """
+    return users / (wait_s + users * cpu_s / cores)
 
 
 Station = tuple[float, float]  # a CPU every request visits: (seconds of CPU per visit, cores that serve it)
