@@ -35,6 +35,7 @@ PATTERN_LABELS: dict[str, str] = {
     "callreused": "async def + one httpx client, reused",
     "fanout": "async def + gather over one client's calls",
     "fanoutbounded": "async def + gather, calls bounded by a semaphore",
+    "watchful": "async def that stops when its client has gone",
 }
 
 # One per strategy of labserver/clients/strategies.py.

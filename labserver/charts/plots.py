@@ -38,6 +38,7 @@ for held, free in LESSON_11 + LESSON_12:
     COLORS[held], COLORS[free] = sns.color_palette("dark", 10)[2], sns.color_palette("dark", 10)[0]
 # lesson 12's fan-out: gather's orange, and a deeper one where a semaphore bounds it
 COLORS["fanout"], COLORS["fanoutbounded"] = COLORS["gather"], sns.color_palette("dark", 10)[1]
+COLORS["watchful"] = sns.color_palette("dark", 10)[0]  # lesson 13: sequential's blue, deeper
 INVALID = "#d62728"
 
 
@@ -121,15 +122,23 @@ def history(histories: dict[str, pd.DataFrame], title: str, ax=None) -> plt.Figu
     return fig
 
 
-def bars(frame: pd.DataFrame, title: str, x: str = "pattern", ax=None) -> plt.Figure:
-    """Measured and predicted req/s side by side, one pair of bars per `x`."""
+def bars(
+    frame: pd.DataFrame,
+    title: str,
+    x: str = "pattern",
+    ax=None,
+    values: tuple[str, str] = ("rps", "predicted_rps"),
+    ylabel: str = "throughput (req/s)",
+) -> plt.Figure:
+    """Measured and predicted `values` (req/s unless told) side by side, one pair of bars per `x`."""
     fig, ax = axes(ax)
-    tidy = frame.melt(id_vars=[x], value_vars=["rps", "predicted_rps"], var_name="what", value_name="req/s")
-    tidy["what"] = tidy["what"].map({"rps": "measured", "predicted_rps": "predicted"})
+    measured, predicted = values
+    tidy = frame.melt(id_vars=[x], value_vars=list(values), var_name="what", value_name=ylabel)
+    tidy["what"] = tidy["what"].map({measured: "measured", predicted: "predicted"})
     if x == "pattern":
         tidy = named(tidy)
-    sns.barplot(tidy, x=x, y="req/s", hue="what", ax=ax, palette=["#4c72b0", "#c4c4c4"])
-    ax.set(title=title, xlabel=_label(x), ylabel="throughput (req/s)")
+    sns.barplot(tidy, x=x, y=ylabel, hue="what", ax=ax, palette=["#4c72b0", "#c4c4c4"])
+    ax.set(title=title, xlabel=_label(x), ylabel=ylabel)
     return fig
 
 

@@ -253,6 +253,19 @@ def fan_out(runs: pd.DataFrame) -> Measured:
     )
 
 
+def abandoned(runs: pd.DataFrame) -> Measured:
+    """Lesson 13: the server CPU per abandoned request of an endpoint that checks for its client, over one that
+    does not."""
+    rows = _lesson(runs, "13", ("sequential", "watchful"))
+    if rows.empty or "server_ms" not in rows or not {"sequential", "watchful"} <= set(rows["pattern"]):
+        return Measured(math.nan, NOT_YET)
+    cost = rows.groupby("pattern")["server_ms"].median()
+    ratio = float(cost["watchful"] / cost["sequential"])
+    return Measured(
+        ratio, f"{ratio:.2f} of the CPU per abandoned request, checking between {_span(rows['tasks'])} steps"
+    )
+
+
 def released_gil(runs: pd.DataFrame) -> Measured:
     """Lesson 03: cores kept busy by a `def` whose work is C that lets go of the GIL (`hashed`), over fib's `def`."""
     rows = _lesson(runs, "03", ("hashed", "threadpool"))
@@ -412,6 +425,15 @@ ROWS = [
         "bounded / unbounded fan-out, req/s, and their CPU per call",
         ("12",),
         fan_out,
+    ),
+    Row(
+        "Clients that give up (a timeout, a closed tab) on long work",
+        "`async def` work in steps, with `if await request.is_disconnected(): stop` between them",
+        "users / timeout requests a second, each costing the steps begun before its client left, and one more",
+        "the server's CPU busy while its clients see timeouts; the same work run again for each retry",
+        "checking / not checking, server CPU per abandoned request",
+        ("13",),
+        abandoned,
     ),
     Row(
         "A database: a connection pool in the app",

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from labserver import checks
-from labserver.course import calling, sizing
+from labserver.course import calling, leaving, sizing
 from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.harness import interpreters
@@ -27,6 +27,7 @@ from labserver.harness.procs import free_port
 from labserver.postgres import runs as database_runs
 from labserver.theory import clients as client_model
 from labserver.theory import cores as core_model
+from labserver.theory import model
 from labserver.theory.workload import Workload
 
 BLOCKING_CONTRAST = ("mixed", "wrapped", "offload", "sequential")  # lesson 05 runs these at its largest users only
@@ -572,3 +573,34 @@ def calling_services(
         dict(pattern=p, users=users, io_ms=io_ms, tasks=calls, server="app", tags={"part": "a fan-out"}) for p in fanout
     ]
     return CallingServices(sizing.fit(sizing.Plan(runs, servers, duration_s), cores))
+
+
+class ClientsThatLeave(NamedTuple):
+    fib_ms: float  # one sub-task's CPU, timed here
+    plan: sizing.Plan  # both endpoints, each request abandoned at the clients' timeout
+
+
+def clients_that_leave(
+    *, users: int, tasks: int, io_ms: int, cpu_n: int, timeout_s: float, duration_s: int, cores: float | None = None
+) -> ClientsThatLeave:
+    """Lesson 13: `sequential` and `watchful` at `users` users whose timeout is shorter than the work alone, so
+    that every request is abandoned; each run's prediction is users / timeout."""
+    cores = cpus.cores() if cores is None else cores
+    patterns = ["sequential", "watchful"]
+    check_sweep(patterns, [users], tasks=tasks, io_ms=io_ms, cpu_n=cpu_n, duration_s=duration_s)
+    checks.positive("timeout_s", timeout_s, " s")
+    fib_ms = model.work_ms("sequential", cpu_n)
+    alone_s = tasks * (io_ms + fib_ms) / 1000
+    if timeout_s >= alone_s:
+        raise ValueError(
+            f"timeout_s must be under the work alone, tasks × (io_ms + fib) = {alone_s:.2f} s, so that every "
+            f"request is abandoned, got {timeout_s}"
+        )
+    servers = {"app": {"threads": THREADS_DEFAULT, "procs": 0}}
+    runs = [
+        dict(pattern=p, users=users, tasks=tasks, io_ms=io_ms, cpu_n=cpu_n, server="app",
+             predicted=leaving.gone(users, timeout_s))
+        for p in patterns
+    ]  # fmt: skip
+    load = {"timeout_s": timeout_s, "expect_failures": True}  # every request times out, by design
+    return ClientsThatLeave(fib_ms, sizing.fit(sizing.Plan(runs, servers, duration_s, load=load), cores))

@@ -104,6 +104,12 @@ PROFILES: dict[str, dict[str, dict]] = {
         "full": {"users": 100, "duration_s": 10},
         "smoke": {"users": 10, "io_ms": 50, "duration_s": 2},
     },
+    "13_clients_that_leave": {
+        "quick": {},
+        "live": {},  # its runs need their 8 s: few requests a second, each ending at the timeout
+        "full": {"users": 3, "duration_s": 20},
+        "smoke": {"tasks": 4, "io_ms": 50, "cpu_n": 15, "timeout_s": 0.1, "duration_s": 2},
+    },
     # 99 only reads the runs on disk: nothing to size.
     "99_summary": {"quick": {}, "live": {}, "full": {}, "smoke": {}},
 }

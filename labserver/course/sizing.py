@@ -75,6 +75,7 @@ class Plan:
     servers: Mapping[Any, dict]  # LabServer's keywords, by any key the runs name
     duration_s: int  # each run's length unless its dict says otherwise
     processes: tuple[int, ...] = ()  # Locust processes of each run (empty: one each)
+    load: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # run_plan's keywords for every run
 
     def settings(self, key: Hashable, cores: float) -> Settings:
         """The Settings of server `key` as it would start on `cores` (its pool one process per core)."""
@@ -144,7 +145,9 @@ class Plan:
             runs = self.on(servers)
             for k, part in self.segments():
                 some = [runs[i] for i in part]
-                done += run_plan(some[0]["server"], some, duration_s=self.duration_s, processes=k, lesson=lesson)
+                done += run_plan(
+                    some[0]["server"], some, duration_s=self.duration_s, processes=k, lesson=lesson, **self.load
+                )
         return pd.DataFrame([r.row for r in done])
 
 

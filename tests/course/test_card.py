@@ -55,6 +55,7 @@ def test_the_card_has_its_columns_and_a_row_each():
         "10",
         "06, 12",
         "12",
+        "13",
         "07, 11",
         "08, 09",
         "05",
@@ -96,9 +97,9 @@ def test_a_row_without_runs_says_not_measured_yet():
     offload = card.card(RUNS).iloc[2]
     assert offload["measured"].startswith("not measured yet")
     measured = card.card(RUNS)["measured"]
-    # offload, lesson 11's dependency, hashed, lesson 10's two, lesson 06's clients, the fan-out, the database,
-    # overload
-    assert sum(m.startswith("not measured yet") for m in measured) == 9
+    # offload, lesson 11's dependency, hashed, lesson 10's two, lesson 06's clients, the fan-out, clients that
+    # leave, the database, overload
+    assert sum(m.startswith("not measured yet") for m in measured) == 10
 
 
 def test_offload_is_read_once_its_runs_are_on_disk():
@@ -283,3 +284,13 @@ def test_the_fan_out_is_read_bounded_over_unbounded_with_their_cpu_per_call():
         == "bounded 2.8× the unbounded fan-out's req/s; unbounded, a call cost 8.0× the CPU (20 users × 4 calls)"
     )
     assert math.isnan(card.fan_out(runs[runs["pattern"] != "fanout"]).ratio)
+
+
+def test_clients_that_leave_are_read_checking_over_not_checking():
+    def run(pattern, server_ms):
+        return _run("13_clients_that_leave", pattern, 2, 5.0, tasks=6, io_ms=150, cpu_n=25, server_ms=server_ms)
+
+    got = card.abandoned(pd.DataFrame([run("sequential", 72.0), run("watchful", 36.0)]))
+    assert got.ratio == pytest.approx(0.5)
+    assert got.text == "0.50 of the CPU per abandoned request, checking between 6 steps"
+    assert math.isnan(card.abandoned(RUNS).ratio)

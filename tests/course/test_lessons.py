@@ -29,6 +29,7 @@ LESSONS = [
     "10_without_the_gil",
     "11_app_threads",
     "12_calling_services",
+    "13_clients_that_leave",
     "98_the_instrument",
     "99_summary",
 ]

@@ -133,3 +133,23 @@ def test_an_endpoint_that_calls_another_service_says_so_when_it_has_none(pattern
         r = client.get(f"/{pattern}")
     assert r.status_code == 503
     assert "without an upstream service" in r.json()["detail"]
+
+
+def test_watchful_stops_at_the_first_check_after_its_client_left(monkeypatch):
+    import asyncio
+
+    from fastapi import HTTPException
+
+    from labserver.demo.patterns import watchful
+    from labserver.demo.work import Work
+
+    class Gone:  # a request whose client has closed its connection
+        async def is_disconnected(self) -> bool:
+            return True
+
+    ran = []
+    monkeypatch.setattr(watchful, "fib", lambda n: ran.append(n))
+    with pytest.raises(HTTPException) as caught:
+        asyncio.run(watchful.endpoint(Gone(), Work(tasks=5, io_ms=0, cpu_n=3)))
+    assert caught.value.status_code == watchful.GONE == 499
+    assert ran == [3]  # one sub-task, then the check

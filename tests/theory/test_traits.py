@@ -67,6 +67,7 @@ def test_an_endpoint_with_no_traits_is_priced_as_an_awaited_one():
 PLAIN = dict(users=500, io_ms=100, workers=4, threads=40, procs=0, cores=8.0, cpu_ms_per_task=0.0)
 BEFORE_PLAIN = {
     "sequential": (5000.0, 100.0, "users"),
+    "watchful": (5000.0, 100.0, "users"),  # sequential, with a check between sub-tasks
     "gather": (5000.0, 100.0, "users"),
     "dependent": (5000.0, 100.0, "users"),
     "processpool": (5000.0, 100.0, "users"),
@@ -95,6 +96,7 @@ QUEUED = dict(users=100, tasks=3, io_ms=100, workers=2, threads=10, procs=4, cor
 QUEUED |= dict(cpu_ms_per_task=0.5, server_ms=0.3, queueing=True)
 BEFORE_QUEUED = {
     "sequential": (330.9350067628577, 302.17413678347503, "users"),
+    "watchful": (330.9350067628577, 302.17413678347503, "users"),
     "dependent": (330.9350067628577, 302.17413678347503, "users"),
     "gather": (945.4736940288265, 105.76708863668406, "users"),
     "processpool": (331.3367442718954, 301.8077582060741, "users"),
@@ -123,7 +125,7 @@ BEFORE_MEASURED = {
     **dict.fromkeys(
         [
             *("sequential", "gather", "dependent", "offload", "syncdep", "asyncdep", "streamasync"),
-            *("callnew", "callreused", "fanout", "fanoutbounded"),
+            *("callnew", "callreused", "fanout", "fanoutbounded", "watchful"),
         ],
         (1062.5, 37.647058823529406, "GIL (one core per worker)"),
     ),

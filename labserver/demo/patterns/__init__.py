@@ -29,6 +29,7 @@ from labserver.demo.patterns import (
     streamsync,
     syncdep,
     threadpool,
+    watchful,
     wrapped,
 )
 from labserver.demo.traits import Traits
@@ -57,6 +58,7 @@ _MODULES: dict[str, ModuleType] = {
     "callreused": callreused,
     "fanout": fanout,
     "fanoutbounded": fanoutbounded,
+    "watchful": watchful,
 }
 PATTERNS: dict[str, Callable] = {name: module.endpoint for name, module in _MODULES.items()}
 # What the model asks of a pattern, as each module declares it beside its endpoint.

@@ -1,0 +1,36 @@
+"""Lesson 13's readings: the sub-tasks a request runs after its client left, and the plan's checks."""
+
+import pytest
+
+from labserver.course import leaving, lessons
+
+
+@pytest.mark.parametrize(
+    ("pattern", "timeout_s", "ran"),
+    [
+        ("sequential", 0.4, 6),  # nothing checks: all of them
+        ("watchful", 0.4, 3),  # begun before 0.4 s: at 0 and 0.16 and 0.32; the third's end finds it gone
+        ("watchful", 0.9, 6),  # the last check comes after the last sub-task: nothing saved
+        ("watchful", 0.1, 1),  # gone during the first: it still ends, and its check stops the rest
+    ],
+)
+def test_a_request_runs_the_sub_tasks_begun_before_its_client_left_and_one_more(pattern, timeout_s, ran):
+    assert leaving.sub_tasks_run(pattern, tasks=6, io_ms=150, fib_ms=10.0, timeout_s=timeout_s) == ran
+
+
+def test_a_closed_loop_of_abandoned_requests_sends_users_over_timeout():
+    got = leaving.gone(users=2, timeout_s=0.4)
+    assert (got.rps, got.latency_ms) == (pytest.approx(5.0), pytest.approx(400.0))
+
+
+def test_the_plan_predicts_each_endpoint_s_cpu_and_every_request_times_out():
+    plan = lessons.clients_that_leave(users=2, tasks=6, io_ms=150, cpu_n=20, timeout_s=0.4, duration_s=8, cores=2).plan
+    assert plan.load == {"timeout_s": 0.4, "expect_failures": True}
+    table = leaving.predicted(plan, fib_ms=10.0).set_index("pattern")
+    assert table.loc["sequential", "predicted_cpu_ms"] == pytest.approx(60.0)
+    assert table.loc["watchful", "predicted_cpu_ms"] == pytest.approx(30.0)
+
+
+def test_a_timeout_longer_than_the_work_is_refused_before_anything_starts():
+    with pytest.raises(ValueError, match="timeout_s must be under the work alone"):
+        lessons.clients_that_leave(users=2, tasks=2, io_ms=50, cpu_n=5, timeout_s=5.0, duration_s=8, cores=2)
