@@ -79,7 +79,7 @@ def say_join(master: str, processes: int, join_timeout_s: float) -> None:
 def command(server: Server, tmp: Path, stages: list[Stage], options: Options, live: bool = False) -> list[str]:
     """Locust's command line for the plan of `stages` (its default host: `server`'s)."""
     users = max(s.users for s in stages)
-    spawn_rate = options.spawn_rate or users  # all users at once: the warm-up is cut from the window anyway
+    spawn_rate = options.spawn_rate_for(stages)
     total_s = sum(s.duration_s for s in stages)
     cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pattern.py"), USER_CLASSES[options.user_class]]
     cmd += ["--headless", "--only-summary", "--host", server.url, "-u", str(users), "-r", str(spawn_rate)]

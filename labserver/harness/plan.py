@@ -86,6 +86,11 @@ class Options:
     master: str | None = None  # "HOST:PORT": `processes` Locust workers join from other machines
     join_timeout_s: float = JOIN_TIMEOUT_S  # how long the master waits for them
 
+    def spawn_rate_for(self, stages: Sequence[Stage]) -> float:
+        """Users started a second: as set, else every user of the busiest stage at once (the warm-up is cut from
+        each window anyway)."""
+        return self.spawn_rate or max(s.users for s in stages)
+
 
 @dataclass(frozen=True)
 class Meters:

@@ -86,7 +86,7 @@ class _Clock:
 
 def _plan_options(options: Options, stages: list[Stage], files: dict) -> Options:
     """The plan's options as its rows record them: the spawn rate it had, and the Locust processes that sent load."""
-    spawn_rate = options.spawn_rate or max(s.users for s in stages)  # every user at once unless told otherwise
+    spawn_rate = options.spawn_rate_for(stages)
     processes = options.processes
     if options.master is not None:  # the workers that came and sent load, however many were asked for
         processes = sum(1 for name in files if protocol.from_worker(name)) or processes

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from labserver.harness.plan import RUN_KEYS, Stage, mirrored, stage_at
+from labserver.harness.plan import RUN_KEYS, Options, Stage, mirrored, stage_at
 from labserver.theory.workload import Workload
 
 
@@ -41,3 +41,9 @@ def test_a_plan_s_stage_carries_the_workload_to_locust():
     assert RUN_KEYS[: len(dataclasses.fields(Workload))] == tuple(f.name for f in dataclasses.fields(Workload))
     with pytest.raises(ValueError, match="unknown run keys"):
         Stage.from_run({"pattern": "gather", "users": 3, "thread": 8}, 4, server)
+
+
+def test_one_spawn_rate_for_the_command_and_the_rows():
+    stages = [SimpleNamespace(users=u) for u in (10, 40, 20)]
+    assert Options().spawn_rate_for(stages) == 40  # every user of the busiest stage at once
+    assert Options(spawn_rate=5).spawn_rate_for(stages) == 5
