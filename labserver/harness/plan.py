@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import itertools
 import subprocess
@@ -11,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from labserver import protocol
 from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter
 from labserver.theory.demand import Demand
 from labserver.theory.model import Prediction
@@ -65,9 +65,11 @@ class Stage:
 
 
 def stage_at(stages: Sequence[Stage], elapsed_s: float) -> int:
-    """The index of the stage running `elapsed_s` s into the plan: the first before it starts, the last once it ends."""
-    ends = itertools.accumulate(stage.duration_s for stage in stages)
-    return min(bisect.bisect_right(list(ends), elapsed_s), len(stages) - 1)
+    """The index of the stage running `elapsed_s` s into the plan: the first before it starts, the last once it ends.
+
+    The locustfile's rule (protocol.stage_at), which says None once the plan is over."""
+    i = protocol.stage_at(list(itertools.accumulate(stage.duration_s for stage in stages)), elapsed_s)
+    return len(stages) - 1 if i is None else i
 
 
 @dataclass(frozen=True)

@@ -47,3 +47,13 @@ def test_one_spawn_rate_for_the_command_and_the_rows():
     stages = [SimpleNamespace(users=u) for u in (10, 40, 20)]
     assert Options().spawn_rate_for(stages) == 40  # every user of the busiest stage at once
     assert Options(spawn_rate=5).spawn_rate_for(stages) == 5
+
+
+def test_the_harness_and_the_locustfile_agree_on_the_stage_while_the_plan_runs():
+    from labserver import protocol
+
+    stages = [SimpleNamespace(duration_s=d) for d in (5, 3, 4)]
+    ends = [5, 8, 12]
+    for t in (0, 2.5, 5, 7.99, 8, 11.99):
+        assert stage_at(stages, t) == protocol.stage_at(ends, t)
+    assert protocol.stage_at(ends, 12) is None and stage_at(stages, 12) == 2  # over: the harness keeps the last
