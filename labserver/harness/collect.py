@@ -305,21 +305,8 @@ def _machine_limit(stage: Stage, figures: dict) -> tuple[str, bool] | None:
 
 
 def _prediction(stage: Stage, cost: Demand, cores: float, options: Options) -> model.Prediction:
-    """The run's prediction: the lesson's own, or the model's priced with the CPU this run measured.
-
-    The stage's `predicted` is a Prediction made before the run (kept as it is), a function of the
-    run's measured Demand (a lesson's own model, priced like the rest), or None (model.predict).
-    """
-    predicted = stage.predicted
-    if isinstance(predicted, model.Prediction):
-        return predicted
-    if callable(predicted):
-        return predicted(cost)
-    if options.expect_failures:
-        # Its rate counts the requests a client abandoned, which a closed loop's model does not
-        # price: such a run is judged by its failures and its goodput (lesson 05), not by X = N / R.
-        return model.Prediction(math.nan, math.nan, "not modelled: requests time out")
-    return model.predict(stage.workload, stage.server.settings, cores=cores, demand=cost, queueing=True)
+    """The run's prediction: the stage's (Stage.prediction), priced with the CPU this run measured."""
+    return stage.prediction(options, cores, demand=cost)
 
 
 def _priced_by(predicted, p: model.Prediction) -> str:

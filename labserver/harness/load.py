@@ -44,7 +44,6 @@ from labserver.harness.plan import (
 from labserver.harness.publish import save_plan
 from labserver.harness.supervise import Status, Watched, supervised
 from labserver.theory import model
-from labserver.theory.demand import Demand
 from labserver.theory.workload import DURATION_DEFAULT_S, DURATION_MAX_S, Workload, check_rate
 
 
@@ -306,18 +305,9 @@ def foreseen(stage: Stage, options: Options) -> model.Prediction:
     The lesson's, as it is or from no measured demand yet; else the model's from the settings,
     with fib's time scaled from fib(20)'s: timing fib(32) here would load the machine under test.
     """
-    p = stage.predicted
+    w = stage.workload
     try:
-        if isinstance(p, model.Prediction):
-            return p
-        if callable(p):
-            return p(Demand(math.nan))
-        if options.expect_failures:
-            return model.Prediction(math.nan, math.nan, "not modelled: requests time out")
-        fib_ms = model.work_ms(stage.workload.pattern, stage.workload.cpu_n, _fib_ms)
-        return model.predict(
-            stage.workload, stage.server.settings, cores=cpus.cores(), cpu_ms_per_task=fib_ms, queueing=True
-        )
+        return stage.prediction(options, cpus.cores(), fib_ms=lambda: model.work_ms(w.pattern, w.cpu_n, _fib_ms))
     except Exception:  # a view without a prediction is better than no measurement
         return model.Prediction(math.nan, math.nan, "not foreseen")
 

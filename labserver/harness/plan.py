@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from labserver import protocol
 from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter
+from labserver.theory import model
 from labserver.theory.demand import Demand
 from labserver.theory.model import Prediction
 from labserver.theory.workload import Workload
@@ -45,6 +46,24 @@ class Stage:
         given = {k: v for k, v in run.items() if v is not None}
         workload = Workload.of({"duration_s": duration_s, **given})
         return cls(given.get("server") or server, workload, given.get("predicted"), given.get("tags", {}))
+
+    def prediction(
+        self, options: Options, cores: float, demand: Demand | None = None, fib_ms: Callable[[], float] | None = None
+    ) -> Prediction:
+        """The prediction set beside this stage: the lesson's, as it is or from `demand`; none for a run meant to time
+        out, whose rate counts the requests its clients abandoned (such a run is judged by its failures and its
+        goodput, lesson 05); else the model's, priced with `demand` where measured, else with a sub-task's CPU as
+        `fib_ms()` times it (asked only here: timing loads the machine)."""
+        given = self.predicted
+        if isinstance(given, Prediction):
+            return given
+        if callable(given):
+            return given(demand if demand is not None else Demand(float("nan")))
+        if options.expect_failures:
+            return Prediction(float("nan"), float("nan"), "not modelled: requests time out")
+        price = None if fib_ms is None else fib_ms()
+        w, settings = self.workload, self.server.settings
+        return model.predict(w, settings, cores=cores, demand=demand, cpu_ms_per_task=price, queueing=True)
 
     def locust(self) -> dict:
         """What the locustfile needs of this stage (locustfiles/pattern.py, --plan-file)."""

@@ -57,3 +57,24 @@ def test_the_harness_and_the_locustfile_agree_on_the_stage_while_the_plan_runs()
     for t in (0, 2.5, 5, 7.99, 8, 11.99):
         assert stage_at(stages, t) == protocol.stage_at(ends, t)
     assert protocol.stage_at(ends, 12) is None and stage_at(stages, 12) == 2  # over: the harness keeps the last
+
+
+def test_one_prediction_policy_for_the_live_view_and_the_row():
+    from labserver.demo.settings import Settings
+    from labserver.theory import model
+
+    server = SimpleNamespace(settings=Settings(procs=0), url="http://127.0.0.1:1")
+    run = Stage(server, Workload("sequential", 10, io_ms=100))
+    given = model.Prediction(1.0, 2.0, "the lesson's")
+    asked = []
+
+    def fib_ms():
+        asked.append(True)
+        return 0.0
+
+    assert Stage(server, run.workload, given).prediction(Options(), 2.0, fib_ms=fib_ms) is given
+    assert Stage(server, run.workload, lambda d: given).prediction(Options(), 2.0) is given
+    assert run.prediction(Options(expect_failures=True), 2.0, fib_ms=fib_ms).bottleneck.startswith("not modelled")
+    assert not asked  # nothing is timed where the model is not asked
+    assert run.prediction(Options(), 2.0, fib_ms=fib_ms).rps == pytest.approx(100.0)  # users / io
+    assert asked == [True]
