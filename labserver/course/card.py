@@ -254,16 +254,17 @@ def fan_out(runs: pd.DataFrame) -> Measured:
 
 
 def abandoned(runs: pd.DataFrame) -> Measured:
-    """Lesson 13: the server CPU per abandoned request of an endpoint that checks for its client, over one that
-    does not."""
+    """Lesson 13: the fib CPU per abandoned request of an endpoint that checks for its client, over one that does
+    not; each less the CPU of a request without fib, where measured."""
     rows = _lesson(runs, "13", ("sequential", "watchful"))
     if rows.empty or "server_ms" not in rows or not {"sequential", "watchful"} <= set(rows["pattern"]):
         return Measured(math.nan, NOT_YET)
-    cost = rows.groupby("pattern")["server_ms"].median()
-    ratio = float(cost["watchful"] / cost["sequential"])
-    return Measured(
-        ratio, f"{ratio:.2f} of the CPU per abandoned request, checking between {_span(rows['tasks'])} steps"
-    )
+    fib = rows[rows["cpu_n"] > 0]
+    cost = fib.groupby("pattern")["server_ms"].median()
+    own = rows.loc[rows["cpu_n"] == 0, "server_ms"].median() if (rows["cpu_n"] == 0).any() else 0.0
+    ratio = float((cost["watchful"] - own) / (cost["sequential"] - own))
+    steps = _span(fib["tasks"])
+    return Measured(ratio, f"{ratio:.2f} of the CPU per abandoned request, checking between {steps} steps")
 
 
 def released_gil(runs: pd.DataFrame) -> Measured:

@@ -3,8 +3,10 @@
 A closed-loop user whose timeout is shorter than the work sends a request, gives up at the
 timeout and sends the next: users / timeout requests a second, each abandoned. The server
 spends on each what its endpoint runs before it stops: every sub-task where nothing checks,
-and, where the endpoint checks between sub-tasks (`watchful`), those begun before the client
-left and one more, whose end finds the connection closed.
+and, where the endpoint checks after each sub-task (`watchful`), those begun before the client
+left, the last of which ends, finds the connection closed and stops the rest. What a request
+costs besides its fib (a new connection after each timeout, the framework) is measured by a run
+without fib, and taken off the others.
 """
 
 from __future__ import annotations
@@ -24,38 +26,47 @@ def gone(users: int, timeout_s: float) -> model.Prediction:
 
 def sub_tasks_run(pattern: str, tasks: int, io_ms: int, fib_ms: float, timeout_s: float) -> int:
     """The sub-tasks of io_ms + fib a request runs when its client leaves at `timeout_s`: all of them, unless the
-    endpoint checks after each (`watchful`), which stops at the first check after the client left."""
+    endpoint checks after each (`watchful`): then those begun before the client left."""
     if pattern != "watchful":
         return tasks
     return min(tasks, math.floor(timeout_s * 1000 / (io_ms + fib_ms)) + 1)
 
 
 def predicted(plan: sizing.Plan, fib_ms: float) -> pd.DataFrame:
-    """Each planned run: its requests a second, the sub-tasks each runs, and the server's CPU per request (fib's)."""
+    """Each planned run: its requests a second, the sub-tasks each runs, and their fib CPU per request."""
     timeout_s = plan.load["timeout_s"]
     rows = []
     for run in plan.runs:
-        ran = sub_tasks_run(run["pattern"], run["tasks"], run["io_ms"], fib_ms, timeout_s)
+        ran = sub_tasks_run(run["pattern"], run["tasks"], run["io_ms"], fib_ms, timeout_s) if run["cpu_n"] else 0
         rows.append(
             {
                 "pattern": run["pattern"],
+                "cpu_n": run["cpu_n"],
                 "users": run["users"],
                 "timeout_s": timeout_s,
-                "work_alone_s": round(run["tasks"] * (run["io_ms"] + fib_ms) / 1000, 3),
                 "predicted_rps": round(gone(run["users"], timeout_s).rps, 1),
                 "sub_tasks_run": ran,
-                "predicted_cpu_ms": round(ran * fib_ms, 1),
+                "predicted_fib_ms": round(ran * fib_ms, 1),
             }
         )
     return pd.DataFrame(rows)
 
 
 def beside(runs: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
-    """The measured runs with each one's predicted sub-tasks and CPU per request (`predicted`'s) beside them."""
-    return runs.merge(table[["pattern", "sub_tasks_run", "predicted_cpu_ms"]], on="pattern", how="left")
+    """The runs with, beside each, its predicted sub-tasks and fib CPU, and its measured fib CPU per request: the
+    server's CPU per request less that of the run without fib."""
+    out = runs.merge(table[["pattern", "cpu_n", "sub_tasks_run", "predicted_fib_ms"]], on=["pattern", "cpu_n"])
+    own = out.loc[out["cpu_n"] == 0, "server_ms"].iloc[0]
+    out["fib_ms"] = out["server_ms"] - own
+    return out
+
+
+def work(runs: pd.DataFrame) -> pd.DataFrame:
+    """The two endpoints' runs, with fib, by pattern."""
+    return runs[runs["cpu_n"] > 0].set_index("pattern")
 
 
 def cpu_ratio(runs: pd.DataFrame) -> float:
-    """The server CPU per abandoned request of `watchful` over `sequential`'s."""
-    cost = runs.set_index("pattern")["server_ms"]
+    """The fib CPU per abandoned request of `watchful` over `sequential`'s (`beside`'s `fib_ms`)."""
+    cost = work(runs)["fib_ms"]
     return float(cost["watchful"] / cost["sequential"])

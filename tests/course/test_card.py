@@ -287,10 +287,10 @@ def test_the_fan_out_is_read_bounded_over_unbounded_with_their_cpu_per_call():
 
 
 def test_clients_that_leave_are_read_checking_over_not_checking():
-    def run(pattern, server_ms):
-        return _run("13_clients_that_leave", pattern, 2, 5.0, tasks=6, io_ms=150, cpu_n=25, server_ms=server_ms)
+    def run(pattern, server_ms, cpu_n=25):
+        return _run("13_clients_that_leave", pattern, 2, 5.0, tasks=6, io_ms=150, cpu_n=cpu_n, server_ms=server_ms)
 
-    got = card.abandoned(pd.DataFrame([run("sequential", 72.0), run("watchful", 36.0)]))
+    got = card.abandoned(pd.DataFrame([run("sequential", 74.0), run("watchful", 38.0), run("sequential", 2.0, 0)]))
     assert got.ratio == pytest.approx(0.5)
     assert got.text == "0.50 of the CPU per abandoned request, checking between 6 steps"
     assert math.isnan(card.abandoned(RUNS).ratio)

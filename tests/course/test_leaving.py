@@ -1,5 +1,6 @@
 """Lesson 13's readings: the sub-tasks a request runs after its client left, and the plan's checks."""
 
+import pandas as pd
 import pytest
 
 from labserver.course import leaving, lessons
@@ -26,11 +27,27 @@ def test_a_closed_loop_of_abandoned_requests_sends_users_over_timeout():
 def test_the_plan_predicts_each_endpoint_s_cpu_and_every_request_times_out():
     plan = lessons.clients_that_leave(users=2, tasks=6, io_ms=150, cpu_n=20, timeout_s=0.4, duration_s=8, cores=2).plan
     assert plan.load == {"timeout_s": 0.4, "expect_failures": True}
-    table = leaving.predicted(plan, fib_ms=10.0).set_index("pattern")
-    assert table.loc["sequential", "predicted_cpu_ms"] == pytest.approx(60.0)
-    assert table.loc["watchful", "predicted_cpu_ms"] == pytest.approx(30.0)
+    table = leaving.predicted(plan, fib_ms=10.0).set_index(["pattern", "cpu_n"])["predicted_fib_ms"]
+    assert table.to_dict() == {("sequential", 20): 60.0, ("watchful", 20): 30.0, ("sequential", 0): 0.0}
+
+
+def test_the_fib_cpu_is_the_server_s_less_that_of_a_request_without_fib():
+    runs = pd.DataFrame(
+        {"pattern": ["sequential", "watchful", "sequential"], "cpu_n": [25, 25, 0], "server_ms": [71.0, 38.0, 5.0]}
+    )
+    table = pd.DataFrame(
+        {
+            "pattern": ["sequential", "watchful", "sequential"],
+            "cpu_n": [25, 25, 0],
+            "sub_tasks_run": [6, 3, 0],
+            "predicted_fib_ms": [60.0, 30.0, 0.0],
+        }
+    )
+    both = leaving.beside(runs, table)
+    assert list(both["fib_ms"]) == [66.0, 33.0, 0.0]
+    assert leaving.cpu_ratio(both) == pytest.approx(0.5)
 
 
 def test_a_timeout_longer_than_the_work_is_refused_before_anything_starts():
-    with pytest.raises(ValueError, match="timeout_s must be under the work alone"):
+    with pytest.raises(ValueError, match="timeout_s must be under the waits alone"):
         lessons.clients_that_leave(users=2, tasks=2, io_ms=50, cpu_n=5, timeout_s=5.0, duration_s=8, cores=2)
