@@ -106,7 +106,7 @@ PROFILES: dict[str, dict[str, dict]] = {
     },
     "13_clients_that_leave": {
         "quick": {},
-        "live": {},  # its runs need their 14 s: few requests a second, each ending at the timeout
+        "live": {"duration_s": 8},  # few requests a second, each ending at the timeout: 8 s is the least
         "full": {"users": 3, "duration_s": 20},
         "smoke": {"tasks": 4, "io_ms": 50, "cpu_n": 15, "timeout_s": 0.1, "duration_s": 2},
     },

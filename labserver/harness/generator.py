@@ -17,11 +17,11 @@ from labserver import protocol
 from labserver.harness import addresses, feed, procs
 from labserver.harness.isolate import Isolation
 from labserver.harness.launcher import Server
-from labserver.harness.plan import Meters, Options, Stage, stage_at
+from labserver.harness.plan import Meters, Options, Stage, UserClass, stage_at
 from labserver.harness.supervise import Status, Watched, until_exit
 from labserver.paths import LOCUSTFILES
 
-USER_CLASSES = {"fast": "PatternUser", "requests": "PatternHttpUser", "arrivals": "ArrivalUser"}
+USER_CLASSES: dict[UserClass, str] = {"fast": "PatternUser", "requests": "PatternHttpUser", "arrivals": "ArrivalUser"}
 RUN_TIME_SLACK_S = 5
 # Locust workers that join a master from other machines (`python -m labserver worker`): one
 # process each, so a class's laptops can send far more than this machine's cores could.

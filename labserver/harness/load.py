@@ -40,6 +40,7 @@ from labserver.harness.plan import (
     Options,
     Outcome,
     Stage,
+    UserClass,
 )
 from labserver.harness.publish import save_plan
 from labserver.harness.supervise import Status, Watched, supervised
@@ -47,7 +48,9 @@ from labserver.theory import model
 from labserver.theory.workload import DURATION_DEFAULT_S, DURATION_MAX_S, Workload, check_rate
 
 
-def check_load(workload: Workload, *, user_class: str = "fast", processes: int = 1, master: str | None = None) -> None:
+def check_load(
+    workload: Workload, *, user_class: UserClass = "fast", processes: int = 1, master: str | None = None
+) -> None:
     """Raise ValueError saying what to change, before any process starts: the workload, and Locust's options."""
     workload.check()
     if workload.rate or user_class == "arrivals":
@@ -81,7 +84,7 @@ def check_plan(stages: list[Stage], options: Options) -> Options:
     return options
 
 
-def check_arrivals(rate: float, user_class: str, processes: int) -> None:
+def check_arrivals(rate: float, user_class: UserClass, processes: int) -> None:
     """An open loop's rate, and the one Locust process that keeps its schedule."""
     check_rate(rate)
     if user_class != "arrivals":
@@ -120,7 +123,7 @@ def run_plan(
     *,
     duration_s: int = DURATION_DEFAULT_S,
     spawn_rate: float | None = None,
-    user_class: str = "fast",
+    user_class: UserClass = "fast",
     processes: int = 1,
     timeout_s: float = TIMEOUT_DEFAULT_S,
     warmup_s: float = WARMUP_DEFAULT_S,

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from labserver import protocol
 from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 JOIN_TIMEOUT_S = 120.0
 TIMEOUT_DEFAULT_S = 60.0  # a request's timeout in Locust
 WARMUP_DEFAULT_S = 1.0  # the warm-up's cap (measure.warmup_end)
+# Locust's user classes a plan may use (generator.USER_CLASSES names each one's class in the locustfile)
+UserClass = Literal["fast", "requests", "arrivals"]
 RUN_KEYS = (*(f.name for f in dataclasses.fields(Workload)), "predicted", "tags", "server")  # a run's dict
 
 
@@ -96,7 +98,7 @@ class Options:
     """What every stage of a plan shares (run_plan's keywords)."""
 
     spawn_rate: float | None = None  # None: every user at once
-    user_class: str = "fast"
+    user_class: UserClass = "fast"
     processes: int = 1
     timeout_s: float = TIMEOUT_DEFAULT_S
     warmup_s: float = WARMUP_DEFAULT_S

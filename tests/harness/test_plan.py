@@ -78,3 +78,12 @@ def test_one_prediction_policy_for_the_live_view_and_the_row():
     assert not asked  # nothing is timed where the model is not asked
     assert run.prediction(Options(), 2.0, fib_ms=fib_ms).rps == pytest.approx(100.0)  # users / io
     assert asked == [True]
+
+
+def test_the_user_classes_a_plan_may_name_are_those_the_locustfile_has():
+    from typing import get_args
+
+    from labserver.harness.generator import USER_CLASSES
+    from labserver.harness.plan import UserClass
+
+    assert set(get_args(UserClass)) == set(USER_CLASSES)
