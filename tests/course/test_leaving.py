@@ -51,3 +51,12 @@ def test_the_fib_cpu_is_the_server_s_less_that_of_a_request_without_fib():
 def test_a_timeout_longer_than_the_work_is_refused_before_anything_starts():
     with pytest.raises(ValueError, match="timeout_s must be under the waits alone"):
         lessons.clients_that_leave(users=2, tasks=2, io_ms=50, cpu_n=5, timeout_s=5.0, duration_s=8, cores=2)
+
+
+@pytest.mark.parametrize("fib_ms", [3.0, 6.0, 14.0, 20.0])  # fib(25) on a fast laptop core to a busy hyperthread
+def test_the_lesson_s_check_stops_after_the_same_sub_task_on_any_laptop(fib_ms):
+    from tests.course.test_lessons import parameters
+
+    p = parameters("13_clients_that_leave")
+    ran = leaving.sub_tasks_run("watchful", p["tasks"], p["io_ms"], fib_ms, p["timeout_s"])
+    assert ran == 3
