@@ -23,6 +23,7 @@ from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.harness import interpreters
 from labserver.harness.load import check_arrivals, check_load, check_sweep
 from labserver.harness.plan import mirrored
+from labserver.harness.probes import Probes
 from labserver.harness.procs import free_port
 from labserver.postgres import runs as database_runs
 from labserver.theory import clients as client_model
@@ -604,3 +605,28 @@ def clients_that_leave(
     runs.append({**work, "pattern": "sequential", "cpu_n": 0, "tags": {"part": "no fib"}})
     load = {"timeout_s": timeout_s, "expect_failures": True}  # every request times out, by design
     return ClientsThatLeave(fib_ms, sizing.fit(sizing.Plan(runs, servers, duration_s, load=load), cores))
+
+
+class OneSlowRoute(NamedTuple):
+    fib_ms: float  # one heavy request's CPU, timed here
+    plan: sizing.Plan  # the heavy route without its fib, then its fib on the loop, in a thread, in a process
+    probes: Probes  # the cheap requests, sent while the plan runs (its `beside`)
+
+
+def one_slow_route(
+    *, users: int, io_ms: int, cpu_n: int, probe_every_ms: int, duration_s: int, cores: float | None = None
+) -> OneSlowRoute:
+    """Lesson 14: a heavy route (io_ms, then fib(cpu_n)) at `users` users, without its fib, then with it on the event
+    loop (`sequential`), in the thread pool (`threadpool`) and in a process pool (`processpool`), while a cheap
+    route is probed about every `probe_every_ms` on the same worker."""
+    cores = cpus.cores() if cores is None else cores
+    patterns = ["sequential", "threadpool", "processpool"]
+    check_sweep(patterns, [users], tasks=1, io_ms=io_ms, cpu_n=cpu_n, duration_s=duration_s)
+    checks.whole("probe_every_ms", probe_every_ms, 1, 10_000)
+    fib_ms = model.cpu_time_ms(cpu_n)
+    servers = {"app": {"threads": THREADS_DEFAULT, "procs": 1}}  # one pool process: one core, as one user needs
+    work = dict(users=users, tasks=1, io_ms=io_ms, server="app")
+    runs = [{**work, "pattern": "sequential", "cpu_n": 0}]
+    runs += [{**work, "pattern": p, "cpu_n": cpu_n} for p in patterns]
+    plan = sizing.fit(sizing.Plan(runs, servers, duration_s), cores)
+    return OneSlowRoute(fib_ms, plan, Probes(every_s=probe_every_ms / 1000))

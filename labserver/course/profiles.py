@@ -110,6 +110,12 @@ PROFILES: dict[str, dict[str, dict]] = {
         "full": {"users": 3, "duration_s": 20},
         "smoke": {"tasks": 4, "io_ms": 50, "cpu_n": 15, "timeout_s": 0.1, "duration_s": 2},
     },
+    "14_one_slow_route": {
+        "quick": {},
+        "live": {"duration_s": 6},
+        "full": {"duration_s": 20},
+        "smoke": {"io_ms": 20, "cpu_n": 20, "probe_every_ms": 20, "duration_s": 2},
+    },
     # 99 only reads the runs on disk: nothing to size.
     "99_summary": {"quick": {}, "live": {}, "full": {}, "smoke": {}},
 }

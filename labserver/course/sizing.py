@@ -11,9 +11,11 @@ enough to send the busiest run, and a longer window only where a run's rounds ne
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from collections.abc import Callable, Hashable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +23,7 @@ import pandas as pd
 
 from labserver.demo.settings import PROCS_MAX, WORKERS_MAX, Settings
 from labserver.harness import validity
-from labserver.harness.launcher import LabServer, running
+from labserver.harness.launcher import LabServer, Server, running
 from labserver.harness.load import run_plan
 from labserver.theory.workload import DURATION_MAX_S, Workload
 
@@ -57,6 +59,9 @@ def pool_procs(cores: float) -> int:
     """The process pool a server gets by default on `cores`: one process per whole core, up to the server's bound."""
     return min(max(1, math.ceil(cores)), PROCS_MAX)
 
+
+# What acts on a plan's started servers (by their keys) while its runs measure them
+Beside = Callable[[Mapping[Hashable, Server]], AbstractContextManager]
 
 # What of LabServer's keywords the model reads of a server (Settings' fields); the rest start it (python, port).
 SERVER_SETTINGS = ("workers", "threads", "procs", "gil", "db_pool", "upstream")
@@ -132,9 +137,11 @@ class Plan:
         chosen = (lambda r: True) if tagged is None else (lambda r: r.get("tags", {}).get(tagged[0]) == tagged[1])
         return dataclasses.replace(self, runs=[{**r, **changes} if chosen(r) else r for r in self.runs])
 
-    def measure(self, lesson: str | None = None) -> pd.DataFrame:
+    def measure(self, lesson: str | None = None, beside: Beside | None = None) -> pd.DataFrame:
         """Start the servers together, measure every run, stop them: the runs' rows, in order.
 
+        `beside`, if given, is entered with the started servers (by their keys) around all the
+        runs: something that acts on the servers while they are measured (harness/probes.py).
         No runs: an empty frame, and nothing starts.
         """
         if not self.runs:
@@ -143,11 +150,12 @@ class Plan:
         with running([LabServer(**kw) for kw in self.servers.values()]) as started:  # start-ups overlap
             servers = dict(zip(self.servers, started, strict=True))
             runs = self.on(servers)
-            for k, part in self.segments():
-                some = [runs[i] for i in part]
-                done += run_plan(
-                    some[0]["server"], some, duration_s=self.duration_s, processes=k, lesson=lesson, **self.load
-                )
+            with beside(servers) if beside else contextlib.nullcontext():
+                for k, part in self.segments():
+                    some = [runs[i] for i in part]
+                    done += run_plan(
+                        some[0]["server"], some, duration_s=self.duration_s, processes=k, lesson=lesson, **self.load
+                    )
         return pd.DataFrame([r.row for r in done])
 
 

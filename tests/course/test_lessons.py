@@ -30,6 +30,7 @@ LESSONS = [
     "11_app_threads",
     "12_calling_services",
     "13_clients_that_leave",
+    "14_one_slow_route",
     "98_the_instrument",
     "99_summary",
 ]
