@@ -69,3 +69,34 @@ def test_lesson_04_compares_one_worker_the_cores_and_one_past(cores):
 def test_fractional_quota_counts_whole_cores():
     assert sizing.worker_counts([], 1.5) == [1, 2]
     assert sizing.cpu_users(0, 1.5) == 20
+
+
+def test_measure_enters_beside_with_the_started_servers_around_every_run(monkeypatch):
+    import contextlib
+    from types import SimpleNamespace
+
+    events = []
+
+    @contextlib.contextmanager
+    def started(servers):
+        events.append("start")
+        yield [SimpleNamespace(name=i) for i, _ in enumerate(servers)]
+        events.append("stop")
+
+    def run_plan(server, runs, **kw):
+        events.append(("run", server.name, len(runs)))
+        return [SimpleNamespace(row={"pattern": r["pattern"]}) for r in runs]
+
+    @contextlib.contextmanager
+    def beside(servers):
+        events.append(("beside", sorted(servers)))
+        yield
+        events.append("beside done")
+
+    monkeypatch.setattr(sizing, "running", started)
+    monkeypatch.setattr(sizing, "LabServer", lambda **kw: kw)
+    monkeypatch.setattr(sizing, "run_plan", run_plan)
+    runs = [{"pattern": p, "users": 1, "server": "app"} for p in ("sequential", "gather")]
+    rows = sizing.Plan(runs, {"app": {}}, duration_s=5).measure(beside=beside)
+    assert list(rows["pattern"]) == ["sequential", "gather"]
+    assert events == ["start", ("beside", ["app"]), ("run", 0, 2), "beside done", "stop"]

@@ -1,0 +1,84 @@
+"""Lesson 14's readings: a cheap request's wait beside fib on the loop, in a thread, in a process."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from labserver.course import lessons, neighbours
+from labserver.harness.probes import Probes
+
+
+@pytest.mark.parametrize(
+    ("busy", "q", "wait"),
+    [
+        (0.5, 0.95, 90.0),  # 5% of all arrivals wait more: 10% of those that find it busy, the last tenth of fib
+        (1.0, 0.95, 95.0),  # always busy: the residual's own 95th percentile
+        (0.05, 0.95, 0.0),  # busy 5% of the time: the 95th percentile arrival finds it free
+        (0.5, 0.5, 0.0),  # half of the arrivals find it free
+    ],
+)
+def test_a_random_arrival_waits_the_rest_of_the_fib_it_finds(busy, q, wait):
+    assert neighbours.loop_wait_ms(busy, 100.0, q) == pytest.approx(wait)
+
+
+def test_the_mean_wait_is_the_busy_share_of_half_a_fib():
+    assert neighbours.loop_mean_wait_ms(0.4, 100.0) == pytest.approx(20.0)
+    assert neighbours.loop_mean_wait_ms(1.5, 100.0) == pytest.approx(50.0)  # a loop is busy at most all the time
+
+
+def test_where_each_pattern_computes():
+    assert [neighbours.where(p, 25) for p in ("sequential", "threadpool", "processpool")] == list(
+        neighbours.WHERE.values()
+    )
+    assert neighbours.where("sequential", 0) == "none"
+
+
+def _runs():
+    return pd.DataFrame(
+        {
+            "pattern": ["sequential", "sequential", "threadpool", "processpool"],
+            "cpu_n": [0, 29, 29, 29],
+            "rps": [16.0, 5.0, 5.0, 5.0],
+            "p50_ms": [62.0, 162.0, 165.0, 163.0],
+            "window_start": [0.0, 10.0, 20.0, 30.0],
+            "window_s": [10.0] * 4,
+        }
+    )
+
+
+def test_each_run_takes_its_own_probes_and_the_loop_s_wait_is_predicted_from_its_busy_share():
+    probes = Probes(every_s=1.0)
+    # 20 probes a run: the quiet run's all 2 ms; the loop's half at 2 ms, half at 2 + 0..95 ms; thread 7; process 2
+    probes.sent = [(0.1 + i * 0.5, 2.0, True) for i in range(20)]
+    probes.sent += [(10.1 + i * 0.5, 2.0 + (5.0 * i if i % 2 else 0.0), True) for i in range(20)]
+    probes.sent += [(20.1 + i * 0.5, 7.0, True) for i in range(20)]
+    probes.sent += [(30.1 + i * 0.5, 2.0, True) for i in range(20)]
+    got = neighbours.cheap(_runs(), probes).set_index("where")
+    assert list(got["cheap_n"]) == [20] * 4
+    loop = got.loc["event loop"]
+    assert loop["fib_run_ms"] == pytest.approx(100.0)  # its median less the run without fib's
+    assert loop["busy"] == pytest.approx(0.5)
+    assert loop["predicted_wait_p95_ms"] == pytest.approx(90.0)
+    assert loop["predicted_wait_mean_ms"] == pytest.approx(25.0)
+    assert loop["wait_mean_ms"] == pytest.approx(sum(5.0 * i for i in range(1, 20, 2)) / 20)
+    assert got.loc["thread pool", "wait_p95_ms"] == pytest.approx(5.0)  # 7 ms less the quiet median
+    assert math.isnan(got.loc["thread pool", "predicted_wait_p95_ms"])  # bounded, not predicted
+    assert got.loc["process pool", "predicted_wait_p95_ms"] == 0.0
+
+
+def test_the_plan_runs_the_route_without_fib_first_then_each_place():
+    slow = lessons.one_slow_route(users=1, io_ms=60, cpu_n=20, probe_every_ms=20, duration_s=8, cores=2)
+    assert [(r["pattern"], r["cpu_n"]) for r in slow.plan.runs] == [
+        ("sequential", 0),
+        ("sequential", 20),
+        ("threadpool", 20),
+        ("processpool", 20),
+    ]
+    assert slow.plan.servers == {"app": {"threads": 40, "procs": 1}}
+    assert slow.probes.every_s == pytest.approx(0.02)
+
+
+def test_a_bad_probe_gap_fails_before_anything_starts():
+    with pytest.raises(ValueError, match="probe_every_ms"):
+        lessons.one_slow_route(users=1, io_ms=60, cpu_n=20, probe_every_ms=0, duration_s=8, cores=2)
