@@ -93,10 +93,10 @@ def foreseen(fib_ms: float, users: int, io_ms: int) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {"where": "event loop", "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
-             "predicted_wait_p95_ms": round(loop_wait_ms(busy, fib_ms), 1)},
+             "foreseen_wait_p95_ms": round(loop_wait_ms(busy, fib_ms), 1)},
             {"where": "thread pool", "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
-             "predicted_wait_p95_ms": f"a few × {SWITCH_MS:.0f}"},
+             "foreseen_wait_p95_ms": f"a few × {SWITCH_MS:.0f}"},
             {"where": "process pool", "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
-             "predicted_wait_p95_ms": 0.0},
+             "foreseen_wait_p95_ms": 0.0},
         ]
     )  # fmt: skip
