@@ -73,3 +73,10 @@ def per_call_ms(runs: pd.DataFrame) -> pd.Series:
     """The server CPU of each call to the other service in the fan-out's runs, in ms, by pattern."""
     fan = part(runs, "a fan-out").set_index("pattern")
     return fan["server_ms"] / fan["tasks"]
+
+
+def out_of_step(run: pd.Series) -> float:
+    """How far a run's rate went from its users' in-step rate toward its CPU bound 1 / c: 0 at the first, 1 at the
+    second (one event loop, c its CPU per request as measured)."""
+    low, high = in_step(run), 1000 / run["server_ms"]
+    return float((run["rps"] - low) / (high - low)) if high > low else float("nan")
