@@ -268,6 +268,22 @@ def abandoned(runs: pd.DataFrame) -> Measured:
     return Measured(ratio, f"{ratio:.2f} of the CPU per abandoned request, checking between {steps} steps")
 
 
+def slow_route(runs: pd.DataFrame) -> Measured:
+    """Lesson 14: a cheap route's p95 round trip while another route computes on the event loop, over its p95 while
+    the work is in a process pool; the thread pool's beside them."""
+    rows = _lesson(runs, "14", ("sequential", "threadpool", "processpool"))
+    places = ("event loop", "thread pool", "process pool")
+    if rows.empty or "cheap_p95_ms" not in rows or not set(places) <= set(rows["where"].dropna()):
+        return Measured(math.nan, NOT_YET)
+    p95 = rows.groupby("where")["cheap_p95_ms"].median()
+    loop, thread, process = (p95[w] for w in places)
+    ratio = float(loop / process)
+    return Measured(
+        ratio, f"a cheap request's p95: {loop:.0f} ms beside fib on the loop, {thread:.0f} in a thread, {process:.0f} "
+        f"in a process ({ratio:.0f}×)"
+    )  # fmt: skip
+
+
 def released_gil(runs: pd.DataFrame) -> Measured:
     """Lesson 03: cores kept busy by a `def` whose work is C that lets go of the GIL (`hashed`), over fib's `def`."""
     rows = _lesson(runs, "03", ("hashed", "threadpool"))
@@ -379,6 +395,16 @@ ROWS = [
         "process pool / `def` and `async def`; as many workers as cores / one",
         ("03", "04"),
         pool_and_workers,
+    ),
+    Row(
+        "A route that computes in Python, beside routes that should stay quick (a health check, small pages)",
+        "its work in a process pool; in a plain `def` if a few GIL turns of 5 ms for the others are acceptable",
+        "on the loop, a cheap request waits the rest of the CPU in progress: at p95 cpu × (1 − 0.05 / ρ), ρ the "
+        "loop's busy share; in a thread, a few switch intervals",
+        "health checks and small requests slow (timeouts at the load balancer) only while the heavy route runs",
+        "a cheap route's p95, the work on the event loop / in a process pool",
+        ("14",),
+        slow_route,
     ),
     Row(
         "CPU work in C that lets go of the GIL: `hashlib` on more than 2 KiB, `zlib`, numpy on large arrays",

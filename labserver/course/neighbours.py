@@ -21,6 +21,7 @@ import pandas as pd
 
 from labserver.demo.patterns import TRAITS
 from labserver.demo.traits import Where
+from labserver.harness import results
 from labserver.harness.probes import Probes
 
 TAIL = 0.95  # the percentile a lesson reads: p95
@@ -45,11 +46,15 @@ def loop_mean_wait_ms(busy: float, cpu_ms: float) -> float:
     return min(busy, 1.0) * cpu_ms / 2
 
 
-def cheap(runs: pd.DataFrame, probes: Probes) -> pd.DataFrame:
+KEPT = ["where", "cheap_n", "cheap_p50_ms", "cheap_p95_ms", "cheap_mean_ms", "wait_p95_ms", "fib_run_ms", "busy"]
+
+
+def cheap(runs: pd.DataFrame, probes: Probes, keep: bool = True) -> pd.DataFrame:
     """The runs with the cheap requests sent in each one's window: how many, their median and p95 round trip,
     each one's `wait_p95_ms` and `wait_mean_ms` (less the run without fib's median), where its fib ran, its
     fib's time in the server (`fib_run_ms`: its median latency less the run without fib's) and how busy that
-    kept the worker (`busy`: its requests a second × fib_run_ms)."""
+    kept the worker (`busy`: its requests a second × fib_run_ms). `keep`: each run's KEPT columns are kept
+    in its folder (results.attach), where the decision card reads them."""
     rows = []
     for _, run in runs.iterrows():
         ms = probes.within(run["window_start"], run["window_s"])["ms"]
@@ -73,7 +78,15 @@ def cheap(runs: pd.DataFrame, probes: Probes) -> pd.DataFrame:
         loop_mean_wait_ms(r["busy"], r["fib_run_ms"]) if r["where"] == "event loop" else float("nan")
         for _, r in out.iterrows()
     ]
+    if keep:
+        for _, run in out.iterrows():
+            results.attach(run["run_id"], {k: _plain(run[k]) for k in KEPT})
     return out
+
+
+def _plain(value):
+    """A numpy scalar as the Python number JSON writes (a str stays one)."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def _predicted(run: pd.Series) -> float:

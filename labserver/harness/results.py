@@ -27,6 +27,7 @@ from labserver.paths import ROOT, runs_dir
 from labserver.theory import model
 
 PACKAGES = ("fastapi", "uvicorn", "starlette", "anyio", "locust", "pandas", "seaborn", "papermill")
+BESIDE = "beside.json"  # what was measured beside a run while it ran (attach), next to its manifest
 
 
 def new_run_id(pattern: str, users: int) -> str:
@@ -116,6 +117,35 @@ def finish(tmp: Path, manifest: dict, history: pd.DataFrame) -> RunResult:
     return RunResult(row=manifest["result"], history=history, path=final, manifest=manifest)
 
 
+def attach(run_id: str, columns: dict) -> Path:
+    """Keep `columns`, measured beside run `run_id` while it ran (harness/probes.py), in its folder as BESIDE.
+
+    The run's own record stays as it was written; `load_runs` adds these columns to its row. Once
+    only: a second call for the same run is FileExistsError, as a run is never overwritten.
+    """
+    folder = runs_dir() / run_id
+    if not (folder / "manifest.json").exists():
+        raise FileNotFoundError(f"no run {run_id} in {runs_dir()}")
+    final = folder / BESIDE
+    if final.exists():
+        raise FileExistsError(f"run {run_id} already has what was measured beside it: it is never overwritten")
+    tmp = folder / f".{BESIDE}.partial"
+    with open(tmp, "w") as f:
+        json.dump(columns, f, indent=2, default=str)
+        _flush(f)
+    os.rename(tmp, final)
+    return final
+
+
+def _beside(folder: Path) -> dict:
+    """The columns `attach` kept beside a run, if any."""
+    try:
+        got = json.loads((folder / BESIDE).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return got if isinstance(got, dict) else {}
+
+
 def _flush(f) -> None:
     # Without it, a power cut soon after the rename can leave a published run with an empty manifest.
     f.flush()
@@ -142,7 +172,7 @@ def load_runs(lesson: str | None = None, root: Path | None = None) -> pd.DataFra
         if not isinstance(manifest, dict) or not isinstance(manifest.get("result"), dict):
             continue  # not a manifest this lab wrote
         if lesson is None or manifest.get("lesson") == lesson:
-            rows.append(manifest["result"])
+            rows.append({**manifest["result"], **_beside(manifest_path.parent)})
     frame = pd.DataFrame(rows)
     return frame.sort_values("started_at", ignore_index=True) if rows else frame
 

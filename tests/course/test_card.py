@@ -50,6 +50,7 @@ def test_the_card_has_its_columns_and_a_row_each():
         "02",
         "11",
         "03, 04",
+        "14",
         "03",
         "10",
         "10",
@@ -97,9 +98,9 @@ def test_a_row_without_runs_says_not_measured_yet():
     offload = card.card(RUNS).iloc[2]
     assert offload["measured"].startswith("not measured yet")
     measured = card.card(RUNS)["measured"]
-    # offload, lesson 11's dependency, hashed, lesson 10's two, lesson 06's clients, the fan-out, clients that
-    # leave, the database, overload
-    assert sum(m.startswith("not measured yet") for m in measured) == 10
+    # offload, lesson 11's dependency, the slow route, hashed, lesson 10's two, lesson 06's clients, the fan-out,
+    # clients that leave, the database, overload
+    assert sum(m.startswith("not measured yet") for m in measured) == 11
 
 
 def test_offload_is_read_once_its_runs_are_on_disk():
@@ -295,3 +296,16 @@ def test_clients_that_leave_are_read_checking_over_not_checking():
     assert got.ratio == pytest.approx(0.5)
     assert got.text == "0.50 of the CPU per abandoned request, checking between 6 steps"
     assert math.isnan(card.abandoned(RUNS).ratio)
+
+
+def test_a_slow_route_is_read_as_the_cheap_route_s_p95_on_the_loop_over_in_a_process():
+    def run(pattern, where, p95, cpu_n=29):
+        return _run("14_one_slow_route", pattern, 1, 7.0, cpu_n=cpu_n, where=where, cheap_p95_ms=p95)
+
+    runs = pd.DataFrame([run("sequential", "none", 2.0, 0), run("sequential", "event loop", 80.0),
+                         run("threadpool", "thread pool", 20.0), run("processpool", "process pool", 2.0)])  # fmt: skip
+    got = card.slow_route(runs)
+    assert got.ratio == pytest.approx(40.0)
+    assert got.text == "a cheap request's p95: 80 ms beside fib on the loop, 20 in a thread, 2 in a process (40×)"
+    assert math.isnan(card.slow_route(runs[runs["where"] != "thread pool"]).ratio)
+    assert math.isnan(card.slow_route(RUNS).ratio)

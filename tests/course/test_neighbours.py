@@ -54,7 +54,7 @@ def test_each_run_takes_its_own_probes_and_the_loop_s_wait_is_predicted_from_its
     probes.sent += [(10.1 + i * 0.5, 2.0 + (5.0 * i if i % 2 else 0.0), True) for i in range(20)]
     probes.sent += [(20.1 + i * 0.5, 7.0, True) for i in range(20)]
     probes.sent += [(30.1 + i * 0.5, 2.0, True) for i in range(20)]
-    got = neighbours.cheap(_runs(), probes).set_index("where")
+    got = neighbours.cheap(_runs(), probes, keep=False).set_index("where")
     assert list(got["cheap_n"]) == [20] * 4
     loop = got.loc["event loop"]
     assert loop["fib_run_ms"] == pytest.approx(100.0)  # its median less the run without fib's
@@ -82,3 +82,15 @@ def test_the_plan_runs_the_route_without_fib_first_then_each_place():
 def test_a_bad_probe_gap_fails_before_anything_starts():
     with pytest.raises(ValueError, match="probe_every_ms"):
         lessons.one_slow_route(users=1, io_ms=60, cpu_n=20, probe_every_ms=0, duration_s=8, cores=2)
+
+
+def test_each_run_keeps_its_cheap_route_readings_in_its_folder(monkeypatch):
+    kept = {}
+    monkeypatch.setattr(neighbours.results, "attach", lambda run_id, columns: kept.update({run_id: columns}))
+    runs = _runs().assign(run_id=["quiet", "loop", "thread", "process"])
+    probes = Probes(every_s=1.0)
+    probes.sent = [(start + 0.5, 2.0, True) for start in (0.0, 10.0, 20.0, 30.0)]
+    neighbours.cheap(runs, probes)
+    assert list(kept) == ["quiet", "loop", "thread", "process"]
+    assert set(kept["loop"]) == set(neighbours.KEPT)
+    assert kept["loop"]["where"] == "event loop" and type(kept["loop"]["cheap_n"]) is int  # as JSON writes it

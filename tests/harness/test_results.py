@@ -122,3 +122,20 @@ def test_in_order_lays_the_runs_rows_out_in_the_order_given():
                 for key in [("a", 50), ("b", 5), ("a", 5)]}  # fmt: skip
     frame = results.in_order(measured, [("a", 5), ("a", 50), ("b", 5)])
     assert list(zip(frame.pattern, frame.users, strict=True)) == [("a", 5), ("a", 50), ("b", 5)]
+
+
+def test_what_was_measured_beside_a_run_joins_its_row_once_and_its_record_stays():
+    run = _publish(lesson="one")
+    run_id = run.manifest["run_id"]
+    results.attach(run_id, {"cheap_p95_ms": 12.5, "where": "event loop"})
+    row = results.load_runs("one").iloc[0]
+    assert (row["cheap_p95_ms"], row["where"], row["rps"]) == (12.5, "event loop", 99.0)
+    assert "cheap_p95_ms" not in json.loads((run.path / "manifest.json").read_text())["result"]
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        results.attach(run_id, {"cheap_p95_ms": 1.0})
+    assert results.load_runs("one").iloc[0]["cheap_p95_ms"] == 12.5
+
+
+def test_nothing_is_attached_to_a_run_that_is_not_there():
+    with pytest.raises(FileNotFoundError, match="no run nowhere"):
+        results.attach("nowhere", {"cheap_p95_ms": 1.0})
