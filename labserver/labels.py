@@ -36,6 +36,8 @@ PATTERN_LABELS: dict[str, str] = {
     "fanout": "async def + gather over one client's calls",
     "fanoutbounded": "async def + gather, calls bounded by a semaphore",
     "watchful": "async def that stops when its client has gone",
+    "gathertimeout": "gather; a call times out, the others run on",
+    "taskgroup": "TaskGroup; a call times out, the others are cancelled",
 }
 
 # One per strategy of labserver/clients/strategies.py.

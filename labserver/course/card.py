@@ -446,7 +446,7 @@ ROWS = [
     Row(
         "Several calls to other services in one request (a fan-out)",
         "`asyncio.gather` over the one reused client, each call through an `asyncio.Semaphore` sized for the other "
-        "service",
+        "service; an `asyncio.TaskGroup` instead where one failed call ends the answer (it cancels the rest)",
         "min(users / io, bound / (calls × io)); unbounded, httpx's CPU per call grows with the connections its pool "
         "holds, until its core",
         "the other service flooded with users × calls at once; the worker near a core while it only waits",

@@ -16,12 +16,19 @@ import math
 import pandas as pd
 
 from labserver.course import sizing
+from labserver.demo import hung
 from labserver.theory import model
 
 
 def gone(users: int, timeout_s: float) -> model.Prediction:
     """A closed loop whose every request ends at the client's timeout: users / timeout requests a second."""
     return model.Prediction(rps=users / timeout_s, latency_ms=timeout_s * 1000, bottleneck="the client's timeout")
+
+
+def answered(io_ms: int) -> model.Prediction:
+    """An open loop whose every request is answered 504 once its hung call is given up on, GIVE_UP_AFTER × io_ms
+    after it was sent: none served (an open loop's rate counts the answers of 200)."""
+    return model.Prediction(rps=0.0, latency_ms=io_ms * hung.GIVE_UP_AFTER, bottleneck="a 504 to every request")
 
 
 def sub_tasks_run(pattern: str, tasks: int, io_ms: int, fib_ms: float, timeout_s: float) -> int:
@@ -70,3 +77,24 @@ def cpu_ratio(runs: pd.DataFrame) -> float:
     """The fib CPU per abandoned request of `watchful` over `sequential`'s (`beside`'s `fib_ms`)."""
     cost = work(runs)["fib_ms"]
     return float(cost["watchful"] / cost["sequential"])
+
+
+def ran_after(pattern: str, tasks: int) -> int:
+    """The sub-tasks a request runs after its answer when one of its `tasks` calls times out: every other one
+    under `gather`, which cancels nothing; none under a TaskGroup, which cancels them before it raises."""
+    return tasks - 1 if pattern == "gathertimeout" else 0
+
+
+def left_behind(failing: pd.DataFrame) -> pd.DataFrame:
+    """Part 2's runs whose call times out: each one's fib CPU per request (the server's less that of the run without
+    fib), the sub-tasks it ran after its answer (that over one sub-task's fib, plain `gather`'s fib CPU over its
+    sub-tasks: fib as these runs run it) and those predicted."""
+    own = failing.loc[failing["cpu_n"] == 0, "server_ms"].iloc[0]
+    fib_ms = failing["server_ms"] - own
+    every = failing[failing["pattern"] == "gather"].iloc[0]
+    one = (every["server_ms"] - own) / every["tasks"]
+    out = failing[(failing["cpu_n"] > 0) & (failing["pattern"] != "gather")].copy()
+    out["fib_ms"] = fib_ms[out.index]
+    out["ran_after"] = out["fib_ms"] / one
+    out["predicted_ran_after"] = [ran_after(p, t) for p, t in zip(out["pattern"], out["tasks"], strict=True)]
+    return out

@@ -579,18 +579,30 @@ def calling_services(
 class ClientsThatLeave(NamedTuple):
     fib_ms: float  # one sub-task's CPU, timed here
     plan: sizing.Plan  # both endpoints, and the request without its fib; each request abandoned at the timeout
+    failing: sizing.Plan  # part 2, open loops: gather and a TaskGroup whose call times out, plain gather, no fib
 
 
 def clients_that_leave(
-    *, users: int, tasks: int, io_ms: int, cpu_n: int, timeout_s: float, duration_s: int, cores: float | None = None
+    *,
+    users: int,
+    tasks: int,
+    io_ms: int,
+    cpu_n: int,
+    timeout_s: float,
+    rate: float,
+    duration_s: int,
+    cores: float | None = None,
 ) -> ClientsThatLeave:
     """Lesson 13: `sequential` and `watchful` at `users` users whose timeout is shorter than the work alone, so
     that every request is abandoned, then `sequential` without its fib (what a request costs the server besides
-    it); each run's prediction is users / timeout."""
+    it); each run's prediction is users / timeout. Part 2: `gathertimeout` and `taskgroup` at `rate` arrivals a
+    second, each request's `tasks` sub-tasks at once, one of them a call that times out; then plain `gather`, and
+    `gathertimeout` without fib."""
     cores = cpus.cores() if cores is None else cores
     patterns = ["sequential", "watchful"]
     check_sweep(patterns, [users], tasks=tasks, io_ms=io_ms, cpu_n=cpu_n, duration_s=duration_s)
     checks.positive("timeout_s", timeout_s, " s")
+    checks.whole("tasks", tasks, 2)  # part 2: a call that times out, and at least one sub-task beside it
     fib_ms = model.cpu_time_ms(cpu_n)  # the server's CPU is metered as CPU time: fib's is timed the same way
     alone_s = tasks * io_ms / 1000
     if timeout_s >= alone_s:
@@ -604,7 +616,25 @@ def clients_that_leave(
     runs = [{**work, "pattern": p, "cpu_n": cpu_n, "tags": {"part": "work"}} for p in patterns]
     runs.append({**work, "pattern": "sequential", "cpu_n": 0, "tags": {"part": "no fib"}})
     load = {"timeout_s": timeout_s, "expect_failures": True}  # every request times out, by design
-    return ClientsThatLeave(fib_ms, sizing.fit(sizing.Plan(runs, servers, duration_s, load=load), cores))
+    plan = sizing.fit(sizing.Plan(runs, servers, duration_s, load=load), cores)
+    return ClientsThatLeave(fib_ms, plan, _failing(rate, tasks, io_ms, cpu_n, duration_s, servers, cores))
+
+
+def _failing(rate: float, tasks: int, io_ms: int, cpu_n: int, duration_s: int, servers: dict, cores: float):
+    """Lesson 13's part 2, open loops of `rate` a second: gather and a TaskGroup whose call times out (every
+    request answered 504, by design), plain `gather` (fib as these runs run it), and gather without fib (what a
+    request costs besides its fib)."""
+    check_arrivals(rate, "arrivals", 1)
+    work = dict(rate=rate, tasks=tasks, io_ms=io_ms, drain_s=1, server="app")
+    timing_out = dict(work, predicted=leaving.answered(io_ms), tags={"part": "a call fails"})
+    # plain gather right before gathertimeout: a fib's CPU drifts between runs, less between neighbours
+    runs = [{**work, "pattern": "gather", "cpu_n": cpu_n, "tags": {"part": "every call answers"}}]
+    runs += [{**timing_out, "pattern": p, "cpu_n": cpu_n} for p in ("gathertimeout", "taskgroup")]
+    runs.append({**timing_out, "pattern": "gathertimeout", "cpu_n": 0, "tags": {"part": "no fib"}})
+    for run in runs:
+        check_load(Workload.of({**run, "duration_s": duration_s}), user_class="arrivals")
+    load = {"user_class": "arrivals", "expect_failures": True}  # a 504 to every request but plain gather's, by design
+    return sizing.fit(sizing.Plan(runs, servers, duration_s, load=load), cores)
 
 
 class OneSlowRoute(NamedTuple):

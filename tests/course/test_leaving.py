@@ -25,7 +25,8 @@ def test_a_closed_loop_of_abandoned_requests_sends_users_over_timeout():
 
 
 def test_the_plan_predicts_each_endpoint_s_cpu_and_every_request_times_out():
-    plan = lessons.clients_that_leave(users=2, tasks=6, io_ms=150, cpu_n=20, timeout_s=0.4, duration_s=8, cores=2).plan
+    given = dict(users=2, tasks=6, io_ms=150, cpu_n=20, timeout_s=0.4, rate=8, duration_s=8, cores=2)
+    plan = lessons.clients_that_leave(**given).plan
     assert plan.load == {"timeout_s": 0.4, "expect_failures": True}
     table = leaving.predicted(plan, fib_ms=10.0).set_index(["pattern", "cpu_n"])["predicted_fib_ms"]
     assert table.to_dict() == {("sequential", 20): 60.0, ("watchful", 20): 30.0, ("sequential", 0): 0.0}
@@ -50,7 +51,7 @@ def test_the_fib_cpu_is_the_server_s_less_that_of_a_request_without_fib():
 
 def test_a_timeout_longer_than_the_work_is_refused_before_anything_starts():
     with pytest.raises(ValueError, match="timeout_s must be under the waits alone"):
-        lessons.clients_that_leave(users=2, tasks=2, io_ms=50, cpu_n=5, timeout_s=5.0, duration_s=8, cores=2)
+        lessons.clients_that_leave(users=2, tasks=2, io_ms=50, cpu_n=5, timeout_s=5.0, rate=8, duration_s=8, cores=2)
 
 
 @pytest.mark.parametrize("fib_ms", [3.0, 6.0, 14.0, 20.0])  # fib(25) on a fast laptop core to a busy hyperthread
@@ -60,3 +61,44 @@ def test_the_lesson_s_check_stops_after_the_same_sub_task_on_any_laptop(fib_ms):
     p = parameters("13_clients_that_leave")
     ran = leaving.sub_tasks_run("watchful", p["tasks"], p["io_ms"], fib_ms, p["timeout_s"])
     assert ran == 3
+
+
+def test_part_two_sends_an_open_loop_to_gather_and_a_task_group_and_gather_without_fib():
+    failing = lessons.clients_that_leave(users=2, tasks=6, io_ms=150, cpu_n=20, timeout_s=0.4, rate=8, duration_s=8,
+                                         cores=2).failing  # fmt: skip
+    assert [(r["pattern"], r["cpu_n"], r["rate"]) for r in failing.runs] == [
+        ("gather", 20, 8),  # every call answers: fib as these runs compute it
+        ("gathertimeout", 20, 8),
+        ("taskgroup", 20, 8),
+        ("gathertimeout", 0, 8),
+    ]
+    assert [r.get("predicted") for r in failing.runs] == [None] + [leaving.answered(150)] * 3
+    assert failing.load == {"user_class": "arrivals", "expect_failures": True}
+
+
+@pytest.mark.parametrize(("bad", "match"), [({"rate": 0}, "rate"), ({"tasks": 1}, "tasks must be")])
+def test_part_two_s_bad_parameters_fail_before_anything_starts(bad, match):
+    given = dict(users=2, tasks=6, io_ms=150, cpu_n=20, timeout_s=0.4, rate=8, duration_s=8, cores=2) | bad
+    with pytest.raises(ValueError, match=match):
+        lessons.clients_that_leave(**given)
+
+
+def test_gather_runs_every_other_sub_task_after_its_answer_and_a_task_group_none():
+    assert (leaving.ran_after("gathertimeout", 6), leaving.ran_after("taskgroup", 6)) == (5, 0)
+
+
+def test_the_sub_tasks_run_after_the_answer_are_the_fib_cpu_over_plain_gather_s_per_sub_task():
+    patterns = ["gathertimeout", "taskgroup", "gather", "gathertimeout"]
+    failing = pd.DataFrame(
+        {"pattern": patterns, "tasks": 6, "cpu_n": [25, 25, 25, 0], "server_ms": [52.0, 2.2, 62.0, 2.0]}
+    )
+    got = leaving.left_behind(failing).set_index("pattern")  # one sub-task's fib: (62 - 2) / 6 = 10 ms
+    assert list(got.index) == ["gathertimeout", "taskgroup"]
+    assert list(got["fib_ms"]) == [50.0, pytest.approx(0.2)]
+    assert list(got["ran_after"]) == [5.0, pytest.approx(0.02)]
+    assert list(got["predicted_ran_after"]) == [5, 0]
+
+
+def test_part_two_s_requests_are_none_served_each_answered_504_once_the_call_is_given_up_on():
+    got = leaving.answered(io_ms=150)
+    assert (got.rps, got.latency_ms, got.bottleneck) == (0.0, 75.0, "a 504 to every request")

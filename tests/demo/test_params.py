@@ -57,9 +57,11 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(Settings(pro
 
 
 # Answers that this server's make-up gives to valid input, whatever it is: no interpreter pool on this Python
-# (501), no other service to call (503). Their input is still checked first, and bad input gets its 422.
+# (501), no other service to call (503), a call that always times out (504). Their input is still checked
+# first, and bad input gets its 422.
 CALLING = ("callnew", "callreused", "fanout", "fanoutbounded")
 BY_MAKE_UP = {"GET /interpreterpool": 501} | {f"GET /{p}": 503 for p in CALLING}
+BY_MAKE_UP |= {"GET /gathertimeout": 504, "GET /taskgroup": 504}  # one of their calls always times out
 
 
 @schema.parametrize()

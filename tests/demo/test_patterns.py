@@ -23,12 +23,13 @@ def client():
 NO_INTERPRETERS = subinterpreters.executor_class()[1]
 # Lesson 12's endpoints call another service: a real one, in tests/harness/test_upstream.py (slow).
 CALLING = ("callnew", "callreused", "fanout", "fanoutbounded")
+TIMING_OUT = ("gathertimeout", "taskgroup")  # lesson 13's: one call always times out, and they answer 504
 SERVED = [
     pytest.param(p, marks=pytest.mark.skipif(bool(NO_INTERPRETERS), reason=NO_INTERPRETERS))
     if p == "interpreterpool"
     else p
     for p in PATTERNS
-    if p not in CALLING
+    if p not in CALLING + TIMING_OUT
 ]
 
 
@@ -153,3 +154,35 @@ def test_watchful_stops_at_the_first_check_after_its_client_left(monkeypatch):
         asyncio.run(watchful.endpoint(Gone(), Work(tasks=5, io_ms=0, cpu_n=3)))
     assert caught.value.status_code == watchful.GONE == 499
     assert ran == [3]  # one sub-task, then the check
+
+
+@pytest.mark.parametrize("pattern", TIMING_OUT)
+def test_a_call_that_times_out_is_answered_504(client, pattern):
+    r = client.get(f"/{pattern}", params={"tasks": 3, "io_ms": 20, "cpu_n": 5})
+    assert r.status_code == 504
+    assert "timed out" in r.json()["detail"]
+
+
+@pytest.mark.parametrize(("pattern", "after"), [("gathertimeout", [3, 3]), ("taskgroup", [])])
+def test_after_the_answer_gather_s_other_sub_tasks_run_on_and_a_task_group_s_do_not(monkeypatch, pattern, after):
+    import asyncio
+
+    from fastapi import HTTPException
+
+    from labserver.demo import hung
+    from labserver.demo.patterns import PATTERNS
+    from labserver.demo.work import Work
+
+    ran = []
+    monkeypatch.setattr(hung, "fib", lambda n: ran.append(n))
+
+    async def answer_then_wait() -> tuple[int, list]:
+        with pytest.raises(HTTPException) as caught:
+            await PATTERNS[pattern](Work(tasks=3, io_ms=40, cpu_n=3))
+        at_answer = list(ran)
+        await asyncio.sleep(0.1)  # past the other sub-tasks' 40 ms
+        return caught.value.status_code, at_answer
+
+    status, at_answer = asyncio.run(answer_then_wait())
+    assert (status, at_answer) == (hung.GAVE_UP, [])  # answered at 20 ms, before any sub-task's fib
+    assert ran == after

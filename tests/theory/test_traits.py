@@ -36,7 +36,8 @@ def test_a_plain_def_computes_in_the_thread_pool(pattern):
 
 
 def test_the_traits_say_what_each_module_does():
-    assert [p for p, t in TRAITS.items() if t.overlaps] == ["gather", "fanout", "fanoutbounded"]
+    assert [p for p, t in TRAITS.items() if t.overlaps] == ["gather", "fanout", "fanoutbounded", "gathertimeout",
+                                                            "taskgroup"]  # fmt: skip
     assert {p: t.calls for p, t in TRAITS.items() if t.calls} == {"callreused": 100, "fanout": 100, "fanoutbounded": 40}
     assert {p for p, t in TRAITS.items() if t.holds(Hold.THREAD)} == {
         "threadpool",
@@ -69,6 +70,8 @@ BEFORE_PLAIN = {
     "sequential": (5000.0, 100.0, "users"),
     "watchful": (5000.0, 100.0, "users"),  # sequential, with a check between sub-tasks
     "gather": (5000.0, 100.0, "users"),
+    "gathertimeout": (5000.0, 100.0, "users"),  # priced as gather: the model does not know a call times out
+    "taskgroup": (5000.0, 100.0, "users"),
     "dependent": (5000.0, 100.0, "users"),
     "processpool": (5000.0, 100.0, "users"),
     "interpreterpool": (5000.0, 100.0, "users"),
@@ -99,6 +102,8 @@ BEFORE_QUEUED = {
     "watchful": (330.9350067628577, 302.17413678347503, "users"),
     "dependent": (330.9350067628577, 302.17413678347503, "users"),
     "gather": (945.4736940288265, 105.76708863668406, "users"),
+    "gathertimeout": (945.4736940288265, 105.76708863668406, "users"),
+    "taskgroup": (945.4736940288265, 105.76708863668406, "users"),
     "processpool": (331.3367442718954, 301.8077582060741, "users"),
     "interpreterpool": (330.9350067628577, 302.17413678347503, "users"),  # its CPU is the worker's: as sequential
     "threadpool": (66.26905235255136, 1509.0000000000002, "threads"),
@@ -125,7 +130,7 @@ BEFORE_MEASURED = {
     **dict.fromkeys(
         [
             *("sequential", "gather", "dependent", "offload", "syncdep", "asyncdep", "streamasync"),
-            *("callnew", "callreused", "fanout", "fanoutbounded", "watchful"),
+            *("callnew", "callreused", "fanout", "fanoutbounded", "watchful", "gathertimeout", "taskgroup"),
         ],
         (1062.5, 37.647058823529406, "GIL (one core per worker)"),
     ),

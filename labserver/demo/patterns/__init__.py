@@ -17,6 +17,7 @@ from labserver.demo.patterns import (
     fanout,
     fanoutbounded,
     gather,
+    gathertimeout,
     hashed,
     interpreterpool,
     mixed,
@@ -28,6 +29,7 @@ from labserver.demo.patterns import (
     streamasync,
     streamsync,
     syncdep,
+    taskgroup,
     threadpool,
     watchful,
     wrapped,
@@ -59,6 +61,8 @@ _MODULES: dict[str, ModuleType] = {
     "fanout": fanout,
     "fanoutbounded": fanoutbounded,
     "watchful": watchful,
+    "gathertimeout": gathertimeout,
+    "taskgroup": taskgroup,
 }
 PATTERNS: dict[str, Callable] = {name: module.endpoint for name, module in _MODULES.items()}
 # What the model asks of a pattern, as each module declares it beside its endpoint.
