@@ -345,15 +345,18 @@ def stalls_and_shedding(
     threads: int,
     shed_rho: float,
     queue_limit: int,
+    limit_concurrency: int,
     duration_s: int,
 ) -> float:
-    """Lesson 09: the stalling server's closed loop and stalls, the shedding server and its rate; S's guess."""
+    """Lesson 09: the stalling server's closed loop and stalls, the shedding servers (a queue bound on the thread
+    pool, and uvicorn's `--limit-concurrency`) and their rate; S's guess."""
     checks.whole("duration_s", duration_s, 1, 600)
     checks.positive("stall_every_s", stall_every_s)
     check_load(Workload("sequential", stall_users, io_ms=stall_io_ms, duration_s=duration_s))
     check_load(Workload("blocking", 1, io_ms=stall_ms, duration_s=duration_s))
     _above_capacity("shed_rho", shed_rho)
     Settings(threads=threads, queue_limit=queue_limit).check()
+    checks.whole("limit_concurrency", limit_concurrency, 2, 10_000)  # its own connection counts: 1 would shed all
     check_load(Workload("threadpool", 1, io_ms=io_ms, duration_s=duration_s))
     guess_s = io_ms / 1000  # S before it is measured: the wait alone
     check_arrivals(shed_rho * threads / guess_s, "arrivals", 1)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from labserver.checks import whole
 from labserver.demo import cpus
 from labserver.demo.cpus import check_cpus
 from labserver.demo.settings import THREADS_DEFAULT, Settings
@@ -112,6 +113,9 @@ class LabServer(Server):
         this start's (removed at stop); each run keeps its share (harness/telemetry.py). False: none.
     queue_limit : load shedding (lesson 08): a request that would wait behind this many others for a
         thread gets 503 with Retry-After at once; None: every request waits its turn.
+    limit_concurrency : uvicorn's own shedding (`--limit-concurrency`, lesson 09): a request that finds
+        this many connections open, its own included, or this many requests in flight gets 503 at once;
+        None: no limit. A uvicorn option, not the app's: it is not in `settings`.
     neighbours : the pids of processes that serve it (a database's), asked at each run; pinned
         (`cpus`), its runs keep them, and Locust, on the other usable CPUs (harness/isolate.py).
     python : the Python that runs uvicorn (None: the lab's own). Lesson 10's is a free-threaded one,
@@ -138,8 +142,12 @@ class LabServer(Server):
         gil: bool = True,
         db_pool: int | None = None,
         upstream: str = "",
+        limit_concurrency: int | None = None,
     ):
         self.python = interpreters.check_python(python, gil)
+        if limit_concurrency is not None:
+            whole("limit_concurrency", limit_concurrency, 2)  # 1 would refuse every request: its own connection counts
+        self.limit_concurrency = limit_concurrency
         if cpus is not None:
             check_cpus(cpus)  # here too: an empty list would otherwise read as "not pinned"
         given: dict[str, Any] = {} if procs is None else {"procs": procs}  # else the Settings' default
@@ -222,6 +230,7 @@ class LabServer(Server):
             "--no-access-log",
             "--timeout-graceful-shutdown",
             "1",  # requests still in flight at a stop were abandoned by their users: do not wait them out
+            *(["--limit-concurrency", str(self.limit_concurrency)] if self.limit_concurrency else []),
         ]
         started = time.perf_counter()
         self.proc = None

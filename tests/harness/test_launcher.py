@@ -188,3 +188,24 @@ def test_running_raises_the_first_failed_start_and_stops_the_others(monkeypatch)
     with pytest.raises(ServerError, match="no luck"), launcher.running([good, broken]):
         pytest.fail("the body must not run when a server did not start")
     assert good.proc is not None and not good.alive  # it had started, and was stopped
+
+
+@pytest.mark.parametrize(("limit", "flags"), [(21, ["--limit-concurrency", "21"]), (None, [])])
+def test_uvicorn_s_own_limit_is_passed_on_its_command_line(monkeypatch, limit, flags):
+    seen = []
+
+    def spawn(cmd, *args, **kwargs):
+        seen.append(cmd)
+        raise OSError("not started: the command is what this test reads")
+
+    monkeypatch.setattr(procs, "spawn", spawn)
+    with pytest.raises(OSError, match="not started"):
+        LabServer(procs=0, limit_concurrency=limit).start()
+    cmd = seen[0]
+    at = cmd.index("--limit-concurrency") if flags else len(cmd)
+    assert cmd[at : at + 2] == flags
+
+
+def test_a_limit_that_would_refuse_every_request_fails_before_anything_starts():
+    with pytest.raises(ValueError, match="limit_concurrency"):
+        LabServer(limit_concurrency=1)
