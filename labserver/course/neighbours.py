@@ -57,7 +57,7 @@ def cheap(runs: pd.DataFrame, probes: Probes, keep: bool = True) -> pd.DataFrame
     in its folder (results.attach), where the decision card reads them."""
     rows = []
     for _, run in runs.iterrows():
-        ms = probes.within(run["window_start"], run["window_s"])["ms"]
+        ms = probes.within(*results.window(run))["ms"]
         rows.append(
             {
                 "cheap_n": len(ms),

@@ -52,9 +52,7 @@ def read(
     open_records, closed_records = records.read(open_run.path), records.read(closed_run.path)
     opened = min(r.intended for user in open_records for r in user if r.intended is not None)
     window = (opened + warmup_s, opened + sending_s)  # as the run's row counts it
-    closed_start = closed_run.row["window_start"]
-    closed_window = (closed_start, closed_start + closed_run.row["window_s"])
-    thirds = arrivals.thirds({"open loop": (open_records, window), "closed loop": (closed_records, closed_window)})
+    thirds = arrivals.thirds({"open loop": (open_records, window), "closed loop": (closed_records, closed_run.window)})
     hold_s = threads / closed_run.row["rps"]  # each thread held c / X
     replay = arrivals.replayed(open_records, service_s, hold_s, threads)
     replay_first, _, replay_last = arrivals.by_third(replay, *window, "mean")
@@ -62,7 +60,7 @@ def read(
     return Overload(
         opened=opened,
         window=window,
-        closed_start=closed_start,
+        closed_start=closed_run.window[0],
         thirds=thirds,
         rho=open_run.row["scheduled_rate"] * service_s / threads,
         slope=arrivals.growth_s_per_s(mean["first third"], mean["last third"], window),
@@ -71,7 +69,7 @@ def read(
         replay_slope=arrivals.growth_s_per_s(replay_first, replay_last, window),
         over_time={
             "open loop": arrivals.over_time(open_records, opened),
-            "closed loop": arrivals.over_time(closed_records, closed_start),
+            "closed loop": arrivals.over_time(closed_records, closed_run.window[0]),
         },
         replay_over_time=arrivals.over_time(replay, opened),
     )

@@ -83,7 +83,7 @@ class Probes:
         """Every probe so far: `sent` (epoch s), `ms` (round trip), `ok`."""
         return pd.DataFrame(self.sent, columns=["sent", "ms", "ok"])
 
-    def within(self, start: float, seconds: float) -> pd.DataFrame:
-        """The probes sent from `start` (epoch s) for `seconds`: those of one run's window."""
+    def within(self, start: float, end: float) -> pd.DataFrame:
+        """The probes sent from `start` up to `end` (epoch s): those of one run's window (RunResult.window)."""
         frame = self.frame()
-        return frame[(frame["sent"] >= start) & (frame["sent"] < start + seconds)]
+        return frame[(frame["sent"] >= start) & (frame["sent"] < end)]

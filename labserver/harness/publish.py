@@ -60,8 +60,7 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
         if outcome.server_log is not None and cut_short:
             (folder / "server.log").write_text(outcome.server_log)
         # what the server's workers were doing meanwhile: telemetry.csv, the samples of the window
-        first = result.row["window_start"]
-        telemetry.save(folder, stage.server, clock.start, (first, first + result.row["window_s"]))
+        telemetry.save(folder, stage.server, clock.start, result.window)
         saved.append(results.finish(folder, result.manifest, result.history))
         drained = max([clock.ends, *(r.end for per_file in mine.values() for user in per_file for r in user)])
         if cut_short:

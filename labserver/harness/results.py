@@ -94,6 +94,16 @@ class RunResult:
     def valid(self) -> bool:
         return bool(self.row["valid"])
 
+    @property
+    def window(self) -> tuple[float, float]:
+        """The run's measurement window, (start, end) in epoch seconds: what its figures count."""
+        return window(self.row)
+
+
+def window(row: Mapping) -> tuple[float, float]:
+    """A run row's measurement window, (start, end) in epoch seconds."""
+    return row["window_start"], row["window_start"] + row["window_s"]
+
 
 def finish(tmp: Path, manifest: dict, history: pd.DataFrame) -> RunResult:
     """Write the manifest and history into `tmp`, then publish the folder under its run id.

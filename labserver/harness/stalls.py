@@ -179,8 +179,9 @@ def omission(
         served = predict_served(rate, open_loop_stalls)
         open_run = {"pattern": "sequential", "rate": rate, "io_ms": io_ms, "drain_s": 1, "predicted": served}
         opened = run_plan(server, [open_run], duration_s=duration_s + 1, lesson=lesson)[0]
-    start = closed.row["window_start"]
     interval_ms = calm.row["p50_ms"]  # the gap a closed-loop user keeps between sends when nothing stalls
-    table, counts = arrivals.omission(records.read(closed.path), start, interval_ms, records.read(opened.path))
-    held = held_loop.share(start, start + closed.row["window_s"])
+    table, counts = arrivals.omission(
+        records.read(closed.path), closed.window[0], interval_ms, records.read(opened.path)
+    )
+    held = held_loop.share(*closed.window)
     return Omission(calm, closed, opened, held, planned, table, counts)

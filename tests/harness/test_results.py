@@ -139,3 +139,8 @@ def test_what_was_measured_beside_a_run_joins_its_row_once_and_its_record_stays(
 def test_nothing_is_attached_to_a_run_that_is_not_there():
     with pytest.raises(FileNotFoundError, match="no run nowhere"):
         results.attach("nowhere", {"cheap_p95_ms": 1.0})
+
+
+def test_a_run_s_window_is_its_start_and_its_start_plus_its_length():
+    run = _publish(window_start=100.0, window_s=8.5)
+    assert run.window == (100.0, 108.5) == results.window(run.row)
