@@ -43,7 +43,7 @@ def lessons(selected: list[str] | None = None) -> list[Path]:
     return found
 
 
-def run_lesson(notebook: Path, profile: str, out_dir: Path) -> tuple[list[dict], str | None, float]:
+def run_lesson(notebook: Path, profile: profiles.Profile, out_dir: Path) -> tuple[list[dict], str | None, float]:
     """Execute one lesson; return its claim verdicts, the error that stopped it (if any) and its wall time."""
     import papermill  # ~2.5 s to import: only when a lesson is really run
 
@@ -94,7 +94,9 @@ def _kernel_config():
     return Config(KernelManager={"transport_encryption": "auto" if zmq.has("curve") else "disabled"})
 
 
-def run_batch(notebooks: list[Path], profile: str, out_dir: Path) -> tuple[list[dict], list[tuple[str, str]]]:
+def run_batch(
+    notebooks: list[Path], profile: profiles.Profile, out_dir: Path
+) -> tuple[list[dict], list[tuple[str, str]]]:
     """Every lesson once, in order: all their claim verdicts, and the lessons that broke (not by a claim)."""
     all_verdicts, broken = [], []
     for nb in notebooks:

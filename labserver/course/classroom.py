@@ -16,11 +16,11 @@ from pathlib import Path
 from labserver.course import batch, profiles
 from labserver.paths import NOTEBOOKS, data_dir
 
-PROFILE = "live"
+PROFILE: profiles.Profile = "live"
 PAGES = ("glossary.md", "articles.md")  # the pages the lessons link to, beside them
 
 
-def write(out: Path, profile: str = PROFILE) -> list[Path]:
+def write(out: Path, profile: profiles.Profile = PROFILE) -> list[Path]:
     """Write every lesson into `out` with `profile`'s parameters in; return the notebooks written."""
     import papermill  # ~2.5 s to import: only when the lessons are written
 

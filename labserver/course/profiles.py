@@ -8,6 +8,8 @@ writes the lessons with these values in); `full` comes closer to the articles' s
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from labserver.checks import choice
 
 PROFILES: dict[str, dict[str, dict]] = {
@@ -120,10 +122,11 @@ PROFILES: dict[str, dict[str, dict]] = {
     "99_summary": {"quick": {}, "live": {}, "full": {}, "smoke": {}},
 }
 
-NAMES = ("quick", "live", "full", "smoke")
+Profile = Literal["quick", "live", "full", "smoke"]
+NAMES: tuple[Profile, ...] = get_args(Profile)
 
 
-def parameters(lesson: str, profile: str) -> dict:
+def parameters(lesson: str, profile: Profile) -> dict:
     """The parameters to give `lesson` in `profile` (empty: the notebook's own defaults)."""
     choice("profile", profile, NAMES)
     return dict(PROFILES.get(lesson, {}).get(profile, {}))

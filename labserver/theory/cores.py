@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import Literal
 
 import pandas as pd
 
@@ -74,13 +75,16 @@ def _gil(value) -> bool:
     return value is not False and value != 0
 
 
-def share_busy(frame: pd.DataFrame, by: str = "pattern", how: str = "mean", cores: int | None = None) -> pd.Series:
+How = Literal["mean", "min"]  # how a group of runs' shares are summed up: their mean, or the least
+
+
+def share_busy(frame: pd.DataFrame, by: str = "pattern", how: How = "mean", cores: int | None = None) -> pd.Series:
     """The share of its usable cores each `by` group of runs kept busy: their mean, or with how="min" the least."""
     return usage(frame, cores).groupby(by)["busy"].agg(how)
 
 
 def share_of_left(
-    frame: pd.DataFrame, by: str | list[str] = "pattern", how: str = "mean", cores: int | None = None
+    frame: pd.DataFrame, by: str | list[str] = "pattern", how: How = "mean", cores: int | None = None
 ) -> pd.Series:
     """The share of the cores left to it that each `by` group of runs kept busy: the mean, or with how="min" the least.
 
