@@ -23,7 +23,7 @@ from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.meters import MachineMeter, tree_seconds, wait_until_quiet
 from labserver.harness.supervise import Status, Watched, supervised, until_exit
 from labserver.labels import client_label, pattern_label
-from labserver.theory.clients import LIBRARY, Cost, check_run, predict_client, slots
+from labserver.theory.clients import LIBRARY, Client, Cost, check_run, predict_client, slots
 from labserver.theory.cores import SATURATED
 from labserver.theory.model import Prediction
 from labserver.theory.workload import Workload
@@ -32,7 +32,7 @@ ALONE = 7  # lone requests per library and endpoint before a sweep: their median
 
 
 def _client(
-    server: LabServer, client: str, url: str, requests: int, concurrency: int, log: Path, timeout_s: float
+    server: LabServer, client: Client, url: str, requests: int, concurrency: int, log: Path, timeout_s: float
 ) -> tuple[dict | None, str, float]:
     """Run `python -m labserver.clients` to the end; return its report, a status and the server's CPU seconds."""
     cmd = [
@@ -91,12 +91,14 @@ def _cpu_delta(before: tuple[float | None, float], after: tuple[float | None, fl
     return after[1] - before[1]
 
 
-def alone_client(client: str) -> str:
+def alone_client(client: Client) -> Client:
     """The client that sends `client`'s lone requests: the same library, and the same use of connections."""
-    return {"aiohttp": "aiohttp", "session": "session"}.get(client, "loop")
+    if client == "aiohttp" or client == "session":
+        return client
+    return "loop"
 
 
-def lone_ms(server: LabServer, client: str, pattern: str, io_ms: int) -> float:
+def lone_ms(server: LabServer, client: Client, pattern: str, io_ms: int) -> float:
     """A lone request's latency on `/{pattern}?io_ms=…` with `client`'s library: the median of ALONE, one at a time.
 
     The same library as the run, in its own process, as the run's: `requests.get` opens a new
@@ -115,7 +117,7 @@ def lone_ms(server: LabServer, client: str, pattern: str, io_ms: int) -> float:
 
 def run_client(
     server: LabServer,
-    client: str,
+    client: Client,
     workload: Workload,
     *,
     requests: int,

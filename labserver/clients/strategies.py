@@ -29,6 +29,8 @@ from labserver.checks import choice
 if TYPE_CHECKING:
     import aiohttp
 
+    from labserver.theory.clients import Client
+
 TIMEOUT_S = 30.0
 Outcome = tuple[float, float, bool]  # (finish time since epoch, latency in ms, ok)
 # The process's CPU seconds when the first reply was in: what sending the first burst cost (see `timed`)
@@ -149,7 +151,7 @@ def gather(url: str, n: int, concurrency: int) -> list[Outcome]:
     return asyncio.run(_gather(url, n, concurrency))
 
 
-STRATEGIES: dict[str, Callable[[str, int, int], list[Outcome]]] = {
+STRATEGIES: dict[Client, Callable[[str, int, int], list[Outcome]]] = {
     "loop": loop,
     "threadpool": threadpool,
     "session": session,
@@ -161,7 +163,7 @@ def check_strategy(name: str) -> None:
     choice("client", name, STRATEGIES)
 
 
-def timed(strategy: str, url: str, n: int, concurrency: int) -> dict:
+def timed(strategy: Client, url: str, n: int, concurrency: int) -> dict:
     """Run one strategy and measure it from the inside: wall time, and the CPU of this whole process."""
     check_strategy(strategy)
     _first_reply_cpu.clear()

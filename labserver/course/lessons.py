@@ -232,7 +232,7 @@ class ClientSide(NamedTuple):
 
 def client_side(
     *,
-    clients: list[str],
+    clients: list[client_model.Client],
     patterns: list[str],
     counts: list[int] | int,
     concurrency: list[int] | int,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import pandas as pd
 
@@ -39,7 +40,8 @@ from labserver.demo.work import check_bounds
 from labserver.theory.model import Bottleneck, Prediction, closed_loop
 from labserver.theory.workload import traits_of
 
-LIBRARY = {"loop": "requests", "threadpool": "requests", "session": "requests", "aiohttp": "aiohttp"}
+Client = Literal["loop", "threadpool", "session", "aiohttp"]  # how lesson 06's client sends its requests
+LIBRARY: dict[Client, str] = {"loop": "requests", "threadpool": "requests", "session": "requests", "aiohttp": "aiohttp"}
 POOLS = ("threadpool", "session")  # a client's thread pool of `requests` calls
 REQUESTS_MAX = 10_000
 CONCURRENCY_MAX = 1_000
@@ -63,7 +65,7 @@ class Cost:
         return all(math.isfinite(x) and x >= 0 for x in (self.client_ms, self.server_ms))
 
 
-def check_run(client: str, pattern: str, requests: int, concurrency: int, io_ms: int) -> None:
+def check_run(client: Client, pattern: str, requests: int, concurrency: int, io_ms: int) -> None:
     """Raise ValueError saying what to change, before any process starts."""
     choice("client", client, LIBRARY)
     check_pattern(pattern)
@@ -119,7 +121,7 @@ def slots(pattern: str, threads: int = THREADS_DEFAULT, workers: int = 1) -> flo
 
 
 def predict_client(
-    client: str,
+    client: Client,
     *,
     requests: int,
     concurrency: int,
@@ -156,7 +158,7 @@ def predict_client(
 class _Batch:
     """A batch as `predict_client` prices it: its requests, how many are in flight, and one request's seconds."""
 
-    client: str
+    client: Client
     requests: int
     wanted: int  # in flight, as the client sends them
     in_flight: float  # ... as the server takes them
@@ -166,7 +168,9 @@ class _Batch:
     one: float  # one request alone
 
     @classmethod
-    def of(cls, client: str, requests: int, concurrency: int, io_ms: float, slots: float, cost: Cost | None) -> _Batch:
+    def of(
+        cls, client: Client, requests: int, concurrency: int, io_ms: float, slots: float, cost: Cost | None
+    ) -> _Batch:
         wanted = 1 if client == "loop" else min(concurrency, requests)
         io, c, s = io_ms / 1000, 0.0, 0.0
         if cost is not None and cost.known:
@@ -232,7 +236,7 @@ def _cpu_walls(walls: dict[str, float], name: str, batch: _Batch, cost: Cost, co
 
 
 def plan(
-    clients: list[str],
+    clients: list[Client],
     patterns: list[str],
     counts: list[int],
     concurrency: list[int],
