@@ -539,7 +539,10 @@ def app_threads(
     runs = []
     for part, pattern, work, limits in parts:
         for t in limits:
-            check_sweep([pattern], [users], threads=servers[t]["threads"], **{"duration_s": duration_s, **work})
+            lasts_s, tasks = work.get("duration_s", duration_s), work.get("tasks")
+            check_sweep(
+                [pattern], [users], threads=servers[t]["threads"], tasks=tasks, io_ms=work["io_ms"], duration_s=lasts_s
+            )
             pool = {"db_pool": servers[t]["db_pool"]} if "db_pool" in servers[t] else {}  # part 5's pool, in its rows
             runs.append(dict(pattern=pattern, users=users, server=t, tags={"part": part, **pool}, **work))
     plan = sizing.fit(sizing.Plan(runs, servers, duration_s), cores)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -112,7 +112,15 @@ def row(a: Arrivals) -> dict:
     }
 
 
-def by_third(per_user: PerUser, start: float, end: float, statistic: str = "p95") -> tuple[float, float, float]:
+class Thirds(NamedTuple):
+    """A latency figure (ms) in each third of a window: the first, the middle, the last."""
+
+    first: float
+    middle: float
+    last: float
+
+
+def by_third(per_user: PerUser, start: float, end: float, statistic: str = "p95") -> Thirds:
     """Mean or p95 latency of the requests meant to leave (open loop) or sent (closed) in each third of [start, end).
 
     Latency from the intended time where there is one: the two loops side by side, as their
@@ -129,7 +137,7 @@ def by_third(per_user: PerUser, start: float, end: float, statistic: str = "p95"
             out.append(math.nan)
         else:
             out.append(float(np.mean(part)) if statistic == "mean" else float(np.percentile(part, 95)))
-    return out[0], out[1], out[2]
+    return Thirds(*out)
 
 
 class Corrected(TypedDict):

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -17,8 +19,8 @@ import pandas as pd
 from labserver import config, protocol
 from labserver.demo import cpus
 from labserver.harness import arrivals, columns, isolate, measure, pauses, records, results
-from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter
-from labserver.harness.plan import Options, Stage
+from labserver.harness.meters import CpuMeter, RemoteCpuMeter
+from labserver.harness.plan import Meters, Options, Predicted, Stage
 from labserver.harness.supervise import Status
 from labserver.theory import demand, model
 from labserver.theory.cores import SATURATED, usable
@@ -34,79 +36,105 @@ MACHINE_LOCUST_CORES = 0.2
 # well under a wake-up and a reply's handling in Locust, far under any sleep a pattern takes.
 BUNCH_GAP_MS = 0.3
 
+Window: TypeAlias = tuple[float, float]  # (start, end), epoch s
+ServerMeter: TypeAlias = CpuMeter | RemoteCpuMeter
+Held: TypeAlias = Callable[[Window], float]  # a window's mean hold of a pooled database connection, ms
 
-def collect(
-    folder: Path,
-    run_id: str,
-    stage: Stage,
-    per_user: records.PerUser,
-    *,
-    start: float,
-    status: str,
-    exit_code: int | None,
-    meters: tuple[CpuMeter | LocustMeter, CpuMeter, MachineMeter],
-    options: Options,
-    started_at: str,
-    settle: int | list[int] = 2,
-    server_cores: float | None = None,
-    held: Callable[[tuple[float, float]], float] | None = None,
-    meant: tuple[float, float] | None = None,
-) -> results.RunResult:
+
+@dataclass(frozen=True)
+class StageInput:
+    """One stage of a plan as collect() takes it: where it is saved, its records, its clock and how it ended.
+
+    `settle` is measure.warmup_end's `settle_requests`: the replies each user needs before it is
+    in its loop. `server_cores` are the usable CPUs of a server on another machine
+    (RemoteServer), None for one on this machine's. `held` gives the mean hold of a pooled
+    database connection in a window (ms; telemetry.db_hold_ms), None for a server without the
+    database routes. `meant` is an open loop's window, the requests meant to leave in it
+    (arrivals.measure): its CPU and its prediction are taken over that one.
+    """
+
+    folder: Path
+    run_id: str
+    stage: Stage
+    per_user: records.PerUser
+    start: float  # when its warm-up starts (epoch s)
+    started_at: str  # when the stage began, as its row says it
+    status: str = Status.OK
+    exit_code: int | None = None
+    settle: int | list[int] = 2
+    server_cores: float | None = None
+    held: Held | None = None
+    meant: Window | None = None
+
+
+@dataclass(frozen=True)
+class _Span:
+    """The figures after the warm-up, the window the CPU and the prediction are taken over, and the requests
+    each worker answered after the warm-up (by pid)."""
+
+    measured: measure.Measured
+    window: Window
+    served: dict[int, int]
+
+
+@dataclass(frozen=True)
+class _Cpu:
+    """Where the CPU went in a window: the row's CPU columns, the run's demand, and Locust's busiest process's share."""
+
+    columns: dict[str, Any]
+    cost: Demand
+    busiest: float
+
+
+def collect(given: StageInput, meters: Meters, options: Options) -> results.RunResult:
     """One stage's RunResult: its figures, the prediction beside them, and whether it is a valid measurement.
 
     Its row holds the columns of columns.py, filled in steps: the window, where the CPU went, the
-    prediction, an open loop's own figures, the verdict. `meters` are Locust's, the server's and
-    the machine's. `options` hold the plan's spawn rate (publish.save_plan's). `settle` is
-    measure.warmup_end's `settle_requests`: the replies each user needs before it is in its loop.
-    `server_cores` are the usable CPUs of a server on another machine (RemoteServer), None for one
-    on this machine's. `held` gives the mean hold of a pooled database connection in a window (ms;
-    telemetry.db_hold_ms), None for a server without the database routes. `meant` is an open loop's
-    window, the requests meant to leave in it (arrivals.measure): its CPU and its prediction are
-    taken over that one.
+    prediction, an open loop's own figures, the verdict. `meters` are the plan's (Locust's, each
+    server's, the machine's); `options` hold the plan's spawn rate (publish.save_plan's).
     """
-    m, window, served = _window(per_user, start, options.warmup_s, settle, meant)
-    cpu, cost, busiest = _cpu(meters, window, served, m.rps, server_cores, options.processes, held)
-    p = _prediction(stage, cost, cpu["usable_cores"], options)
-    figures = {**_figures(m, p, stage.predicted), **cpu, **_bunching(per_user, window, cost)}
-    a = arrivals.measure(per_user, *meant) if meant else None
-    verdict, problems = _validity(
-        stage, folder, m, figures, status=status, exit_code=exit_code, options=options, busiest=busiest,
-        apart=server_cores is not None, open_loop=a,
-    )  # fmt: skip
+    stage, per_user = given.stage, given.per_user
+    span = _window(given, options.warmup_s)
+    m = span.measured
+    cpu = _cpu(meters, stage, span, given.server_cores, options.processes, given.held)
+    p = stage.prediction(options, cpu.columns["usable_cores"], demand=cpu.cost)
+    figures = {**_figures(m, p, stage.predicted), **cpu.columns, **_bunching(per_user, span.window, cpu.cost)}
+    a = arrivals.measure(per_user, *given.meant) if given.meant else None
+    verdict, problems = _validity(given, m, figures, options=options, busiest=cpu.busiest, open_loop=a)
     environment = results.environment()
     figures |= verdict | {
         "git_commit": environment["git_commit"],  # lesson 99 and the bench judge the runs of one commit
         "batch": config.BATCH_ID.read(),  # or of one batch, when a batch made them
-        "started_at": started_at,
+        "started_at": given.started_at,
     }
     if a is not None:
         figures |= _open_loop(a, p.rps)
     params = _params(stage, options)
-    row = columns.row({"run_id": run_id, "lesson": options.lesson}, params, figures)
+    row = columns.row({"run_id": given.run_id, "lesson": options.lesson}, params, figures)
     manifest = {
-        "run_id": run_id,
+        "run_id": given.run_id,
         "lesson": options.lesson,
         "params": params,
         "status": row["status"],
         "valid": row["valid"],
         "problems": problems,
-        "locust_exit_code": exit_code,
+        "locust_exit_code": given.exit_code,
         "environment": environment,
         "result": row,
     }
-    return results.RunResult(row=row, history=history(per_user, start), path=folder, manifest=manifest)
+    return results.RunResult(row=row, history=history(per_user, given.start), path=given.folder, manifest=manifest)
 
 
-def _window(per_user, start: float, warmup_s: float, settle, meant) -> tuple[measure.Measured, tuple, dict]:
-    """The figures after the warm-up, the window the CPU and the prediction are taken over, and the
-    requests each worker answered after the warm-up (by pid)."""
+def _window(given: StageInput, warmup_s: float) -> _Span:
+    """The stage's figures after its warm-up, and the window its CPU and prediction are taken over."""
+    per_user, start, settle = given.per_user, given.start, given.settle
     cut = measure.warmup_end(per_user, start, warmup_s, settle)  # once every user is in its loop
     m = measure.measure(per_user, start=start, warmup_s=warmup_s, settle_requests=settle)
-    window = meant or (m.window_start, m.window_start + m.window_s)
-    return m, window, records.counts(per_user, since=cut)  # as `requests` counts them
+    window = given.meant or (m.window_start, m.window_start + m.window_s)
+    return _Span(m, window, records.counts(per_user, since=cut))  # as `requests` counts them
 
 
-def _figures(m: measure.Measured, p: model.Prediction, predicted) -> dict:
+def _figures(m: measure.Measured, p: model.Prediction, predicted: Predicted) -> dict[str, Any]:
     """Throughput and latency after the warm-up, and the prediction beside them."""
     return {
         "rps": m.rps,
@@ -147,10 +175,13 @@ def _ratio(measured_rps: float, predicted_rps: float) -> float:
     return measured_rps / predicted_rps if predicted_rps and not math.isnan(predicted_rps) else math.nan
 
 
-def _cpu(meters, window, served: dict, rps: float, server_cores, processes: int, held) -> tuple[dict, Demand, float]:
-    """Where the CPU went in `window`: the row's CPU columns, the run's demand, and Locust's busiest process's share."""
-    locust_meter, server_meter, machine_meter = meters
-    locust_cores, busiest = locust_meter.usage(*window)
+def _cpu(
+    meters: Meters, stage: Stage, span: _Span, server_cores: float | None, processes: int, held: Held | None
+) -> _Cpu:
+    """Where the CPU went in the span's window: the row's CPU columns, the run's demand, Locust's busiest process."""
+    window, served, rps = span.window, span.served, span.measured.rps
+    server_meter, machine_meter = meters.of(stage.server), meters.machine
+    locust_cores, busiest = meters.locust.usage(*window)
     server_cpu, _ = server_meter.usage(*window)
     machine_cores = machine_meter.usage(*window)
     # What the lab may use, not the machine's count; for a server on another machine, its own,
@@ -169,7 +200,7 @@ def _cpu(meters, window, served: dict, rps: float, server_cores, processes: int,
         window=window,
     )
     use = {
-        "usable_cores": server_cores if apart else cpus.cores(),
+        "usable_cores": server_cores if server_cores is not None else cpus.cores(),
         "locust_cpu": locust_cores,
         "server_cpu": server_cpu,
         "machine_cpu": machine_cores,  # every process on the machine, these two included
@@ -190,10 +221,10 @@ def _cpu(meters, window, served: dict, rps: float, server_cores, processes: int,
         "paused_ms": machine_meter.paused_ms(*window),
         "stolen_cpu": machine_meter.stolen_cores(*window),  # cores the host took for others (steal time)
     }
-    return use, cost, busiest
+    return _Cpu(use, cost, busiest)
 
 
-def _workers(meter, window: tuple[float, float], served: dict, rps: float) -> tuple[float, dict]:
+def _workers(meter: ServerMeter, window: Window, served: dict[int, int], rps: float) -> tuple[float, dict[str, float]]:
     """The cores the workers that answered kept busy, and how their loops and threads spent the window."""
     # Where the server's CPU went: the workers that answered (their pids come with every reply),
     # and the rest of its tree (the process pools); the rest of the machine is Locust and others.
@@ -214,7 +245,7 @@ def _workers(meter, window: tuple[float, float], served: dict, rps: float) -> tu
     }
 
 
-def _served(meter, counter: str, window: tuple[float, float], served: dict) -> list[float]:
+def _served(meter: ServerMeter, counter: str, window: Window, served: dict[int, int]) -> list[float]:
     """How fast `counter` (CpuMeter.counters) grew in each worker that served a request in `window`:
     [] for a meter without it (a remote server's) or where the OS keeps none."""
     if not hasattr(meter, "per_second"):
@@ -222,7 +253,7 @@ def _served(meter, counter: str, window: tuple[float, float], served: dict) -> l
     return [v for pid, v in meter.per_second(counter, *window).items() if pid in served]
 
 
-def _bunching(per_user, window: tuple[float, float], cost: Demand) -> dict:
+def _bunching(per_user: records.PerUser, window: Window, cost: Demand) -> dict[str, float]:
     """How far the users moved in step: replies back to back, and as many at random (records.bunched)."""
     # Back to back: within one request's CPU in the workers of the reply before (0.3 ms at least)
     gap_ms = max(BUNCH_GAP_MS, cost.worker_ms) if math.isfinite(cost.worker_ms) else BUNCH_GAP_MS
@@ -231,29 +262,26 @@ def _bunching(per_user, window: tuple[float, float], cost: Demand) -> dict:
 
 
 def _validity(
-    stage: Stage,
-    folder: Path,
+    given: StageInput,
     m: measure.Measured,
-    figures: dict,
+    figures: dict[str, Any],
     *,
-    status: str,
-    exit_code: int | None,
     options: Options,
     busiest: float,
-    apart: bool,
     open_loop: arrivals.Arrivals | None,
-) -> tuple[dict, list[str]]:
+) -> tuple[dict[str, Any], list[str]]:
     """The run's verdict columns, and its problems: why it is not a valid measurement (none: it is one)."""
     # Locust's own warning: a single process's, or one of a master's workers' (its events say so)
+    folder = given.folder
     saturated = busiest >= SATURATED or protocol.Events(folder / protocol.EVENTS_FILE).state().cpu_warning
-    status, problems = _problems(status, exit_code, folder, m, options, saturated, busiest)
+    status, problems = _problems(given, m, options, saturated, busiest)
     problems += [why for why in [pauses.problem(figures["paused_ms"])] if why]
     notes = _notes(figures["throttled_s"], figures["usable_cores"])
     notes += [note for note in [pauses.stolen_note(figures["stolen_cpu"])] if note]
-    limit = None if apart else _machine_limit(stage, figures)
+    limit = None if given.server_cores is not None else _machine_limit(given.stage, figures)
     if limit:
         (notes if limit[1] else problems).append(limit[0])
-    kept_off = isolate.others(stage.server)  # where isolate.py put Locust and the neighbours meanwhile
+    kept_off = isolate.others(given.stage.server)  # where isolate.py put Locust and the neighbours meanwhile
     if kept_off:
         notes.append(f"Locust and the server's neighbours ran on CPU {','.join(map(str, kept_off))}, off its cores")
     if open_loop is not None:
@@ -262,12 +290,15 @@ def _validity(
     return verdict | {"problems": "; ".join(problems), "notes": "; ".join(notes)}, problems
 
 
-def _problems(status, exit_code, tmp: Path, m: measure.Measured, options: Options, saturated: bool, busiest: float):
+def _problems(
+    given: StageInput, m: measure.Measured, options: Options, saturated: bool, busiest: float
+) -> tuple[str, list[str]]:
     """The run's status, and why it is not a valid measurement (empty: it is one)."""
+    status, exit_code = given.status, given.exit_code
     problems = [] if status == Status.OK else [status]
     if status == Status.OK and exit_code not in (None, 0, 1):  # 1 means "some requests failed"; None: not judged
         status = Status.LOCUST_FAILED
-        problems.append(f"locust exited with code {exit_code}; see {tmp.name}/locust.log")
+        problems.append(f"locust exited with code {exit_code}; see {given.folder.name}/locust.log")
     if saturated:
         problems.append(f"load generator saturated ({busiest:.0%} of a core): it measured itself")
     if m.failures and not options.expect_failures:
@@ -304,12 +335,7 @@ def _machine_limit(stage: Stage, figures: dict) -> tuple[str, bool] | None:
     return limit, figures["bottleneck"] in model.MACHINE_BOUND or server_set_pace
 
 
-def _prediction(stage: Stage, cost: Demand, cores: float, options: Options) -> model.Prediction:
-    """The run's prediction: the stage's (Stage.prediction), priced with the CPU this run measured."""
-    return stage.prediction(options, cores, demand=cost)
-
-
-def _priced_by(predicted, p: model.Prediction) -> str:
+def _priced_by(predicted: Predicted, p: model.Prediction) -> str:
     """What the run's prediction was priced with, as its row records it."""
     if math.isnan(p.rps):
         return "not modelled"
@@ -326,7 +352,7 @@ def machine_limit(machine_cores: float, locust_cores: float, cores: int) -> str 
     return None
 
 
-def history(per_user, start: float) -> pd.DataFrame:
+def history(per_user: records.PerUser, start: float) -> pd.DataFrame:
     """Requests finished per second of the run, with their p95 latency."""
     flat = pd.DataFrame([(r.end, r.ms, r.ok) for user in per_user for r in user], columns=["end", "latency_ms", "ok"])
     if flat.empty:

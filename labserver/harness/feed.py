@@ -126,7 +126,7 @@ class Tail:
 class _Tally:
     """One run's requests after its warm-up: their latencies, kept sorted, and the last reply's time."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.ms = np.empty(0)
         self.last = -math.inf
 

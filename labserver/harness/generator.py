@@ -11,15 +11,20 @@ import contextlib
 import math
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labserver import protocol
 from labserver.harness import addresses, feed, procs
 from labserver.harness.isolate import Isolation
 from labserver.harness.launcher import Server
-from labserver.harness.plan import Meters, Options, Stage, UserClass, stage_at
+from labserver.harness.plan import Meters, Options, Stage, UserClass, most_users, stage_at
 from labserver.harness.supervise import Status, Watched, until_exit
 from labserver.paths import LOCUSTFILES
+
+if TYPE_CHECKING:
+    from tqdm.std import tqdm
 
 USER_CLASSES: dict[UserClass, str] = {"fast": "PatternUser", "requests": "PatternHttpUser", "arrivals": "ArrivalUser"}
 RUN_TIME_SLACK_S = 5
@@ -78,7 +83,7 @@ def say_join(master: str, processes: int, join_timeout_s: float) -> None:
 
 def command(server: Server, tmp: Path, stages: list[Stage], options: Options, live: bool = False) -> list[str]:
     """Locust's command line for the plan of `stages` (its default host: `server`'s)."""
-    users = max(s.users for s in stages)
+    users = most_users(stages)
     spawn_rate = options.spawn_rate_for(stages)
     total_s = sum(s.duration_s for s in stages)
     cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pattern.py"), USER_CLASSES[options.user_class]]
@@ -112,7 +117,7 @@ def watch(
     *,
     text: bool = False,
     live: feed.Live | None = None,
-    clock=time.monotonic,
+    clock: Callable[[], float] = time.monotonic,
     wait_s: float = 0.0,
     events: protocol.Events | None = None,
     processes: int = 1,
@@ -158,7 +163,7 @@ def watch(
             run.stop(Status.SERVER_DIED)
 
 
-def _show(bar, stages: list[Stage], elapsed_s: float, total_s: float) -> None:
+def _show(bar: tqdm, stages: list[Stage], elapsed_s: float, total_s: float) -> None:
     """The text bar at `elapsed_s` into the plan: its run, and its seconds."""
     i = stage_at(stages, elapsed_s)
     s = stages[i]
@@ -169,7 +174,7 @@ def _show(bar, stages: list[Stage], elapsed_s: float, total_s: float) -> None:
 
 
 @contextlib.contextmanager
-def text_bar(total_s: float, show: bool):
+def text_bar(total_s: float, show: bool) -> Iterator[tqdm | None]:
     """tqdm's plain text bar (never its notebook widget), or None when none is shown."""
     if not show:
         yield None

@@ -15,14 +15,20 @@ back. Where no CPU is left over (one usable CPU, or a server pinned to all of th
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import psutil
 
 from labserver.demo import cpus
 from labserver.protocol import LocustState
 
+if TYPE_CHECKING:
+    from labserver.harness.launcher import Server
+    from labserver.harness.plan import Stage
 
-def others(server) -> tuple[int, ...]:
+
+def others(server: Server) -> tuple[int, ...]:
     """The usable CPUs that `server` is not pinned to; () when it is not pinned, or none are left."""
     pinned = getattr(getattr(server, "settings", None), "cpus", None)
     if not pinned or not getattr(server, "same_machine", True):
@@ -57,7 +63,7 @@ def place(pids: list[int], where: tuple[int, ...]) -> None:
 class Isolation:
     """Keeps the generator and a pinned server's neighbours off its cores, stage by stage (`tick`)."""
 
-    def __init__(self, generator_pid: int, stages: list):
+    def __init__(self, generator_pid: int, stages: Sequence[Stage]) -> None:
         self.generator_pid = generator_pid
         self.stages = stages
         self.pinned = any(others(stage.server) for stage in stages)
@@ -73,7 +79,7 @@ class Isolation:
         if locust.stage is not None:
             self.follow(self.stages[locust.stage])
 
-    def follow(self, stage) -> None:
+    def follow(self, stage: Stage) -> None:
         """Place the others for `stage`: off its server's cores if it is pinned, else on every usable CPU."""
         if not self.pinned:
             return

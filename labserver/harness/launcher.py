@@ -33,7 +33,7 @@ from labserver.demo.cpus import check_cpus
 from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.harness import addresses, interpreters, procs
 from labserver.harness.addresses import LOOPBACK
-from labserver.harness.meters import CpuMeter
+from labserver.harness.meters import CpuMeter, RemoteCpuMeter
 from labserver.paths import ROOT
 
 PORT_ATTEMPTS = 3
@@ -79,8 +79,8 @@ class Server:
         if not self.alive:
             raise ServerError(f"the server is not running; start it first\n{self.log_tail()}")
 
-    def meter(self):
-        """A CPU meter of this server's processes (sample, usage, per_process), as CpuMeter has them."""
+    def meter(self) -> CpuMeter | RemoteCpuMeter:
+        """A CPU meter of this server's processes (sample, usage, per_process): a RemoteCpuMeter for a RemoteServer."""
         raise NotImplementedError
 
     def get(self, path: str, timeout: float = 5.0) -> dict:
@@ -324,7 +324,7 @@ class LabServer(Server):
     def __enter__(self) -> LabServer:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:
@@ -348,7 +348,7 @@ _running: set[LabServer] = _owned.running
 _named: dict[str, LabServer] = _owned.named
 
 
-def serve(name: str = "default", **settings) -> LabServer:
+def serve(name: str = "default", **settings: Any) -> LabServer:
     """Start a server that lives across notebook cells; re-running replaces the one of the same name."""
     old = _named.pop(name, None)
     if old is not None:

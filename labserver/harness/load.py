@@ -15,8 +15,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
@@ -33,19 +35,22 @@ from labserver.harness.isolate import Isolation
 from labserver.harness.launcher import LabServer, Server, ServerError, running
 from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter, wait_until_quiet
 from labserver.harness.plan import (
-    JOIN_TIMEOUT_S,
-    TIMEOUT_DEFAULT_S,
-    WARMUP_DEFAULT_S,
+    REMEASURE_DEFAULT,
+    LoadOptions,
     Meters,
     Options,
-    Outcome,
+    OptionsKw,
+    PlanRun,
     Stage,
     UserClass,
 )
 from labserver.harness.publish import save_plan
-from labserver.harness.supervise import Status, Watched, supervised
+from labserver.harness.supervise import Status, supervised
 from labserver.theory import model
 from labserver.theory.workload import DURATION_DEFAULT_S, DURATION_MAX_S, Workload, check_rate
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 def check_load(
@@ -103,8 +108,8 @@ def run_load(
     cpu_n: int = 0,
     duration_s: int = DURATION_DEFAULT_S,
     predicted: model.Prediction | None = None,
-    tags: dict | None = None,
-    **load,
+    tags: dict[str, Any] | None = None,
+    **load: Unpack[LoadOptions],
 ) -> results.RunResult:
     """Drive `pattern` on `server` with `users` closed-loop Locust users for `duration_s` seconds.
 
@@ -119,21 +124,11 @@ def run_load(
 
 def run_plan(
     server: Server,
-    runs: list[dict],
+    runs: list[dict[str, Any]],
     *,
     duration_s: int = DURATION_DEFAULT_S,
-    spawn_rate: float | None = None,
-    user_class: UserClass = "fast",
-    processes: int = 1,
-    timeout_s: float = TIMEOUT_DEFAULT_S,
-    warmup_s: float = WARMUP_DEFAULT_S,
-    expect_failures: bool = False,
-    lesson: str | None = None,
-    progress: bool | None = None,
-    watch: feed.Watcher | None = None,
-    master: str | None = None,
-    join_timeout_s: float = JOIN_TIMEOUT_S,
-    remeasure: int = 1,
+    remeasure: int = REMEASURE_DEFAULT,
+    **options: Unpack[OptionsKw],
 ) -> list[results.RunResult]:
     """Measure several runs on `server` one after the other, with one Locust process for them all.
 
@@ -165,17 +160,12 @@ def run_plan(
     `remeasure` times; the result holds the new run in its place.
     """
     stages = [Stage.from_run(run, duration_s, server) for run in runs]
-    options = Options(
-        spawn_rate=spawn_rate, user_class=user_class, processes=processes, timeout_s=timeout_s, warmup_s=warmup_s,
-        expect_failures=expect_failures, lesson=lesson, progress=progress, watch=watch, master=master,
-        join_timeout_s=join_timeout_s,
-    )  # fmt: skip
-    options = check_plan(stages, options)
-    for line in foreseen_invalid(stages, options):
+    plan_options = check_plan(stages, Options(**options))
+    for line in foreseen_invalid(stages, plan_options):
         print(line)
-    if options.processes > 1:
-        return [r for stage in stages for r in _remeasured(server, [stage], options, remeasure)]
-    return _remeasured(server, stages, options, remeasure)
+    if plan_options.processes > 1:
+        return [r for stage in stages for r in _remeasured(server, [stage], plan_options, remeasure)]
+    return _remeasured(server, stages, plan_options, remeasure)
 
 
 def _remeasured(server: Server, stages: list[Stage], options: Options, times: int) -> list[results.RunResult]:
@@ -203,103 +193,110 @@ def _measure(server: Server, stages: list[Stage], options: Options) -> list[resu
     progress = config.PROGRESS.read() if options.progress is None else options.progress
     # In a notebook the chart replaces the text bar (whose notebook form needs ipywidgets).
     watcher = options.watch if options.watch is not None else (notebook.view() if progress else None)
-    for each in _servers(stages):
+    for each in list({id(s.server): s.server for s in stages}.values()):
         each.check_ready()  # running, and for a server the lab did not start, one it can measure (remote.py)
     run_ids = [results.new_run_id(s.pattern, s.users) for s in stages]
     tmp = results.partial_dir(run_ids[0])  # Locust writes here; the first run's folder
     protocol.write_plan(tmp / protocol.PLAN_FILE, [s.locust() for s in stages])
     live = None
     if watcher is not None:
-        plan = feed.PlanSoFar(stages, [foreseen(s, options) for s in stages], options.warmup_s)
+        so_far = feed.PlanSoFar(stages, [foreseen(s, options) for s in stages], options.warmup_s)
         live = feed.Live(
-            cast(feed.Watcher, watcher), tmp, plan, joining=options.processes if options.master is not None else 0
+            cast(feed.Watcher, watcher), tmp, so_far, joining=options.processes if options.master is not None else 0
         )
     cmd = generator.command(server, tmp, stages, options, live is not None)
     if options.master is not None:
         generator.say_join(options.master, options.processes, options.join_timeout_s)
-    run, saved, dead = _supervise(stages, tmp, run_ids, cmd, options, live, progress and not notebook.in_notebook())
+    text = bool(progress) and not notebook.in_notebook()
+    plan = PlanRun(stages, run_ids, tmp, cmd, options, live, text=text)
+    saved = _supervise(plan)
+    run = plan.watched
     if run.status is Status.SERVER_DIED:
-        where = saved[-1].path if saved else tmp
-        log = dead[0].log_tail() if dead else "(it was running again when checked)"
-        raise ServerError(f"the server died during the run; partial result saved in {where}\n{log}")
+        log = saved.dead[0].log_tail() if saved.dead else "(it was running again when checked)"
+        raise ServerError(f"the server died during the run; partial result saved in {saved.last_folder(tmp)}\n{log}")
     if options.master is not None and run.status is Status.TOO_FEW_WORKERS:
-        joined = protocol.Events((saved[-1].path if saved else tmp) / protocol.EVENTS_FILE).state().joined
-        where = f"the run is saved, marked so, in {saved[-1].path}" if saved else "nothing was measured"
+        joined = protocol.Events(saved.last_folder(tmp) / protocol.EVENTS_FILE).state().joined
+        where = f"the run is saved, marked so, in {saved.runs[-1].path}" if saved.runs else "nothing was measured"
         raise RuntimeError(
             f"{run.label}: {joined} of {options.processes} came ({where}); on each worker machine "
             f"run `{worker_command(options.master)}` with the lab installed, then run this again"
         )
-    return saved
+    return saved.runs
 
 
-def _supervise(stages, tmp: Path, run_ids: list[str], cmd: list[str], options: Options, live, text: bool) -> tuple:
+@dataclass(frozen=True)
+class _Saved:
+    """What a plan left: its runs saved, one per stage Locust measured, and the servers that died, stopped."""
+
+    runs: list[results.RunResult]
+    dead: list[Server]
+
+    def last_folder(self, first: Path) -> Path:
+        """The folder of the last run saved, else the plan's first folder, where Locust wrote."""
+        return self.runs[-1].path if self.runs else first
+
+
+def _supervise(plan: PlanRun) -> _Saved:
     """Run Locust to the end of its plan under watch, then save every stage it measured.
 
-    Returns how it went, the runs saved and the servers that died. An exception on the way (a
-    Ctrl-C) goes on once the runs measured so far are saved.
+    An exception on the way (a Ctrl-C) goes on once the runs measured so far are saved.
     """
-    run, metered = Watched(), list[Meters]()
     try:
-        _run_locust(run, metered, stages, tmp, cmd, options, live, text)
+        _run_locust(plan)
     except BaseException:
-        _save(run, metered, stages, run_ids, tmp, options, live, failing=True)
+        _save(plan, failing=True)
         raise
-    return run, *_save(run, metered, stages, run_ids, tmp, options, live, failing=False)
+    return _save(plan, failing=False)
 
 
-def _run_locust(run: Watched, metered: list, stages, tmp: Path, cmd: list[str], options: Options, live, text) -> None:
-    """Locust started and watched to the end of its plan; its CPU and the servers' sampled meanwhile (`metered`)."""
-    servers = _servers(stages)
-    wait_s = options.join_timeout_s if options.master is not None else 0.0
-    lasts_s = sum(s.duration_s for s in stages) + wait_s + 60
-    with supervised(run, cmd, tmp / protocol.LOG_FILE, pauses_file=tmp / pauses.FILE, lasts_s=lasts_s, grace_s=3):
-        isolation = Isolation(run.proc.pid, stages)  # a pinned server's core is its own (isolate.py)
+def _run_locust(plan: PlanRun) -> None:
+    """Locust started and watched to the end of its plan; its CPU and the servers' sampled meanwhile (`plan.meters`)."""
+    run, options, tmp, servers = plan.watched, plan.options, plan.folder, plan.servers
+    lasts_s = sum(s.duration_s for s in plan.stages) + plan.wait_s + 60
+    log = tmp / protocol.LOG_FILE
+    with supervised(run, plan.command, log, pauses_file=tmp / pauses.FILE, lasts_s=lasts_s, grace_s=3):
+        isolation = Isolation(run.proc.pid, plan.stages)  # a pinned server's core is its own (isolate.py)
         try:
             # One Locust process: its CPU, measured here. Several: the master's, measured here, and
             # each worker's as it reports it (LocustMeter), for workers that may be on other machines.
             alone = options.processes == 1 and options.master is None
             locust = LocustMeter(CpuMeter(run.proc.pid, tree=alone))
-            metered.append(Meters(locust, {id(s): s.meter() for s in servers}, MachineMeter()))
+            plan.meters = Meters(locust, {id(s): s.meter() for s in servers}, MachineMeter())
             events = protocol.Events(tmp / protocol.EVENTS_FILE)  # what Locust did, as it happens
-            generator.watch(run, servers, stages, metered[0], text=text, live=live, wait_s=wait_s, events=events,
-                            processes=options.processes, isolation=isolation)  # fmt: skip
+            generator.watch(run, servers, plan.stages, plan.meters, text=plan.text, live=plan.live, wait_s=plan.wait_s,
+                            events=events, processes=options.processes, isolation=isolation)  # fmt: skip
             if options.master is not None and events.state().gave_up:
                 run.stop(Status.TOO_FEW_WORKERS, f"joined in {options.join_timeout_s:g} s")
         finally:
             isolation.release()
 
 
-def _save(run: Watched, metered: list, stages, run_ids, tmp: Path, options: Options, live, *, failing: bool) -> tuple:
-    """(The runs saved, one per stage Locust measured; the servers that died, stopped.)
+def _save(plan: PlanRun, *, failing: bool) -> _Saved:
+    """The runs saved, one per stage Locust measured; the servers that died, stopped.
 
     `failing`: an exception is on its way out, and it is the news: a failure to save is not raised
     over it (the unfinished .partial- folder is never read).
     """
-    dead = [s for s in _servers(stages) if not s.alive] if run.status is Status.SERVER_DIED else []
+    dead = [s for s in plan.servers if not s.alive] if plan.watched.status is Status.SERVER_DIED else []
     server_log = dead[0].log_tail(200) if dead else None
     for each in dead:
         each.stop()  # what is left of a dead server (orphaned workers, pool children) holds its port
-    meters = metered[0] if metered else None
+    live, meters, tmp = plan.live, plan.meters, plan.folder
+    saved: list[results.RunResult]
     try:
         if live is not None:
             live.stop()  # before saving: a run's folder keeps Locust's records, not the live copy
-        if meters is not None:
+        if meters is not None and isinstance(meters.locust, LocustMeter):
             meters.locust.reported = records.worker_cpu(tmp)
             meters.machine.pauses = pauses.read(tmp / pauses.FILE)
-        outcome = Outcome(run.label, run.ended, run.proc, meters, run.started_at, server_log)
-        saved = save_plan(stages, run_ids, tmp, outcome, options)
+        saved = save_plan(plan.stages, plan.run_ids, tmp, plan.outcome(server_log), plan.options)
     except Exception:
         if not failing:
             raise
         saved = []
     if live is not None:
         live.finish([r.row for r in saved])  # the last frame: collect's figures
-    return saved, dead
-
-
-def _servers(stages: list[Stage]) -> list[Server]:
-    """The servers a plan measures, each once, in the order the plan first loads them."""
-    return list({id(s.server): s.server for s in stages}.values())
+    return _Saved(saved, dead)
 
 
 def foreseen(stage: Stage, options: Options) -> model.Prediction:
@@ -350,7 +347,16 @@ def _fib_ms(cpu_n: int) -> float:
 
 
 def check_sweep(
-    patterns: list[str], users: list[int], *, workers: int = 1, threads: int = THREADS_DEFAULT, **load
+    patterns: list[str],
+    users: list[int],
+    *,
+    workers: int = 1,
+    threads: int = THREADS_DEFAULT,
+    tasks: int | None = None,
+    io_ms: int | None = None,
+    cpu_n: int | None = None,
+    duration_s: int | None = None,
+    **load: Unpack[LoadOptions],
 ) -> None:
     """Check every run of a sweep (and the server settings) before anything starts; ValueError says what to change.
 
@@ -359,30 +365,49 @@ def check_sweep(
     Settings(workers=workers, threads=threads).check()
     if not patterns or not users:
         raise ValueError("give at least one pattern and one users value")
-    locust = {k: load[k] for k in ("user_class", "processes", "master") if k in load}
     for pattern in patterns:
         for u in users:
-            check_load(Workload.of({**load, "pattern": pattern, "users": u}), **locust)
+            given = {"pattern": pattern, "users": u, "tasks": tasks, "io_ms": io_ms, "cpu_n": cpu_n}
+            workload = Workload.of({**given, "duration_s": duration_s})  # None: the Workload's default
+            check_load(
+                workload,
+                user_class=load.get("user_class", Options.user_class),
+                processes=load.get("processes", Options.processes),
+                master=load.get("master"),
+            )
 
 
-def sweep(server: Server, patterns: list[str], users: list[int], lesson: str | None = None, **load) -> pd.DataFrame:
-    """Every pattern × users, measured in one Locust run (run_plan); one tidy row per run, predictions included."""
-    check_sweep(patterns, users, **load)
-    work = {k: load.pop(k) for k in ("tasks", "io_ms", "cpu_n") if k in load}
+def sweep(
+    server: Server,
+    patterns: list[str],
+    users: list[int],
+    *,
+    tasks: int | None = None,
+    io_ms: int | None = None,
+    cpu_n: int | None = None,
+    duration_s: int = DURATION_DEFAULT_S,
+    **load: Unpack[LoadOptions],
+) -> pd.DataFrame:
+    """Every pattern × users, measured in one Locust run (run_plan); one tidy row per run, predictions included.
+
+    Its runs are checked where run_plan checks every run, before anything starts.
+    """
+    if not patterns or not users:
+        raise ValueError("give at least one pattern and one users value")
+    work = {"tasks": tasks, "io_ms": io_ms, "cpu_n": cpu_n}  # None: the Workload's default
     runs = [{"pattern": p, "users": u, **work} for p in patterns for u in users]
-    return pd.DataFrame([r.row for r in run_plan(server, runs, lesson=lesson, **load)])
+    return pd.DataFrame([r.row for r in run_plan(server, runs, duration_s=duration_s, **load)])
 
 
 def run_plans(
     plans: list[list[tuple[str, int]]],
-    settings: dict,
+    settings: Mapping[str, Any],
     *,
-    lesson: str | None = None,
     duration_s: int = DURATION_DEFAULT_S,
     tasks: int = 1,
     io_ms: int = 0,
     cpu_n: int = 0,
-    **load,
+    **load: Unpack[LoadOptions],
 ) -> dict[tuple[str, int], results.RunResult]:
     """Each plan of (pattern, users) runs on a fresh server of its own, with one Locust process per plan.
 
@@ -396,6 +421,6 @@ def run_plans(
     with running([LabServer(**settings) for _ in plans]) as servers:
         for plan, server in zip(plans, servers, strict=True):
             stages = [dict(pattern=p, users=u, tasks=tasks, io_ms=io_ms, cpu_n=cpu_n) for p, u in plan]
-            done = run_plan(server, stages, duration_s=duration_s, lesson=lesson, **load)
+            done = run_plan(server, stages, duration_s=duration_s, **load)
             measured |= dict(zip(plan, done, strict=True))
     return measured

@@ -18,28 +18,31 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import TypeVar
 
 import psutil
 
 from labserver.demo import cpus
 from labserver.harness import pauses, procs
 
+K = TypeVar("K", bound=Hashable)  # what names a process: its pid, or a Locust worker's name
 
-def usage(per_process: dict[int, float]) -> tuple[float, float]:
+
+def usage(per_process: Mapping[K, float]) -> tuple[float, float]:
     """(cores used by all the processes, the busiest one's share of a core); NaN for none: what every meter reports."""
     if not per_process:
         return math.nan, math.nan
     return sum(per_process.values()), max(per_process.values())
 
 
-def rates(readings, t0: float, t1: float) -> dict:
+def rates(readings: Iterable[tuple[K, float, float]], t0: float, t1: float) -> dict[K, float]:
     """Cores used by each process between t0 and t1, from its first and last (key, time, CPU seconds) inside."""
-    spans: dict = {}
+    spans: dict[K, list[tuple[float, float]]] = {}
     for key, t, seconds in readings:
         if t0 <= t <= t1:
             spans.setdefault(key, []).append((t, seconds))
-    found = {}
+    found: dict[K, float] = {}
     for key, inside in spans.items():
         (ta, a), (tb, b) = min(inside), max(inside)
         if tb > ta:
@@ -230,8 +233,11 @@ class LocustMeter:
         """(cores used by the master and every worker, the busiest one's share of a core) between t0 and t1."""
         return usage(self.per_process(t0, t1))
 
-    def per_process(self, t0: float, t1: float) -> dict:
-        return {**self.local.per_process(t0, t1), **rates(self.reported, t0, t1)}
+    def per_process(self, t0: float, t1: float) -> dict[int | str, float]:
+        """Cores used by the master (by pid) and by each worker (by its name) between t0 and t1."""
+        found: dict[int | str, float] = dict(self.local.per_process(t0, t1).items())
+        found.update(rates(self.reported, t0, t1).items())  # a dict's keys are invariant: widened item by item
+        return found
 
 
 def tree_seconds(pid: int) -> float:
@@ -274,7 +280,7 @@ def stolen_seconds() -> float:
 class MachineMeter:
     """Samples the machine's busy CPU seconds; `usage` gives the cores in use between two moments."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.samples: list[tuple[float, float]] = []
         self.throttled: list[tuple[float, float]] = []  # seconds held back by a cgroup CPU quota, so far
         self.stolen: list[tuple[float, float]] = []  # seconds the host gave to others (steal time), so far

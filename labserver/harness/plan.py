@@ -8,23 +8,29 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from labserver import protocol
-from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter
+from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter, RemoteCpuMeter
+from labserver.harness.supervise import Watched
 from labserver.theory import model
 from labserver.theory.demand import Demand
 from labserver.theory.model import Prediction
 from labserver.theory.workload import Workload
 
 if TYPE_CHECKING:
+    from labserver.harness.feed import Live
     from labserver.harness.launcher import Server
 
 JOIN_TIMEOUT_S = 120.0
 TIMEOUT_DEFAULT_S = 60.0  # a request's timeout in Locust
 WARMUP_DEFAULT_S = 1.0  # the warm-up's cap (measure.warmup_end)
+REMEASURE_DEFAULT = 1  # how often a run the machine paused in is measured again (load.run_plan)
 # Locust's user classes a plan may use (generator.USER_CLASSES names each one's class in the locustfile)
 UserClass = Literal["fast", "requests", "arrivals"]
+# A lesson's own prediction for a run: made before it, or from the run's measured Demand
+Predicted = Prediction | Callable[[Demand], Prediction] | None
 RUN_KEYS = (*(f.name for f in dataclasses.fields(Workload)), "predicted", "tags", "server")  # a run's dict
 
 
@@ -36,7 +42,7 @@ class Stage:
     workload: Workload
     # None: the model's, priced with the CPU the run measures; or the lesson's own, made before the
     # run (a Prediction) or from the run's measured Demand (a function of it)
-    predicted: Prediction | Callable[[Demand], Prediction] | None = None
+    predicted: Predicted = None
     tags: dict[str, Any] = field(default_factory=dict)  # more columns for the run's row
 
     @classmethod
@@ -85,6 +91,11 @@ class Stage:
         return self.workload.duration_s
 
 
+def most_users(stages: Sequence[Stage]) -> int:
+    """The users a plan's Locust process starts: its busiest stage's (each stage uses the first of them)."""
+    return max(s.users for s in stages)
+
+
 def stage_at(stages: Sequence[Stage], elapsed_s: float) -> int:
     """The index of the stage running `elapsed_s` s into the plan: the first before it starts, the last once it ends.
 
@@ -112,7 +123,29 @@ class Options:
     def spawn_rate_for(self, stages: Sequence[Stage]) -> float:
         """Users started a second: as set, else every user of the busiest stage at once (the warm-up is cut from
         each window anyway)."""
-        return self.spawn_rate or max(s.users for s in stages)
+        return self.spawn_rate or most_users(stages)
+
+
+class OptionsKw(TypedDict, total=False):
+    """Options' fields as keywords (run_plan's and the functions that pass them on): each is Options' own."""
+
+    spawn_rate: float | None
+    user_class: UserClass
+    processes: int
+    timeout_s: float
+    warmup_s: float
+    expect_failures: bool
+    lesson: str | None
+    progress: bool | None
+    watch: Callable[[Any], Any] | None
+    master: str | None
+    join_timeout_s: float
+
+
+class LoadOptions(OptionsKw, total=False):
+    """run_plan's keywords beyond a run's own: the plan's Options, and how often a paused run is measured again."""
+
+    remeasure: int
 
 
 @dataclass(frozen=True)
@@ -120,18 +153,53 @@ class Meters:
     """CPU meters of one plan: Locust's, each server's (by id of the server) and the whole machine's."""
 
     locust: CpuMeter | LocustMeter
-    servers: dict[int, CpuMeter]
+    servers: dict[int, CpuMeter | RemoteCpuMeter]
     machine: MachineMeter
 
-    def every(self) -> list[CpuMeter | LocustMeter | MachineMeter]:
+    def every(self) -> list[CpuMeter | LocustMeter | RemoteCpuMeter | MachineMeter]:
         return [self.locust, *self.servers.values(), self.machine]
 
     @classmethod
     def unsampled(cls) -> Meters:
         return cls(CpuMeter(-1), {}, MachineMeter())  # never sampled: every CPU figure is NaN
 
-    def of(self, server: Server) -> CpuMeter:
+    def of(self, server: Server) -> CpuMeter | RemoteCpuMeter:
         return self.servers.get(id(server), CpuMeter(-1))
+
+
+@dataclass
+class PlanRun:
+    """One Locust process measuring a plan, from its command to its runs saved: what load.py's steps share.
+
+    `folder` is the first run's, where Locust writes; `text` whether a text bar shows it as it
+    runs (`live` is a notebook's chart, or a watcher's feed). `watched` says how the process
+    went, and `meters` hold its CPU and the servers' once it has started.
+    """
+
+    stages: list[Stage]
+    run_ids: list[str]
+    folder: Path
+    command: list[str]
+    options: Options
+    live: Live | None = None
+    text: bool = False
+    watched: Watched = field(default_factory=Watched)
+    meters: Meters | None = None
+
+    @property
+    def servers(self) -> list[Server]:
+        """The servers the plan measures, each once, in the order the plan first loads them."""
+        return list({id(s.server): s.server for s in self.stages}.values())
+
+    @property
+    def wait_s(self) -> float:
+        """How long a master may wait for its workers before the plan's seconds start."""
+        return self.options.join_timeout_s if self.options.master is not None else 0.0
+
+    def outcome(self, server_log: str | None) -> Outcome:
+        """How the Locust process went, as save_plan reads it."""
+        w = self.watched
+        return Outcome(w.label, w.ended, w.proc, self.meters, w.started_at, server_log)
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labserver import protocol
 from labserver.harness import records, results, telemetry
-from labserver.harness.collect import collect
+from labserver.harness.collect import StageInput, collect
 from labserver.harness.plan import Meters, Options, Outcome, Stage
 from labserver.harness.supervise import Status
 
+if TYPE_CHECKING:
+    from labserver.harness.launcher import Server
 
-def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outcome, options: Options) -> list:
+
+def save_plan(
+    stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outcome, options: Options
+) -> list[results.RunResult]:
     """Publish one run folder per stage that ran: the finished ones "ok", the one cut short with its status."""
     t0, files = records.read_plan(tmp)
     t0 = t0 if t0 is not None else outcome.started_at.timestamp()
@@ -46,12 +52,10 @@ def save_plan(stages: list[Stage], run_ids: list[str], tmp: Path, outcome: Outco
         mine = records.stage(files, i, stage.users)
         records.write(folder, mine)
         same_server = i > 0 and stages[i - 1].server is stage.server  # else every user opens a connection
-        result = _stage_result(
-            folder, run_id, stage, mine, clock, outcome, options,
-            before=stages[i - 1].users if same_server else 0,
-            status=outcome.status if cut_short else Status.OK,
-            exit_code=exit_code if (cut_short or last) else None,  # Locust's exit says how the plan ended
-        )  # fmt: skip
+        # Locust's exit says how the plan ended: it judges the last stage, or the one cut short
+        at = _At(folder, run_id, stage, mine, clock, exit_code if (cut_short or last) else None)
+        before = stages[i - 1].users if same_server else 0
+        result = _stage_result(at, outcome, options, before=before, status=outcome.status if cut_short else Status.OK)
         result.manifest.update(
             started_at=result.row["started_at"],
             ended_at=_iso(min(outcome.ended or time.time(), clock.ends)),
@@ -92,53 +96,51 @@ def _plan_options(options: Options, stages: list[Stage], files: dict) -> Options
     return dataclasses.replace(options, spawn_rate=spawn_rate, processes=processes)
 
 
-def _stage_result(
-    folder: Path,
-    run_id: str,
-    stage: Stage,
-    mine: dict,
-    clock: _Clock,
-    outcome: Outcome,
-    options: Options,
-    *,
-    before: int,
-    status: str,
-    exit_code: int | None,
-) -> results.RunResult:
+def _stage_result(at: _At, outcome: Outcome, options: Options, *, before: int, status: str) -> results.RunResult:
     """collect() for one stage of a plan, from its records; `before`: users who carried on from the stage before."""
-    w = stage.workload
+    w, clock, stage = at.stage.workload, at.clock, at.stage
     # What its own queue answers after its end, with fewer users sending, is not its steady flow; but an
     # open loop's request belongs to its stage however late it is answered (its drain_s let it be).
     until = math.inf if w.rate else clock.ends
-    per_user = [[r for r in user if r.end <= until] for per_file in mine.values() for user in per_file]
+    per_user = [[r for r in user if r.end <= until] for per_file in at.mine.values() for user in per_file]
     # A user of the stage before carried on (locustfiles/pattern.py): it is in its loop once that
     # stage has drained. One that joins needs two replies: its first may open a connection.
-    settle = [0 if u < before else 2 for per_file in mine.values() for u in range(len(per_file))]
-    meters = outcome.meters or Meters.unsampled()
-    return collect(
-        folder,
-        run_id,
+    settle = [0 if u < before else 2 for per_file in at.mine.values() for u in range(len(per_file))]
+    given = StageInput(
+        at.folder,
+        at.run_id,
         stage,
         per_user,
         start=clock.start,
-        status=status,
-        exit_code=exit_code,
-        meters=(meters.locust, meters.of(stage.server), meters.machine),
-        options=options,
         started_at=_iso(clock.begins),
+        status=status,
+        exit_code=at.exit_code,
         settle=settle,
         server_cores=None if getattr(stage.server, "same_machine", True) else stage.server.cores(),
         held=_held(stage.server),
         # An open loop is measured over the requests meant to leave from its warm-up to its drain
         meant=(clock.start + options.warmup_s, clock.ends - w.drain_s) if w.rate else None,
     )
+    return collect(given, outcome.meters or Meters.unsampled(), options)
+
+
+@dataclass(frozen=True)
+class _At:
+    """One stage of a plan where publish has it: its folder and id, its records, its clock, Locust's exit to judge."""
+
+    folder: Path
+    run_id: str
+    stage: Stage
+    mine: dict[str, records.PerUser]
+    clock: _Clock
+    exit_code: int | None
 
 
 def _iso(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="seconds")
 
 
-def _held(server) -> Callable[[tuple[float, float]], float] | None:
+def _held(server: Server) -> Callable[[tuple[float, float]], float] | None:
     """How to read a window's connection hold from `server`'s telemetry; None for a server without a database."""
     if not getattr(getattr(server, "settings", None), "database_url", ""):
         return None

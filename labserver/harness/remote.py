@@ -17,6 +17,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from http.client import HTTPMessage
+from typing import IO, NoReturn
 
 from labserver.demo import cpus
 from labserver.demo.app import BOOT_ID, PROTOCOL, VERSION
@@ -33,7 +35,15 @@ SETTINGS = ("workers", "threads", "procs", "queue_limit")
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: HTTPMessage,
+        newurl: str,
+    ) -> NoReturn:
         why = f"redirect to {newurl} refused: the lab sends only to the address it was given"
         raise urllib.error.HTTPError(req.full_url, code, why, headers, fp)
 
@@ -164,7 +174,7 @@ class RemoteServer(Server):
     def __enter__(self) -> RemoteServer:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 import pandas as pd
 
@@ -156,7 +156,7 @@ def _beside(folder: Path) -> dict:
     return got if isinstance(got, dict) else {}
 
 
-def _flush(f) -> None:
+def _flush(f: IO[str]) -> None:
     # Without it, a power cut soon after the rename can leave a published run with an empty manifest.
     f.flush()
     os.fsync(f.fileno())

@@ -99,7 +99,7 @@ def predict_served(rate: float, log: Stalls) -> Callable[[Demand], Prediction]:
 
 
 @contextlib.contextmanager
-def stalls(server, every_s: float, stall_ms: int) -> Iterator[Stalls]:
+def stalls(server: Server, every_s: float, stall_ms: int) -> Iterator[Stalls]:
     """While the block runs, stall `server`'s loop for `stall_ms` every `every_s` s (the first after `every_s`).
 
     The stalls keep to the clock (at every_s, 2 every_s, ... from the start), not to the end of the

@@ -17,11 +17,16 @@ import math
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
 from labserver.demo.telemetry import EVERY_S, FIELDS, FLUSH_S
 from labserver.paths import runs_dir
+
+if TYPE_CHECKING:
+    from labserver.harness.launcher import Server
+    from labserver.harness.results import RunResult
 
 FILE = "telemetry.csv"
 COLUMNS = ["second", "pid", *FIELDS]
@@ -32,7 +37,7 @@ TAIL_BYTES = 4096
 
 
 def save(
-    run_folder: Path, server, start: float, window: tuple[float, float], wait_s: float = FLUSH_WAIT_S
+    run_folder: Path, server: Server, start: float, window: tuple[float, float], wait_s: float = FLUSH_WAIT_S
 ) -> Path | None:
     """Write the samples of `server`'s workers within `window` (epoch s, both ends) to `run_folder/telemetry.csv`.
 
@@ -47,7 +52,7 @@ def save(
         return None
 
 
-def _save(run_folder: Path, server, start: float, window: tuple[float, float], wait_s: float) -> Path | None:
+def _save(run_folder: Path, server: Server, start: float, window: tuple[float, float], wait_s: float) -> Path | None:
     folder = getattr(server, "telemetry_dir", None)
     first, last = window
     if folder is None or not Path(folder).is_dir() or math.isnan(first) or math.isnan(last):
@@ -64,7 +69,7 @@ def _save(run_folder: Path, server, start: float, window: tuple[float, float], w
     return path
 
 
-def db_hold_ms(server, window: tuple[float, float], wait_s: float = FLUSH_WAIT_S) -> float:
+def db_hold_ms(server: Server, window: tuple[float, float], wait_s: float = FLUSH_WAIT_S) -> float:
     """The mean time a request held a pooled database connection per use within `window` (ms); NaN if unknown.
 
     From the samples of `server`'s workers in the window (see `hold_ms`); NaN for a server without
@@ -143,13 +148,14 @@ def _wait_for(folder: Path, until: float, wait_s: float) -> None:
         time.sleep(EVERY_S)
 
 
-def load(run) -> pd.DataFrame:
+def load(run: Path | str | RunResult) -> pd.DataFrame:
     """A run's telemetry: `run` is its folder, its run id (under data/runs/) or a RunResult; empty if it has none.
 
     One row per worker and sample: `second` since the run started (as in its history.csv), `t`
     (epoch s), `pid`, and the gauges of labserver/demo/telemetry.py, `loop_lag_ms` included.
     """
-    folder = Path(getattr(run, "path", run))
+    # a RunResult's folder (or any run's that has a `path`), else the folder or run id as given
+    folder = Path(cast("Path | str", getattr(run, "path", run)))
     if not folder.is_dir():
         folder = runs_dir() / str(run)
     path = folder / FILE

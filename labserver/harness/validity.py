@@ -122,7 +122,18 @@ def foresee(
     for (workload, settings), mine in zip(runs, own, strict=True):
         task_ms = model.work_ms(workload.pattern, workload.cpu_n, mine or price) if workload.cpu_n > 1 else 0.0
         p = model.predict(workload, settings, cores=cores, cpu_ms_per_task=task_ms, server_ms=server_ms)
-        out.append(_window(workload, settings, p, before, cores, task_ms / 1000, processes, warmup_s))
+        out.append(
+            _window(
+                workload,
+                settings,
+                p,
+                before,
+                cores=cores,
+                task_s=task_ms / 1000,
+                processes=processes,
+                warmup_s=warmup_s,
+            )
+        )
         before = out[-1]
     return out
 
@@ -132,6 +143,7 @@ def _window(
     s: Settings,
     p: model.Prediction,
     before: Foreseen | None,
+    *,
     cores: float,
     task_s: float,
     processes: int,

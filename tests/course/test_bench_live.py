@@ -1,5 +1,7 @@
 """The bench's live-view part: its cost per mirrored round, their median and range, and both targets in the report."""
 
+from typing import get_args
+
 import pytest
 
 from labserver.course.bench import live_view
@@ -64,3 +66,7 @@ def test_the_table_shows_each_round_its_median_and_range_and_the_frame_cost():
     assert "live view: cost median +0.50%, range +0.00% to +1.00% of throughput over 3 rounds" in text
     assert "live view off  measured/predicted 0.750 0.775 0.725" in text
     assert "12 frames" in text and "median 12.0 ms" in text
+
+
+def test_the_modes_measured_are_the_modes_typed():
+    assert set(get_args(live_view.Mode)) == set(live_view.MODES)

@@ -52,11 +52,15 @@ def steady(users, start, until, every_s=0.1, latency_ms=50.0, pid=7, ok=True):
     return per_user
 
 
-def run(per_user, tmp_path, predicted=None, **kwargs):
-    options = Options(lesson="tests-collect", spawn_rate=2)
-    args = dict(start=T0, status="ok", exit_code=0, meters=unsampled(), options=options, started_at=STARTED)
+def run(per_user, tmp_path, predicted=None, meters=None, options=None, **kwargs):
+    """collect() for one stage of STAGE's server; `meters` are Locust's, the server's and the machine's."""
+    options = options or Options(lesson="tests-collect", spawn_rate=2)
     stage = dataclasses.replace(STAGE, predicted=predicted)
-    return collect.collect(tmp_path, "run-1", stage, per_user, **{**args, **kwargs})
+    locust, server, machine = meters or unsampled()
+    given = collect.StageInput(
+        tmp_path, "run-1", stage, per_user, start=T0, started_at=STARTED, **{"status": "ok", "exit_code": 0, **kwargs}
+    )
+    return collect.collect(given, Meters(locust, {id(stage.server): server}, machine), options)
 
 
 def test_history_counts_requests_per_second():

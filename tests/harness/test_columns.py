@@ -12,7 +12,7 @@ import pytest
 
 from labserver.demo.settings import Settings
 from labserver.harness import collect, columns
-from labserver.harness.plan import Options, Stage
+from labserver.harness.plan import Meters, Options, Stage
 from labserver.harness.records import Record
 from labserver.theory.workload import Workload
 
@@ -123,11 +123,10 @@ def rows(tmp_path, workload: Workload, **options):
     ]
     stage = Stage(SimpleNamespace(settings=Settings(procs=0)), workload, tags={"part": "x"})
     meant = (T0 + 1.0, T0 + 4.0) if workload.rate else None
-    result = collect.collect(
-        tmp_path, "run-1", stage, per_user, start=T0, status="ok", exit_code=0,
-        meters=(collect.CpuMeter(-1), collect.CpuMeter(-1), collect.MachineMeter()),
-        options=Options(lesson="tests", spawn_rate=2, **options), started_at="2023-11-14T22:13:20+00:00", meant=meant,
-    )  # fmt: skip
+    given = collect.StageInput(
+        tmp_path, "run-1", stage, per_user, start=T0, started_at="2023-11-14T22:13:20+00:00", exit_code=0, meant=meant
+    )
+    result = collect.collect(given, Meters.unsampled(), Options(lesson="tests", spawn_rate=2, **options))
     return result.row
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
+from typing import Literal
 
 from labserver.course.bench.measure import IO_MS, quietly, ready_s
 from labserver.harness.launcher import LabServer
@@ -23,7 +24,8 @@ ROUNDS = 8  # off, on | on, off | …: a round's noise is larger than the cost i
 # The cost measured is a fraction of a percent: a run during which others kept more than this many
 # cores busy is measured again (the view's own drawing counts there too, about 0.01).
 OTHER_CPU_MAX = 0.06
-MODES = ("off", "on")
+Mode = Literal["off", "on"]  # the view off (a plan with no view at all) or drawing every frame
+MODES: tuple[Mode, ...] = ("off", "on")  # each round's order before it is mirrored
 
 
 def live_view(duration_s: int, ready: list[float]) -> dict:
@@ -32,7 +34,7 @@ def live_view(duration_s: int, ready: list[float]) -> dict:
 
     render_s: list[float] = []
 
-    def measure(server: LabServer, mode: str) -> dict:
+    def measure(server: LabServer, mode: Mode) -> dict:
         view = live.View(show=False) if mode == "on" else None  # one a plan, as a notebook cell has
         run = {"pattern": "sequential", "users": USERS, "io_ms": IO_MS}
         (done,) = run_plan(server, [run], duration_s=duration_s, lesson="bench", progress=False, watch=view)
