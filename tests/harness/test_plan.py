@@ -2,10 +2,12 @@
 and which of its stages runs when."""
 
 import dataclasses
+import typing
 from types import SimpleNamespace
 
 import pytest
 
+from labserver.harness import generator, plan
 from labserver.harness.plan import RUN_KEYS, Options, Stage, mirrored, stage_at
 from labserver.theory.workload import Workload
 
@@ -47,6 +49,20 @@ def test_one_spawn_rate_for_the_command_and_the_rows():
     stages = [SimpleNamespace(users=u) for u in (10, 40, 20)]
     assert Options().spawn_rate_for(stages) == 40  # every user of the busiest stage at once
     assert Options(spawn_rate=5).spawn_rate_for(stages) == 5
+
+
+def test_locust_starts_the_users_the_busiest_stage_uses_at_the_rate_the_rows_record(tmp_path):
+    server = SimpleNamespace(url="http://127.0.0.1:1")
+    stages = [Stage(server, Workload("sequential", u)) for u in (10, 40, 20)]
+    cmd = generator.command(server, tmp_path, stages, Options())
+    assert cmd[cmd.index("-u") + 1] == str(plan.most_users(stages)) == "40"
+    assert cmd[cmd.index("-r") + 1] == str(Options().spawn_rate_for(stages))
+
+
+def test_the_keywords_run_plan_passes_on_are_the_options_fields_with_their_types():
+    fields = typing.get_type_hints(Options)
+    assert typing.get_type_hints(plan.OptionsKw) == fields  # same names, same order, same types
+    assert list(typing.get_type_hints(plan.OptionsKw)) == [f.name for f in dataclasses.fields(Options)]
 
 
 def test_the_harness_and_the_locustfile_agree_on_the_stage_while_the_plan_runs():
