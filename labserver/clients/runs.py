@@ -32,7 +32,7 @@ ALONE = 7  # lone requests per library and endpoint before a sweep: their median
 
 
 def _client(
-    server: LabServer, client: Client, url: str, requests: int, concurrency: int, log: Path, timeout_s: float
+    server: LabServer, client: Client, url: str, requests: int, concurrency: int, *, log: Path, timeout_s: float
 ) -> tuple[dict | None, str, float]:
     """Run `python -m labserver.clients` to the end; return its report, a status and the server's CPU seconds."""
     cmd = [
@@ -109,7 +109,9 @@ def lone_ms(server: LabServer, client: Client, pattern: str, io_ms: int) -> floa
     url = f"{server.url}/{pattern}?io_ms={io_ms}"
     with tempfile.TemporaryDirectory(prefix="lab-alone-") as tmp:
         timeout_s = 30 + 5 * ALONE * (io_ms / 1000 + 0.01)
-        report, status, _ = _client(server, one_at_a_time, url, ALONE, 1, Path(tmp) / "client.log", timeout_s)
+        report, status, _ = _client(
+            server, one_at_a_time, url, ALONE, 1, log=Path(tmp) / "client.log", timeout_s=timeout_s
+        )
     if status != Status.OK or not report or report.get("failures"):
         return math.nan
     return float(report["p50_ms"])
@@ -146,7 +148,9 @@ def run_client(
     report, status, server_s = None, str(Status.INTERRUPTED), 0.0
     try:
         url, timeout_s = f"{server.url}/{w.pattern}?io_ms={w.io_ms}", 30 + 5 * requests / bound.rps
-        report, status, server_s = _client(server, client, url, requests, w.users, tmp / "client.log", timeout_s)
+        report, status, server_s = _client(
+            server, client, url, requests, w.users, log=tmp / "client.log", timeout_s=timeout_s
+        )
     finally:  # an interrupted run is saved too, marked invalid
         params = dict(lesson=lesson, pattern=w.pattern, client=client, library=LIBRARY[client], users=w.users)
         params |= dict(requests=requests, tasks=w.tasks, io_ms=w.io_ms, cpu_n=w.cpu_n)

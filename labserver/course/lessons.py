@@ -243,7 +243,9 @@ def client_side(
     """Lesson 06: every client × endpoint × concurrency × count, the server's threads, and the longest run."""
     counts = checks.parameter("counts", counts, list[int])
     concurrency = checks.parameter("concurrency", concurrency, list[int])
-    planned = client_model.plan(clients, patterns, counts, concurrency, io_ms, max_run_s, threads)
+    planned = client_model.plan(
+        clients, patterns, counts, concurrency, io_ms=io_ms, max_run_s=max_run_s, threads=threads
+    )
     return ClientSide(counts, concurrency, planned)
 
 
@@ -623,10 +625,10 @@ def clients_that_leave(
     runs.append({**work, "pattern": "sequential", "cpu_n": 0, "tags": {"part": "no fib"}})
     load = {"timeout_s": timeout_s, "expect_failures": True}  # every request times out, by design
     plan = sizing.fit(sizing.Plan(runs, servers, duration_s, load=load), cores)
-    return ClientsThatLeave(fib_ms, plan, _failing(rate, tasks, io_ms, cpu_n, duration_s, servers, cores))
+    return ClientsThatLeave(fib_ms, plan, _failing(rate, tasks, io_ms, cpu_n, duration_s, servers=servers, cores=cores))
 
 
-def _failing(rate: float, tasks: int, io_ms: int, cpu_n: int, duration_s: int, servers: dict, cores: float):
+def _failing(rate: float, tasks: int, io_ms: int, cpu_n: int, duration_s: int, *, servers: dict, cores: float):
     """Lesson 13's part 2, open loops of `rate` a second: gather and a TaskGroup whose call times out (every
     request answered 504, by design), plain `gather` (fib as these runs run it), and gather without fib (what a
     request costs besides its fib)."""

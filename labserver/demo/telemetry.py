@@ -221,6 +221,7 @@ class Sampler:
         self,
         folder: str | Path,
         gauges: Gauges,
+        *,
         every_s: float = EVERY_S,
         flush_s: float = FLUSH_S,
         sleep: Callable[[float], Awaitable] = asyncio.sleep,

@@ -162,6 +162,7 @@ def plan(
     endpoints: list[str],
     users: list[int],
     base: pd.DataFrame,
+    *,
     io_ms: int = 0,
     cpu_n: list[int] | int = 0,
     duration_s: int = 5,
@@ -218,13 +219,15 @@ def sweep(
     endpoints: list[str],
     users: list[int],
     base: pd.DataFrame,
+    *,
     io_ms: int = 0,
     cpu_n: list[int] | int = 0,
     lesson: str | None = None,
     **load,
 ) -> pd.DataFrame:
     """`plan`'s runs, measured in one Locust run (run_plan); one tidy row per run (see `frame`)."""
-    runs = plan(server, endpoints, users, base, io_ms, cpu_n, load.get("duration_s", 5), load.get("warmup_s", 1.0))
+    lasts_s, warmup_s = load.get("duration_s", 5), load.get("warmup_s", 1.0)
+    runs = plan(server, endpoints, users, base, io_ms=io_ms, cpu_n=cpu_n, duration_s=lasts_s, warmup_s=warmup_s)
     return frame(run_plan(server, runs, lesson=lesson, **load))
 
 

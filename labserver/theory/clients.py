@@ -240,6 +240,7 @@ def plan(
     patterns: list[str],
     counts: list[int],
     concurrency: list[int],
+    *,
     io_ms: int,
     max_run_s: float,
     threads: int = THREADS_DEFAULT,

@@ -296,11 +296,11 @@ def test_plan_skips_long_runs_but_keeps_every_client_once():
     pool = runs[runs["client"] == "threadpool"].set_index(["users", "requests"])["run"]
     assert pool[(10, 1000)] == False and pool[(100, 1000)] == True  # noqa: E712 - numpy booleans
     with pytest.raises(ValueError, match="at least one"):
-        plan([], ["sequential"], [100], [10], 50, 3.0)
+        plan([], ["sequential"], [100], [10], io_ms=50, max_run_s=3.0)
     with pytest.raises(ValueError, match="max_run_s"):
-        plan(["loop"], ["sequential"], [100], [10], 50, 0)
+        plan(["loop"], ["sequential"], [100], [10], io_ms=50, max_run_s=0)
     with pytest.raises(ValueError, match="threads"):
-        plan(["loop"], ["threadpool"], [100], [10], 50, 3.0, threads=0)
+        plan(["loop"], ["threadpool"], [100], [10], io_ms=50, max_run_s=3.0, threads=0)
 
 
 def _runs(rows):
