@@ -43,6 +43,7 @@ from labserver.harness.plan import (
     PlanRun,
     Stage,
     UserClass,
+    servers_of,
 )
 from labserver.harness.publish import save_plan
 from labserver.harness.supervise import Status, supervised
@@ -193,32 +194,32 @@ def _measure(server: Server, stages: list[Stage], options: Options) -> list[resu
     progress = config.PROGRESS.read() if options.progress is None else options.progress
     # In a notebook the chart replaces the text bar (whose notebook form needs ipywidgets).
     watcher = options.watch if options.watch is not None else (notebook.view() if progress else None)
-    for each in list({id(s.server): s.server for s in stages}.values()):
+    for each in servers_of(stages):
         each.check_ready()  # running, and for a server the lab did not start, one it can measure (remote.py)
     run_ids = [results.new_run_id(s.pattern, s.users) for s in stages]
-    tmp = results.partial_dir(run_ids[0])  # Locust writes here; the first run's folder
-    protocol.write_plan(tmp / protocol.PLAN_FILE, [s.locust() for s in stages])
+    folder = results.partial_dir(run_ids[0])  # the first run's, where Locust writes
+    protocol.write_plan(folder / protocol.PLAN_FILE, [s.locust() for s in stages])
     live = None
     if watcher is not None:
         so_far = feed.PlanSoFar(stages, [foreseen(s, options) for s in stages], options.warmup_s)
         live = feed.Live(
-            cast(feed.Watcher, watcher), tmp, so_far, joining=options.processes if options.master is not None else 0
+            cast(feed.Watcher, watcher), folder, so_far, joining=options.processes if options.master is not None else 0
         )
-    cmd = generator.command(server, tmp, stages, options, live is not None)
+    cmd = generator.command(server, folder, stages, options, live is not None)
     if options.master is not None:
         generator.say_join(options.master, options.processes, options.join_timeout_s)
     text = bool(progress) and not notebook.in_notebook()
-    plan = PlanRun(stages, run_ids, tmp, cmd, options, live, text=text)
+    plan = PlanRun(stages, run_ids, folder, cmd, options, live, text=text)
     saved = _supervise(plan)
-    run = plan.watched
-    if run.status is Status.SERVER_DIED:
+    watched = plan.watched
+    if watched.status is Status.SERVER_DIED:
         log = saved.dead[0].log_tail() if saved.dead else "(it was running again when checked)"
-        raise ServerError(f"the server died during the run; partial result saved in {saved.last_folder(tmp)}\n{log}")
-    if options.master is not None and run.status is Status.TOO_FEW_WORKERS:
-        joined = protocol.Events(saved.last_folder(tmp) / protocol.EVENTS_FILE).state().joined
+        raise ServerError(f"the server died during the run; partial result saved in {saved.last_folder(folder)}\n{log}")
+    if options.master is not None and watched.status is Status.TOO_FEW_WORKERS:
+        joined = protocol.Events(saved.last_folder(folder) / protocol.EVENTS_FILE).state().joined
         where = f"the run is saved, marked so, in {saved.runs[-1].path}" if saved.runs else "nothing was measured"
         raise RuntimeError(
-            f"{run.label}: {joined} of {options.processes} came ({where}); on each worker machine "
+            f"{watched.label}: {joined} of {options.processes} came ({where}); on each worker machine "
             f"run `{worker_command(options.master)}` with the lab installed, then run this again"
         )
     return saved.runs
@@ -251,22 +252,32 @@ def _supervise(plan: PlanRun) -> _Saved:
 
 def _run_locust(plan: PlanRun) -> None:
     """Locust started and watched to the end of its plan; its CPU and the servers' sampled meanwhile (`plan.meters`)."""
-    run, options, tmp, servers = plan.watched, plan.options, plan.folder, plan.servers
+    watched, options, folder, servers = plan.watched, plan.options, plan.folder, plan.servers
     lasts_s = sum(s.duration_s for s in plan.stages) + plan.wait_s + 60
-    log = tmp / protocol.LOG_FILE
-    with supervised(run, plan.command, log, pauses_file=tmp / pauses.FILE, lasts_s=lasts_s, grace_s=3):
-        isolation = Isolation(run.proc.pid, plan.stages)  # a pinned server's core is its own (isolate.py)
+    log = folder / protocol.LOG_FILE
+    with supervised(watched, plan.command, log, pauses_file=folder / pauses.FILE, lasts_s=lasts_s, grace_s=3):
+        isolation = Isolation(watched.proc.pid, plan.stages)  # a pinned server's core is its own (isolate.py)
         try:
             # One Locust process: its CPU, measured here. Several: the master's, measured here, and
             # each worker's as it reports it (LocustMeter), for workers that may be on other machines.
             alone = options.processes == 1 and options.master is None
-            locust = LocustMeter(CpuMeter(run.proc.pid, tree=alone))
+            locust = LocustMeter(CpuMeter(watched.proc.pid, tree=alone))
             plan.meters = Meters(locust, {id(s): s.meter() for s in servers}, MachineMeter())
-            events = protocol.Events(tmp / protocol.EVENTS_FILE)  # what Locust did, as it happens
-            generator.watch(run, servers, plan.stages, plan.meters, text=plan.text, live=plan.live, wait_s=plan.wait_s,
-                            events=events, processes=options.processes, isolation=isolation)  # fmt: skip
+            events = protocol.Events(folder / protocol.EVENTS_FILE)  # what Locust did, as it happens
+            generator.watch(
+                watched,
+                servers,
+                plan.stages,
+                plan.meters,
+                text=plan.text,
+                live=plan.live,
+                wait_s=plan.wait_s,
+                events=events,
+                processes=options.processes,
+                isolation=isolation,
+            )
             if options.master is not None and events.state().gave_up:
-                run.stop(Status.TOO_FEW_WORKERS, f"joined in {options.join_timeout_s:g} s")
+                watched.stop(Status.TOO_FEW_WORKERS, f"joined in {options.join_timeout_s:g} s")
         finally:
             isolation.release()
 
@@ -281,15 +292,15 @@ def _save(plan: PlanRun, *, failing: bool) -> _Saved:
     server_log = dead[0].log_tail(200) if dead else None
     for each in dead:
         each.stop()  # what is left of a dead server (orphaned workers, pool children) holds its port
-    live, meters, tmp = plan.live, plan.meters, plan.folder
+    live, meters, folder = plan.live, plan.meters, plan.folder
     saved: list[results.RunResult]
     try:
         if live is not None:
             live.stop()  # before saving: a run's folder keeps Locust's records, not the live copy
         if meters is not None and isinstance(meters.locust, LocustMeter):
-            meters.locust.reported = records.worker_cpu(tmp)
-            meters.machine.pauses = pauses.read(tmp / pauses.FILE)
-        saved = save_plan(plan.stages, plan.run_ids, tmp, plan.outcome(server_log), plan.options)
+            meters.locust.reported = records.worker_cpu(folder)
+            meters.machine.pauses = pauses.read(folder / pauses.FILE)
+        saved = save_plan(plan.stages, plan.run_ids, folder, plan.outcome(server_log), plan.options)
     except Exception:
         if not failing:
             raise

@@ -91,6 +91,11 @@ class Stage:
         return self.workload.duration_s
 
 
+def servers_of(stages: Sequence[Stage]) -> list[Server]:
+    """The servers a plan measures, each once, in the order the plan first loads them."""
+    return list({id(s.server): s.server for s in stages}.values())
+
+
 def most_users(stages: Sequence[Stage]) -> int:
     """The users a plan's Locust process starts: its busiest stage's (each stage uses the first of them)."""
     return max(s.users for s in stages)
@@ -188,8 +193,7 @@ class PlanRun:
 
     @property
     def servers(self) -> list[Server]:
-        """The servers the plan measures, each once, in the order the plan first loads them."""
-        return list({id(s.server): s.server for s in self.stages}.values())
+        return servers_of(self.stages)
 
     @property
     def wait_s(self) -> float:
