@@ -17,7 +17,7 @@ import os
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NotRequired, TypedDict, TypeVar
 
 # A plan's files, in its first run's folder (Locust's own start with "locust": locust.log, its CSVs)
 PLAN_FILE = "plan.json"  # the stages, for --plan-file
@@ -55,14 +55,50 @@ def from_worker(name: str) -> bool:
 STAGE_KEYS = ("pattern", "users", "tasks", "io_ms", "cpu_n", "duration_s", "rate", "drain_s")
 
 
-def write_plan(path: str | os.PathLike, stages: list[dict]) -> None:
+class PlanStage(TypedDict):
+    """One stage of a plan, as the harness writes it (STAGE_KEYS, and `host`) and the locustfile reads it.
+
+    A lone Locust process without --plan-file runs one stage of its command line's options: it has
+    no rate, no drain and no host of its own (Locust's --host), so those three may be missing.
+    """
+
+    pattern: str
+    users: int  # a stage uses the first `users` users of each Locust process (admitted)
+    tasks: int
+    io_ms: int
+    cpu_n: int
+    duration_s: float
+    rate: NotRequired[float]  # an open loop's arrivals a second; missing or 0: a closed loop
+    drain_s: NotRequired[float]  # an open loop's last seconds, with no new arrival
+    host: NotRequired[str]  # the server's URL: requests go there, not to Locust's --host
+
+
+def write_plan(path: str | os.PathLike[str], stages: list[PlanStage]) -> None:
     with open(path, "w") as f:
         json.dump(stages, f)
 
 
-def read_plan(path: str | os.PathLike) -> list[dict]:
+def read_plan(path: str | os.PathLike[str]) -> list[PlanStage]:
     with open(path) as f:
         return json.load(f)
+
+
+def admitted(user_index: int, stage_users: int) -> bool:
+    """Whether a Locust process's user `user_index` (0: the first it started) takes part in a stage of `stage_users`.
+
+    A stage uses the first `stage_users` users of each process, and the rest wait for a stage that
+    needs them: the locustfile admits its users by this rule, and the harness keeps their records
+    by the same one (stage_users).
+    """
+    return user_index < stage_users
+
+
+T = TypeVar("T")
+
+
+def stage_users(per_user: list[T], users: int) -> list[T]:
+    """Of one process's per-user lists (in the order its users started), those of the users a stage of `users` used."""
+    return per_user[:users]
 
 
 def ends(durations: Iterable[float]) -> list[float]:
@@ -76,7 +112,7 @@ def stage_at(stage_ends: Sequence[float], elapsed_s: float) -> int | None:
     return i if i < len(stage_ends) else None
 
 
-def request_path(stage: dict) -> str:
+def request_path(stage: PlanStage) -> str:
     """The URL a stage's requests get: absolute when the stage names its server, so that a plan can take turns."""
     query = f"/{stage['pattern']}?tasks={stage['tasks']}&io_ms={stage['io_ms']}&cpu_n={stage['cpu_n']}"
     return stage.get("host", "") + query
@@ -102,15 +138,33 @@ class Record(NamedTuple):
         return self.ms if self.intended is None else (self.end - self.intended) * 1000
 
 
-def record(end: float, ms: float, ok: bool, pid: int | None, stage: int, intended: float | None = None) -> tuple:
-    """A record as it is written: five fields, and a sixth (`intended`) for an open loop's request only."""
-    return (end, ms, ok, pid, stage) if intended is None else (end, ms, ok, pid, stage, intended)
+def record(end: float, ms: float, ok: bool, pid: int | None, stage: int, intended: float | None = None) -> Record:
+    """One request's record, as the user that sent it keeps it (`intended`: an open loop's only)."""
+    return Record(end, ms, ok, pid, stage, intended)
 
 
-def shifted(r: Sequence, by: float) -> tuple:
-    """A record moved `by` seconds (a worker's onto its master's clock): both its times move, the rest stays."""
+def shifted(r: Sequence[Any], by: float) -> Record:
+    """A record moved `by` seconds (a worker's onto its master's clock): both its times move, the rest stays.
+
+    `r` is a Record or a record as written (five fields, or six: written).
+    """
     intended = r[5] + by if len(r) > 5 and r[5] is not None else None
-    return record(r[0] + by, r[1], r[2], r[3], r[4], intended)
+    return Record(r[0] + by, r[1], r[2], r[3], r[4], intended)
+
+
+# A record as files and messages carry it: a closed loop's without its `intended` (no `null` on every
+# one of them), an open loop's with all six fields (JSON and msgpack write a Record as a list)
+WrittenRecord = tuple[float, float, bool, int | None, int] | Record
+
+
+def written(per_user: list[list[Record]]) -> list[list[WrittenRecord]]:
+    """Every user's records as written: five fields, and a sixth (`intended`) for an open loop's request only."""
+    return [[r if r.intended is not None else r[:5] for r in user] for user in per_user]
+
+
+def parsed(per_user: list[list[Sequence[Any]]]) -> list[list[Record]]:
+    """Every user's records as written (or shorter: a missing pid is None, a missing stage 0), as Records."""
+    return [[Record(*r) for r in user] for user in per_user]
 
 
 @dataclass(frozen=True)
@@ -122,19 +176,19 @@ class ProcessRecords:
     """
 
     t0: float | None  # when the process's test started (epoch s): None if it never did
-    users: list[list]  # in the order the users started
-    cpu: list | None = None
+    users: list[list[Record]]  # in the order the users started
+    cpu: Sequence[Sequence[float]] | None = None
     host: str | None = None
     pid: int | None = None
 
-    def write(self, path: str | os.PathLike) -> None:
-        data = {"t0": self.t0, "users": self.users}
+    def write(self, path: str | os.PathLike[str]) -> None:
+        data: dict[str, Any] = {"t0": self.t0, "users": written(self.users)}
         data |= {k: getattr(self, k) for k in ("cpu", "host", "pid") if getattr(self, k) is not None}
         with open(path, "w") as f:
             json.dump(data, f)
 
     @classmethod
-    def read(cls, path: str | os.PathLike) -> ProcessRecords | None:
+    def read(cls, path: str | os.PathLike[str]) -> ProcessRecords | None:
         """The file at `path`; None if it is missing, was cut short (Locust killed mid-write) or is not one."""
         try:
             with open(path) as f:
@@ -143,7 +197,7 @@ class ProcessRecords:
             return None
         if not isinstance(data, dict) or "users" not in data:
             return None
-        return cls(data.get("t0"), data["users"], data.get("cpu"), data.get("host"), data.get("pid"))
+        return cls(data.get("t0"), parsed(data["users"]), data.get("cpu"), data.get("host"), data.get("pid"))
 
 
 # The live files: fixed-size binary records, appended once a second in one write. A record costs
@@ -161,7 +215,7 @@ def live_head(t0: float) -> bytes:
     return LIVE_RECORD.pack(t0, 0.0, False, LIVE_HEAD)
 
 
-def live_records(new: Iterable[Sequence], shift: float = 0.0) -> bytes:
+def live_records(new: Iterable[Record], shift: float = 0.0) -> bytes:
     """The live records of `new` records (Record's fields): (end, ms, ok, stage) each.
 
     `shift` moves a worker's times onto its master's clock.
@@ -189,6 +243,33 @@ PLAN_MESSAGE = "lab_plan"  # master to worker: the stages, the timeout, whether 
 LIVE_MESSAGE = "lab_live"  # worker to master: its new requests, once a second
 RECORDS_MESSAGE = "lab_records"  # worker to master: every record and its CPU seconds, at the end
 CPU_MESSAGE = "lab_cpu_warning"  # worker to master: Locust warned of its CPU
+
+
+class WorkerPlan(TypedDict):
+    """PLAN_MESSAGE: what a master sends each worker as its test starts."""
+
+    stages: list[PlanStage]
+    timeout_s: float  # a request's client timeout
+    live: bool  # whether the worker sends its new requests once a second (LIVE_MESSAGE)
+
+
+class LiveBatch(TypedDict):
+    """LIVE_MESSAGE: a worker's requests since its last batch, for its master's live file."""
+
+    index: int  # the worker's (Locust's worker_index)
+    t0: float  # when the worker's test started, on its clock: the master moves the records onto its own
+    records: bytes  # live records (live_records), on the worker's clock
+
+
+class WorkerRecords(TypedDict):
+    """RECORDS_MESSAGE: a worker's records and CPU seconds, sent once as its test stops."""
+
+    index: int  # the worker's (Locust's worker_index)
+    t0: float  # when the worker's test started, on its clock
+    users: list[list[WrittenRecord]]  # per user, as written (msgpack brings each record as a list)
+    cpu: Sequence[Sequence[float]]  # (time, CPU seconds) pairs, on the worker's clock
+    host: str  # the worker's machine: two workers' pids may be equal on two machines
+    pid: int
 
 
 def event(kind: str, at: float, **fields: Any) -> str:

@@ -18,34 +18,52 @@ import itertools
 import os
 import random
 import time
+from typing import Any, NamedTuple, Protocol
 
 import gevent
-from locust.runners import MasterRunner
+from locust.runners import MasterRunner, Runner
 
 from labserver import protocol
+from labserver.protocol import PlanStage, Record
 
 LIVE_EVERY_S = 1.0  # how often --live-file gets the new requests
+
+
+class Running(NamedTuple):
+    """The stage running at `now` (epoch s): its number in the plan (0: the first), and the stage."""
+
+    now: float
+    number: int
+    stage: PlanStage
+
+
+class Sender(Protocol):
+    """A user as the plan admits it (pattern.py's PatternMixin)."""
+
+    index: int  # its place among this process's users, in the order they started
+    stage: int | None  # the stage of its last request
 
 
 class Lab:
     """This process's share of the plan: its stages, its clock (`t0`) and each user's records."""
 
-    def __init__(self):
-        self.stages: list[dict] = []  # each with its start (`start_s`) after t0 and its request's `path`
+    def __init__(self) -> None:
+        self.stages: list[PlanStage] = []  # as the harness wrote them, never changed here
+        self.starts: list[float] = []  # when each stage starts, after t0
         self.ends: list[float] = []  # when each stage ends, after t0
+        self.paths: list[str] = []  # the URL each stage's requests get (protocol.request_path)
         self.t0: float | None = None  # when the test started (time.time())
         self.over = False  # the plan is over and the test was told to stop
-        self.records: list[list[tuple]] = []  # per user, in the order the users started
+        self.records: list[list[Record]] = []  # per user, in the order the users started
         self.next_user = itertools.count()
         self.in_flight: collections.Counter[int] = collections.Counter()  # sent, not answered yet, per stage
         self.events_file = ""  # a master's or a lone process's: a worker's test is its master's to tell
 
-    def start(self, stages: list[dict]) -> float:
+    def start(self, stages: list[PlanStage]) -> float:
         """Set the plan's stages and the test's start; return when the plan ends, after the start."""
         self.ends = protocol.ends(stage["duration_s"] for stage in stages)
-        for stage, start in zip(stages, [0.0, *self.ends][:-1], strict=True):
-            stage["start_s"] = start
-            stage["path"] = protocol.request_path(stage)
+        self.starts = [0.0, *self.ends][:-1]
+        self.paths = [protocol.request_path(stage) for stage in stages]
         self.stages = stages
         self.t0 = time.time()
         self.say(protocol.STARTED, t0=self.t0)
@@ -58,14 +76,14 @@ class Lab:
             raise RuntimeError("the plan has not started")
         return self.t0
 
-    def say(self, kind: str, **fields) -> None:
+    def say(self, kind: str, **fields: Any) -> None:
         """An event for the harness, if this process writes them (labserver/protocol.py names them)."""
         if self.events_file:
             with open(self.events_file, "a") as f:
                 f.write(protocol.event(kind, time.time(), **fields))
 
-    def stage_now(self) -> tuple[float, int, dict] | None:
-        """(now, the running stage's index, the stage); None once the plan is over, after a short sleep.
+    def stage_now(self) -> Running | None:
+        """The stage running now; None once the plan is over, after a short sleep.
 
         Locust's --run-time stops the test a moment after the plan's end: until then a user idles.
         """
@@ -74,17 +92,18 @@ class Lab:
         if i is None:
             gevent.sleep(0.1)
             return None
-        return now, i, self.stages[i]
+        return Running(now, i, self.stages[i])
 
-    def may_send(self, user, now: float, i: int, stage: dict) -> bool:
-        """Whether `user` sends a request of stage `i` now; if not, it has waited for what comes first.
+    def may_send(self, user: Sender, running: Running) -> bool:
+        """Whether `user` sends a request of the running stage now; if not, it has waited for what comes first.
 
         A user that the stage does not need waits for the next stage. When the stage waits on I/O,
         a user that was in the loop of the stage before goes straight on; one that joins (or comes
         back) starts at a random moment within one request's wait instead. When it only computes,
         every user first waits until the stages before have drained (pattern.py says why).
         """
-        if user.index >= stage["users"]:
+        now, i, stage = running
+        if not protocol.admitted(user.index, stage["users"]):
             gevent.sleep(max(0.001, self.began + self.ends[i] - now))
             return False
         if user.stage == i:
@@ -105,7 +124,7 @@ class Lab:
             return False
         return True
 
-    def follow(self, runner, stop: bool) -> None:
+    def follow(self, runner: Runner, stop: bool) -> None:
         """Say as each stage begins; once the plan is over, stop the test if `stop`.
 
         The plan ends the test itself, on time: Locust's own --run-time timer, a safety net here,
@@ -113,8 +132,8 @@ class Lab:
         which then send their records, and quits once they have: quitting at once would end
         them before they could.
         """
-        for i, stage in enumerate(self.stages):
-            _sleep_until(self.began + stage["start_s"])
+        for i, start in enumerate(self.starts):
+            _sleep_until(self.began + start)
             self.say(protocol.STAGE, index=i)
         if not stop or not self.ends:
             return
@@ -127,7 +146,7 @@ class Lab:
     def new_live(self, written: list[int]) -> bytes:
         """Every user's requests since the last call, as live records; `written` keeps count per user."""
         written += [0] * (len(self.records) - len(written))
-        new = []
+        new: list[list[Record]] = []
         for user, records in enumerate(self.records):
             new.append(records[written[user] :])
             written[user] = len(records)
@@ -156,7 +175,7 @@ class Lab:
             protocol.ProcessRecords(self.t0, self.records).write(protocol.records_path(prefix, os.getpid()))
 
 
-def arrival_times(i: int, stage: dict, start: float, end: float) -> list[float]:
+def arrival_times(i: int, stage: PlanStage, start: float, end: float) -> list[float]:
     """When an open loop sends stage `i`'s requests, from `start` to `end` (epoch s): `rate` a second of them.
 
     Seeded: a rerun gets the same arrivals.

@@ -19,23 +19,25 @@ the same cores and GIL, and a queue left on an event loop drains slowly behind n
 compute.
 """
 
+import argparse
 import gc
-import os
 import time
 from typing import Generic, TypeVar
 
 import gevent
+from lab_master import LoneSide, MasterSide
 from lab_plan import Lab, arrival_times
-from lab_workers import Workers, refused
+from lab_workers import WorkerSide, refused
 from locust import FastHttpUser, HttpUser, constant, events, task
 from locust.clients import HttpSession
 from locust.contrib.fasthttp import FastHttpSession
+from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 from labserver import protocol
+from labserver.protocol import PlanStage, Record, WorkerPlan
 
 LAB = Lab()
-WORKERS = Workers(LAB)
 # The youngest objects are collected every 5,000 net allocations, not Python's 700 nor the server's 100,000
 # (labserver/demo/app.py). At 700, hundreds of users holding a request's objects reach the count by chance many
 # times a second, and each pass walks their live objects to free nothing. But `requests` (HttpUser) leaves cyclic
@@ -46,7 +48,7 @@ Client = TypeVar("Client", HttpSession, FastHttpSession)  # a user's HTTP client
 
 
 @events.init_command_line_parser.add_listener
-def add_options(parser):
+def add_options(parser: argparse.ArgumentParser, **_: object) -> None:
     parser.add_argument("--pattern", default="sequential", help="pattern endpoint to call")
     parser.add_argument("--tasks", type=int, default=1, help="sub-tasks per request")
     parser.add_argument("--io-ms", type=int, default=100, help="I/O wait per sub-task, in ms")
@@ -59,16 +61,22 @@ def add_options(parser):
 
 
 @events.init.add_listener
-def set_up(environment, **_):
+def set_up(environment: Environment, **_: object) -> None:
+    """This process's part, picked once from its runner's type: a worker's plan comes from its master (take_plan)."""
     o, runner = environment.parsed_options, environment.runner
+    assert o is not None and runner is not None  # Locust parses its options and makes its runner before init
     set_timeout(o.timeout_s)
-    environment.events.cpu_warning.add_listener(lambda **_: WORKERS.warn_cpu(runner))
+    role: LoneSide | WorkerSide
     if isinstance(runner, WorkerRunner):
-        runner.register_message(protocol.PLAN_MESSAGE, lambda environment, msg: take_plan(environment, msg.data))
+        role = worker = WorkerSide(LAB, runner)
+        runner.register_message(protocol.PLAN_MESSAGE, lambda environment, msg: take_plan(worker, msg.data))
     else:
         LAB.events_file = o.events_file  # a worker's test is its master's to tell
-    if isinstance(runner, MasterRunner):
-        WORKERS.listen(runner, o.records_file, o.live_file)
+        role = leader = MasterSide(LAB, runner) if isinstance(runner, MasterRunner) else LoneSide(LAB, runner)
+        leader.listen(o.records_file, o.live_file)
+        environment.events.test_start.add_listener(lambda **_: load_plan(o, leader))
+    environment.events.cpu_warning.add_listener(lambda **_: role.warn_cpu())
+    environment.events.test_stop.add_listener(lambda **_: role.stop(o.records_file))
 
 
 def set_timeout(timeout: float) -> None:
@@ -76,8 +84,8 @@ def set_timeout(timeout: float) -> None:
         user_class.network_timeout = user_class.connection_timeout = timeout
 
 
-def start_plan(stages: list[dict]) -> float:
-    """Set the plan's stages (with their start and path) and the test's start; return when the plan ends."""
+def start_plan(stages: list[PlanStage]) -> float:
+    """Set the plan's stages and the test's start; return when the plan ends."""
     # A full garbage collection walks every object Locust's imports made, tens of ms during
     # which no reply is read. Every request in flight waits it out, and a closed loop of equal
     # waits repeats the gap forever after. Frozen objects are left out of every collection.
@@ -86,57 +94,46 @@ def start_plan(stages: list[dict]) -> float:
     return LAB.start(stages)
 
 
-@events.test_start.add_listener
-def load_plan(environment, **_):
-    o, runner = environment.parsed_options, environment.runner
-    if isinstance(runner, WorkerRunner):
-        return  # its plan came from the master (take_plan), just before this
+def load_plan(o: argparse.Namespace, leader: LoneSide) -> None:
+    """A master's or a lone process's plan, as its test starts: a worker's comes from its master (take_plan)."""
     # without a plan, the command line's one pattern for every user, until Locust's own --run-time ends the test
-    one = dict(pattern=o.pattern, tasks=o.tasks, io_ms=o.io_ms, cpu_n=o.cpu_n, users=10**9, duration_s=1e9)
+    one = PlanStage(pattern=o.pattern, tasks=o.tasks, io_ms=o.io_ms, cpu_n=o.cpu_n, users=10**9, duration_s=1e9)
     start_plan(protocol.read_plan(o.plan_file) if o.plan_file else [one])
-    if isinstance(runner, MasterRunner):
-        WORKERS.send_plan(runner, {"stages": LAB.stages, "timeout_s": o.timeout_s, "live": bool(o.live_file)})
-    gevent.spawn(LAB.follow, runner, stop=bool(o.plan_file))
-    if o.live_file and not isinstance(runner, MasterRunner):  # a master's workers send theirs (take_live)
-        gevent.spawn(LAB.stream, protocol.live_path(o.live_file, os.getpid()))
+    plan = WorkerPlan(stages=LAB.stages, timeout_s=o.timeout_s, live=bool(o.live_file))  # what its workers get
+    leader.begin(plan, stop=bool(o.plan_file), live_file=o.live_file)
 
 
-def take_plan(environment, plan: dict) -> None:
+def take_plan(worker: WorkerSide, plan: WorkerPlan) -> None:
     """A worker's plan, from its master: it starts the worker's clock and what it sends back."""
     if refused(plan["stages"]):
-        environment.runner.quit()
+        worker.runner.quit()
         return
     set_timeout(plan["timeout_s"])
     start_plan(plan["stages"])
-    WORKERS.report(environment.runner, live=plan["live"])
-
-
-@events.test_stop.add_listener
-def write_records(environment, **_):
-    WORKERS.stop(environment.runner, environment.parsed_options.records_file)
+    worker.report(live=plan["live"])
 
 
 class PatternMixin(Generic[Client]):
     client: Client  # the User's own: HttpUser's or FastHttpUser's
     wait_time = constant(0)  # closed loop: the next request leaves as soon as the reply arrives
 
-    def on_start(self):
-        self.index = next(LAB.next_user)
-        self.records: list[tuple] = []
-        self.stage = None  # the stage of this user's last request
+    def on_start(self) -> None:
+        self.index = next(LAB.next_user)  # its place among this process's users, in the order they started
+        self.records: list[Record] = []
+        self.stage: int | None = None  # the stage of this user's last request
         LAB.records.append(self.records)
 
-    def call(self):
+    def call(self) -> None:
         running = LAB.stage_now()
-        if running is not None and LAB.may_send(self, *running):
-            self.send(*running[1:])
+        if running is not None and LAB.may_send(self, running):
+            self.send(running.number)
 
-    def send(self, i: int, stage: dict, intended: float | None = None) -> None:
+    def send(self, i: int, intended: float | None = None) -> None:
         """One request of stage `i`, recorded with its worker's pid (and, for an open loop, its intended time)."""
         LAB.in_flight[i] += 1
         started = time.perf_counter()
         try:
-            with self.client.get(stage["path"], name=f"/{stage['pattern']}", catch_response=True) as r:
+            with self.client.get(LAB.paths[i], name=f"/{LAB.stages[i]['pattern']}", catch_response=True) as r:
                 ok = r.status_code == 200
                 if not ok:
                     r.failure(f"status {r.status_code}")
@@ -151,7 +148,7 @@ class PatternUser(PatternMixin[FastHttpSession], FastHttpUser):
     """The default: geventhttpclient, light enough that one process drives about 2,000 req/s."""
 
     @task
-    def request(self):
+    def request(self) -> None:
         self.call()
 
 
@@ -159,7 +156,7 @@ class PatternHttpUser(PatternMixin[HttpSession], HttpUser):
     """The same user on `requests`: heavier, it saturates its core sooner (seed 004's lesson)."""
 
     @task
-    def request(self):
+    def request(self) -> None:
         self.call()
 
 
@@ -181,7 +178,7 @@ class ArrivalUser(PatternMixin[FastHttpSession], FastHttpUser):
     concurrency = 10_000  # connections it may open: every request in flight holds one, queued ones too
 
     @task
-    def schedule(self):
+    def schedule(self) -> None:
         running = LAB.stage_now()
         if running is None:
             return
@@ -195,5 +192,5 @@ class ArrivalUser(PatternMixin[FastHttpSession], FastHttpUser):
             ahead = at - time.time()
             if ahead > 0:
                 gevent.sleep(ahead)
-            gevent.spawn(self.send, i, stage, at)
+            gevent.spawn(self.send, i, at)
         gevent.sleep(max(0.0, ends - time.time()))

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import typing
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -41,6 +42,10 @@ def test_the_protocol_alone_imports_the_standard_library_only():
     assert {m for m in new - {"labserver.protocol"} if m.split(".")[0] not in sys.stdlib_module_names} == set()
 
 
+def test_a_plan_stage_is_typed_with_the_keys_the_harness_writes():
+    assert list(typing.get_type_hints(protocol.PlanStage)) == [*protocol.STAGE_KEYS, "host"]
+
+
 def test_the_harness_writes_every_stage_key_the_locustfile_reads(tmp_path):
     server = SimpleNamespace(url="http://127.0.0.1:8000")
     stages = [Stage.from_run({"pattern": "gather", "users": 3, "io_ms": 10}, 5, server).locust()]
@@ -48,6 +53,37 @@ def test_the_harness_writes_every_stage_key_the_locustfile_reads(tmp_path):
     (read,) = protocol.read_plan(tmp_path / protocol.PLAN_FILE)
     assert set(protocol.STAGE_KEYS) <= set(read) and read["host"] == server.url
     assert protocol.request_path(read) == "http://127.0.0.1:8000/gather?tasks=1&io_ms=10&cpu_n=0"
+
+
+def test_the_locustfile_admits_the_users_whose_records_the_harness_keeps():
+    for users_in_process in range(5):
+        per_user = [f"user {i}" for i in range(users_in_process)]
+        for stage_users in range(7):
+            kept = protocol.stage_users(per_user, stage_users)
+            assert kept == [u for i, u in enumerate(per_user) if protocol.admitted(i, stage_users)]
+    assert protocol.admitted(0, 1) and not protocol.admitted(1, 1)  # the first `users` of each process
+    assert protocol.stage_users(["a", "b", "c"], 2) == ["a", "b"]
+
+
+def test_the_lab_keeps_each_stage_s_start_and_path_and_leaves_the_plan_as_written():
+    stages = [
+        {"pattern": "gather", "users": 2, "tasks": 3, "io_ms": 10, "cpu_n": 0, "duration_s": 5, "host": "http://h:1"},
+        {"pattern": "sequential", "users": 4, "tasks": 1, "io_ms": 0, "cpu_n": 20, "duration_s": 3},
+    ]
+    # in a process of its own: the locustfile's modules import Locust, which patches the process with gevent
+    code = f"""
+import json, sys
+sys.path.insert(0, {str(LOCUSTFILES)!r})
+from lab_plan import Lab
+lab, stages = Lab(), {stages!r}
+ends = lab.start(stages)
+print(json.dumps({{"ends": ends, "starts": lab.starts, "paths": lab.paths, "stages": stages}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120)
+    seen = json.loads(out.stdout.splitlines()[-1])
+    assert seen["stages"] == stages  # no key added to the harness's stages
+    assert (seen["ends"], seen["starts"]) == (8, [0.0, 5])
+    assert seen["paths"] == ["http://h:1/gather?tasks=3&io_ms=10&cpu_n=0", "/sequential?tasks=1&io_ms=0&cpu_n=20"]
 
 
 @pytest.mark.parametrize(
@@ -61,18 +97,22 @@ def test_both_sides_find_the_same_stage(elapsed_s, locust, harness):
 
 def test_a_record_is_written_with_five_fields_or_six_and_read_as_a_record():
     closed, opened = protocol.record(10.0, 5.0, True, 7, 1), protocol.record(10.0, 5.0, True, 7, 1, 9.99)
-    assert len(closed) == 5 and len(opened) == 6  # no `null` on every closed loop's record
-    assert Record(*closed).intended is None and Record(*opened).from_intended_ms == pytest.approx(10.0)
-    assert protocol.shifted(opened, 2.0) == (12.0, 5.0, True, 7, 1, 11.99)  # both times move, the latency stays
-    assert protocol.shifted(closed, 2.0) == (12.0, 5.0, True, 7, 1)
-    assert protocol.record(*Record(*closed)) == closed
+    assert type(closed) is Record and closed.intended is None and opened.from_intended_ms == pytest.approx(10.0)
+    (written,) = protocol.written([[closed, opened]])
+    assert [len(r) for r in written] == [5, 6]  # no `null` on every closed loop's record
+    assert json.dumps(written) == "[[10.0, 5.0, true, 7, 1], [10.0, 5.0, true, 7, 1, 9.99]]"
+    assert protocol.parsed([written]) == [[closed, opened]] and type(protocol.parsed([written])[0][0]) is Record
+    assert protocol.shifted(opened, 2.0) == Record(12.0, 5.0, True, 7, 1, 11.99)  # both times move, the latency stays
+    assert protocol.shifted(closed, 2.0) == Record(12.0, 5.0, True, 7, 1)
+    assert protocol.shifted(list(written[0]), 2.0) == Record(12.0, 5.0, True, 7, 1)  # as a worker's message brings it
 
 
 def test_a_process_records_file_round_trips_and_a_cut_one_is_none(tmp_path):
     path = Path(protocol.records_path(str(tmp_path / protocol.RECORDS), 42))
-    users = [[list(protocol.record(10.0, 5.0, True, 7, 0))], []]
+    users = [[protocol.record(10.0, 5.0, True, 7, 0)], []]
     ProcessRecords(100.0, users).write(path)
-    assert json.loads(path.read_text()) == {"t0": 100.0, "users": users}  # a lone process's: no worker fields
+    # a lone process's: no worker fields, and its records as written
+    assert path.read_text() == '{"t0": 100.0, "users": [[[10.0, 5.0, true, 7, 0]], []]}'
     assert ProcessRecords.read(path) == ProcessRecords(100.0, users)
     worker = Path(protocol.records_path(str(tmp_path / protocol.RECORDS), protocol.worker(3)))
     ProcessRecords(100.0, users, [[100.0, 0.5]], "laptop", 11).write(worker)

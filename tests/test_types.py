@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from labserver.paths import ROOT
+from labserver.paths import LOCUSTFILES, ROOT
 
 MYPY = Path(sys.executable).with_name("mypy")
 
@@ -40,3 +40,10 @@ def test_the_settings_catch_a_type_error(tmp_path, source, code):
     result = _mypy("--no-incremental", str(path))
     assert result.returncode != 0
     assert f"[{code}]" in result.stdout, result.stdout
+
+
+def test_the_run_path_and_the_locust_process_declare_every_type():
+    overrides = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["overrides"]
+    strict = {module for o in overrides if o.get("disallow_untyped_defs") for module in o["module"]}
+    assert {"labserver.harness.*", "labserver.protocol"} <= strict
+    assert {path.stem for path in LOCUSTFILES.glob("*.py")} <= strict  # a new locustfile module too

@@ -73,9 +73,20 @@ class Stage:
         w, settings = self.workload, self.server.settings
         return model.predict(w, settings, cores=cores, demand=demand, cpu_ms_per_task=price, queueing=True)
 
-    def locust(self) -> dict:
+    def locust(self) -> protocol.PlanStage:
         """What the locustfile needs of this stage (locustfiles/pattern.py, --plan-file)."""
-        return {**dataclasses.asdict(self.workload), "host": self.server.url}
+        w = self.workload
+        return protocol.PlanStage(
+            pattern=w.pattern,
+            users=w.users,
+            tasks=w.tasks,
+            io_ms=w.io_ms,
+            cpu_n=w.cpu_n,
+            duration_s=w.duration_s,
+            rate=w.rate,
+            drain_s=w.drain_s,
+            host=self.server.url,
+        )
 
     # What the live view (feed.py), the plan's clock and its run ids read of a stage
     @property

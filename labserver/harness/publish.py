@@ -103,9 +103,9 @@ def _stage_result(at: _At, outcome: Outcome, options: Options, *, before: int, s
     # open loop's request belongs to its stage however late it is answered (its drain_s let it be).
     until = math.inf if w.rate else clock.ends
     per_user = [[r for r in user if r.end <= until] for per_file in at.mine.values() for user in per_file]
-    # A user of the stage before carried on (locustfiles/pattern.py): it is in its loop once that
-    # stage has drained. One that joins needs two replies: its first may open a connection.
-    settle = [0 if u < before else 2 for per_file in at.mine.values() for u in range(len(per_file))]
+    # A user the stage before admitted too carried on (locustfiles/pattern.py): it is in its loop once
+    # that stage has drained. One that joins needs two replies: its first may open a connection.
+    settle = [0 if protocol.admitted(u, before) else 2 for per_file in at.mine.values() for u in range(len(per_file))]
     given = StageInput(
         at.folder,
         at.run_id,

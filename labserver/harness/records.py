@@ -15,6 +15,7 @@ import os
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -24,11 +25,7 @@ from labserver.protocol import Record as Record
 PerUser = list[list[Record]]
 
 
-def parse(users: list[list]) -> PerUser:
-    return [[Record(*r) for r in user] for user in users]
-
-
-def read_json(path, default):
+def read_json(path: Path | str, default: Any) -> Any:
     """A JSON file Locust wrote, or `default` if it is missing or was cut short (Locust killed mid-write)."""
     try:
         with open(path) as f:
@@ -46,7 +43,7 @@ def read_plan(folder: Path) -> tuple[float | None, dict[str, PerUser]]:
             continue
         if data.t0 is not None:
             t0 = data.t0 if t0 is None else min(t0, data.t0)
-        files[os.path.basename(path)] = parse(data.users)
+        files[os.path.basename(path)] = data.users
     return t0, files
 
 
@@ -68,9 +65,10 @@ def _in_order(folder: Path | str) -> list[str]:
 
 
 def stage(files: dict[str, PerUser], number: int, users: int) -> dict[str, PerUser]:
-    """Each file's records of one stage, for the users that stage used (the first `users` of each process)."""
+    """Each file's records of one stage, for the users that stage used (protocol.stage_users: the first `users`)."""
     return {
-        name: [[r for r in user if r.stage == number] for user in per_user[:users]] for name, per_user in files.items()
+        name: [[r for r in user if r.stage == number] for user in protocol.stage_users(per_user, users)]
+        for name, per_user in files.items()
     }
 
 
@@ -78,14 +76,14 @@ def write(folder: Path, files: dict[str, PerUser]) -> None:
     """A run's share of the records, one file per Locust process, as plain per-user lists."""
     for name, per_user in files.items():
         with open(Path(folder) / name, "w") as f:
-            json.dump([[protocol.record(*r) for r in user] for user in per_user], f)
+            json.dump(protocol.written(per_user), f)
 
 
 def read(folder: Path | str) -> PerUser:
     """Every user's records of a measured run, from all of its files."""
     per_user: PerUser = []
     for path in _in_order(folder):
-        per_user += parse(read_json(path, []))
+        per_user += protocol.parsed(read_json(path, []))
     return per_user
 
 

@@ -140,8 +140,10 @@ worker.records[0].append(({T0 - 93.5}, 30.0, True, 42, 1))
 sent.append(worker.new_live(written))
 assert worker.new_live(written) == b""  # nothing new
 m.LAB.t0 = {T0}
+import lab_master
+master = lab_master.MasterSide(m.LAB, None)  # take_live needs no runner
 for new in sent:
-    m.WORKERS.take_live({str(tmp_path / "live")!r}, {{"index": 0, "t0": worker.t0, "records": new}})
+    master.take_live({str(tmp_path / "live")!r}, {{"index": 0, "t0": worker.t0, "records": new}})
 """,
         tmp_path,
     )

@@ -31,19 +31,19 @@ def test_the_lab_says_who_joined_when_locust_gave_up_and_its_cpu_warning_once(tm
     code = f"""
 import logging, sys
 sys.path.insert(0, {str(LOCUSTFILES)!r})
+from lab_master import MasterSide, _GaveUp
 from lab_plan import Lab
-from lab_workers import Workers, _GaveUp
 lab = Lab()
 lab.events_file = {str(tmp_path / protocol.EVENTS_FILE)!r}
-workers = Workers(lab)
+master = MasterSide(lab, None)  # what it tells needs no runner
 for client in ("a", "a", "b"):  # a worker may say twice that it is ready
-    workers.join(client)
-logging.getLogger("locust.main").addHandler(_GaveUp(workers))
+    master.join(client)
+logging.getLogger("locust.main").addHandler(_GaveUp(master))
 logging.getLogger("locust.main").warning("Waiting for workers to be ready, 2 of 3 connected")
 logging.getLogger("locust.main").error("Gave up waiting for workers to connect")
-workers.warn_cpu(object())
-workers.warn_cpu(object())  # Locust fires it on every sample above its threshold
-workers.warn_cpu(object(), worker=1)
+master.warn_cpu()
+master.warn_cpu()  # Locust fires it on every sample above its threshold
+master.warn_cpu(worker=1)
 """
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     said = _kinds(tmp_path / protocol.EVENTS_FILE)

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from labserver import protocol
 from labserver.harness import records
 from labserver.harness.records import Record
 
@@ -24,8 +25,8 @@ def test_a_record_without_pid_or_stage_has_none_and_stage_zero():
     assert (r.pid, r.stage) == (None, 0)
 
 
-def test_parse_takes_records_with_and_without_pid_and_stage():
-    per_user = records.parse([[[1.0, 5.0, True], [2.0, 5.0, True, 7, 1]], []])
+def test_parsed_takes_records_with_and_without_pid_and_stage():
+    per_user = protocol.parsed([[[1.0, 5.0, True], [2.0, 5.0, True, 7, 1]], []])
     assert per_user == [[Record(1.0, 5.0, True, None, 0), Record(2.0, 5.0, True, 7, 1)], []]
     assert all(type(r) is Record for r in per_user[0])
 
@@ -42,7 +43,7 @@ def test_counts_only_what_finished_after_the_warm_up():
 
 def test_records_without_a_pid_are_skipped():
     # three-element records (an older locustfile) and replies that never came (pid None)
-    per_user = records.parse([[[1.0, 5, True], [2.0, 5, False, None], [3.0, 5, True, 7]]])
+    per_user = protocol.parsed([[[1.0, 5, True], [2.0, 5, False, None], [3.0, 5, True, 7]]])
     assert records.counts(per_user) == {7: 1}
 
 
@@ -145,7 +146,7 @@ def test_an_open_loops_record_keeps_when_it_should_have_left():
     late = Record(10.6, 100.0, True, 7, 0, 10.3)  # meant to leave at 10.3, left at 10.5
     assert late.sent == pytest.approx(10.5) and late.from_intended_ms == pytest.approx(300.0)
     assert Record(10.6, 100.0, True).from_intended_ms == 100.0  # a closed loop's: no schedule
-    assert records.parse([[[1.0, 5.0, True, 7, 0, 0.99]]]) == [[Record(1.0, 5.0, True, 7, 0, 0.99)]]
+    assert protocol.parsed([[[1.0, 5.0, True, 7, 0, 0.99]]]) == [[Record(1.0, 5.0, True, 7, 0, 0.99)]]
 
 
 def test_bursts_group_replies_closer_than_the_gap():
