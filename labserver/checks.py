@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import TypeVar, cast
 
 T = TypeVar("T")
+S = TypeVar("S", bound=str)
 
 # What a lesson's parameter of each kind is called in a message, and the value its example shows.
 KINDS = {int: ("a whole number", 100), float: ("a number", 2.5), str: ("a string", "01")}
@@ -36,11 +37,11 @@ def positive(name: str, value: object, unit: str = "") -> float:
     return value
 
 
-def choice(name: str, value: object, choices: Iterable[str]) -> str:
-    """`value` if it is one of `choices`, else ValueError listing them."""
-    choices = list(choices)
-    if value not in choices:
-        raise ValueError(f"unknown {name} {value!r}; choose one of: {', '.join(choices)}")
+def choice(name: str, value: object, choices: Iterable[S]) -> S:
+    """`value` if it is one of `choices` (typed as they are: a Literal's names), else ValueError listing them."""
+    allowed = list(choices)
+    if value not in allowed:
+        raise ValueError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
     return value
 
 

@@ -18,7 +18,7 @@ from labserver.charts.plots import LABEL_COLORS, named, throughput
 ENDPOINT_COLORS = ["#4c72b0", "#dd8452"]
 
 
-def server_cpu(usage: pd.DataFrame, title: str, cores: int) -> plt.Figure:
+def server_cpu(usage: pd.DataFrame, title: str, cores: float) -> plt.Figure:
     """Cores each run's server kept busy, per pattern, against one core (one GIL) and the machine's cores."""
     fig, ax = plt.subplots()
     sns.barplot(named(usage), x="pattern", y="server_cpu", hue="pattern", palette=LABEL_COLORS, ax=ax)
@@ -58,7 +58,7 @@ def crossing(curve: pd.DataFrame, title: str, knee_n: float) -> plt.Figure:
     return fig
 
 
-def workers(runs: pd.DataFrame, title: str, cores: int) -> plt.Figure:
+def workers(runs: pd.DataFrame, title: str, cores: float) -> plt.Figure:
     """Req/s against uvicorn workers, one panel per `workload` (mean over its runs), with the machine's cores marked."""
     chart = runs.groupby(["workload", "workers"], as_index=False).agg(
         rps=("rps", "mean"), predicted_rps=("predicted_rps", "mean"), valid=("valid", "all")

@@ -46,7 +46,7 @@ def busiest_shares(spread: pd.DataFrame) -> pd.Series:
     return spread[spread["workers"] > 1].groupby("run_id")["share"].max()
 
 
-def all_served(runs: pd.DataFrame, up_to: int) -> float:
+def all_served(runs: pd.DataFrame, up_to: float) -> float:
     """The share of the runs with at most `up_to` workers in which every worker served requests (nan: no such run)."""
     some = runs[runs["workers"] <= up_to]
     return (some["workers_seen"] == some["workers"]).mean()

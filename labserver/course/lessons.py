@@ -232,7 +232,7 @@ class ClientSide(NamedTuple):
 
 def client_side(
     *,
-    clients: list[client_model.Client],
+    clients: list[str],
     patterns: list[str],
     counts: list[int] | int,
     concurrency: list[int] | int,

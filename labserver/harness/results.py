@@ -17,7 +17,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, TypeVar
 
 import pandas as pd
 
@@ -276,6 +276,9 @@ def tagged(frames: dict[str, pd.DataFrame], column: str) -> pd.DataFrame:
     return pd.concat([frame.assign(**{column: key}) for key, frame in frames.items()], ignore_index=True)
 
 
-def in_order(measured: Mapping[Hashable, RunResult], order: Iterable[Hashable]) -> pd.DataFrame:
+K = TypeVar("K", bound=Hashable)  # what names a run in a lesson's table: a (pattern, users) pair, a label
+
+
+def in_order(measured: Mapping[K, RunResult], order: Iterable[K]) -> pd.DataFrame:
     """The rows of `measured`'s runs (as `run_plans` returns them, by key) in `order`, one row per run."""
     return pd.DataFrame([measured[key].row for key in order])

@@ -236,7 +236,7 @@ def _cpu_walls(walls: dict[str, float], name: str, batch: _Batch, cost: Cost, co
 
 
 def plan(
-    clients: list[Client],
+    clients: list[str],
     patterns: list[str],
     counts: list[int],
     concurrency: list[int],
@@ -254,7 +254,8 @@ def plan(
     Settings(threads=threads).check()
     rows = []
     for pattern in patterns:
-        for client in clients:
+        for name in clients:
+            client = choice("client", name, LIBRARY)
             for k in [1] if client == "loop" else concurrency:
                 for n in counts:
                     check_run(client, pattern, n, k, io_ms)

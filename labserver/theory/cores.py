@@ -214,7 +214,7 @@ def predict_workers(pattern: str, workers: list[int], workloads: dict[str, dict]
     return pd.DataFrame(rows, columns=["workers", "workload", "users", "predicted_rps", "bottleneck"])
 
 
-def headroom(run: pd.Series, ceiling: float, cores: int) -> str:
+def headroom(run: pd.Series, ceiling: float, cores: float) -> str:
     """How far an I/O-bound run was from its server's CPU ceiling, and the CPU Locust would need to drive it there.
 
     `ceiling` is the run's ceiling_rps; Locust's CPU is taken to grow in proportion to the rate it drives.
