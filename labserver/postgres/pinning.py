@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -18,6 +19,9 @@ from labserver.harness.launcher import LabServer
 from labserver.harness.plan import mirrored
 from labserver.postgres import database, runs
 from labserver.theory import gil
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 SELECTS = ["sync_select", "async_select"]
 
@@ -37,7 +41,9 @@ def servers(anywhere: LabServer, cpus: list[int], database_url: str, db: databas
     return [anywhere, pinned]
 
 
-def parts(servers: list[LabServer], base: pd.DataFrame, count: int, users: int, **load) -> dict[str, list[dict]]:
+def parts(
+    servers: list[LabServer], base: pd.DataFrame, count: int, users: int, **load: Unpack[runs.PlanKw]
+) -> dict[str, list[dict]]:
     """The pinned server's runs of the fast SELECT, then `count` − 1 rounds of the sync one on both; {} if unpinned.
 
     The pinned server's own part ("pinned") runs its two versions async first, mirroring part
@@ -51,7 +57,9 @@ def parts(servers: list[LabServer], base: pd.DataFrame, count: int, users: int, 
     )
 
 
-def rounds(anywhere: LabServer, pinned: LabServer, base: pd.DataFrame, count: int, users: int, **load) -> dict:
+def rounds(
+    anywhere: LabServer, pinned: LabServer, base: pd.DataFrame, count: int, users: int, **load: Unpack[runs.PlanKw]
+) -> dict:
     """`count` more rounds of the sync SELECT on a server on any core and on one pinned, side by side.
 
     In mirrored order (any, pinned, pinned, any, ...): a drift in the machine's speed falls on

@@ -14,6 +14,7 @@ import math
 import statistics
 import time
 import urllib.request
+from typing import TYPE_CHECKING, TypedDict
 
 import pandas as pd
 
@@ -21,11 +22,15 @@ from labserver.demo.settings import Settings
 from labserver.harness.launcher import LabServer
 from labserver.harness.load import DURATION_MAX_S, check_load, run_plan
 from labserver.harness.meters import tree_seconds
+from labserver.harness.plan import LoadOptions
 from labserver.postgres import data
 from labserver.theory import pools
 from labserver.theory.demand import Demand
 from labserver.theory.model import Prediction, cpu_ms
 from labserver.theory.workload import Workload
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 CYCLES = 3  # requests per user a run measures at least, after its warm-up
 
@@ -157,6 +162,14 @@ def predict_frame(
     return pd.DataFrame(rows)
 
 
+class PlanKw(TypedDict, total=False):
+    """`plan`'s keywords as pinning.py and sweep_rounds pass them on (sweep_rounds sets `cpu_n` itself)."""
+
+    io_ms: int
+    duration_s: int
+    warmup_s: float
+
+
 def plan(
     server: LabServer,
     endpoints: list[str],
@@ -214,23 +227,6 @@ def frame(results: list) -> pd.DataFrame:
     return rows
 
 
-def sweep(
-    server: LabServer,
-    endpoints: list[str],
-    users: list[int],
-    base: pd.DataFrame,
-    *,
-    io_ms: int = 0,
-    cpu_n: list[int] | int = 0,
-    lesson: str | None = None,
-    **load,
-) -> pd.DataFrame:
-    """`plan`'s runs, measured in one Locust run (run_plan); one tidy row per run (see `frame`)."""
-    lasts_s, warmup_s = load.get("duration_s", 5), load.get("warmup_s", 1.0)
-    runs = plan(server, endpoints, users, base, io_ms=io_ms, cpu_n=cpu_n, duration_s=lasts_s, warmup_s=warmup_s)
-    return frame(run_plan(server, runs, lesson=lesson, **load))
-
-
 Part = tuple[list[str], int, int, list[int] | int]  # (endpoints, users, io_ms, cpu_n or depths), as predict_frame
 
 
@@ -251,20 +247,18 @@ def check(plan: list[Part], duration_s: int, scale: float, threads: int, db_pool
             raise ValueError(f"sweep_cpu_n needs at least two depths, got {cpu_n!r}")
 
 
-def run_parts(
-    server: LabServer, parts: dict[str, list[dict]], lesson: str | None = None, **load
-) -> dict[str, pd.DataFrame]:
+def run_parts(server: LabServer, parts: dict[str, list[dict]], **load: Unpack[LoadOptions]) -> dict[str, pd.DataFrame]:
     """Every part's runs (see `plan`) in one Locust process, on whichever server each run names; a frame per part.
 
     One process for them all pays Locust's start-up once; the parts keep their own tidy frames
     (see `frame`), in the order given. `load` is run_plan's (warmup_s, ...).
     """
-    done = iter(run_plan(server, [run for runs in parts.values() for run in runs], lesson=lesson, **load))
+    done = iter(run_plan(server, [run for runs in parts.values() for run in runs], **load))
     return {name: frame([next(done) for _ in runs]) for name, runs in parts.items()}
 
 
 def sweep_rounds(server: LabServer, endpoints: list[str], base: pd.DataFrame, count: int, users: int,
-                 depths: list[int], **load) -> dict:  # fmt: skip
+                 depths: list[int], **load: Unpack[PlanKw]) -> dict:  # fmt: skip
     """`count` more rounds of the sweep's shallowest and deepest depths, `endpoints` in mirrored order.
 
     Parts named "sweep round r" (r from 1), for run_parts; `load` is plan's. The sync version's

@@ -7,11 +7,16 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labserver.harness import records
 from labserver.harness.launcher import LabServer
 from labserver.harness.load import run_load
 from labserver.harness.meters import wait_until_quiet
+from labserver.harness.plan import LoadOptions
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 IO_MS = 100  # every part's endpoint: /sequential, one 100 ms await
 # On a shared machine: wait for others' work to stop before a run, and measure again a run during
@@ -48,10 +53,13 @@ def quiet() -> float:
     return wait_until_quiet(OTHER_CPU_MAX, timeout_s=QUIET_WAIT_S)
 
 
-def measured_run(server: LabServer, pattern: str, users: int, duration_s: int, **load) -> dict:
+def measured_run(
+    server: LabServer, pattern: str, users: int, duration_s: int, *, io_ms: int = 0, **load: Unpack[LoadOptions]
+) -> dict:
     """One run_load; the run's row (machine and other CPU included) plus what the bench adds."""
     spawned_at, started = time.time(), time.perf_counter()
-    result = run_load(server, pattern, users, duration_s=duration_s, lesson="bench", progress=False, **load)
+    options: LoadOptions = {**load, "lesson": "bench", "progress": False}  # the bench's runs, with no view
+    result = run_load(server, pattern, users, io_ms=io_ms, duration_s=duration_s, **options)
     row = dict(result.row)
     row["run_s"] = time.perf_counter() - started
     row["locust_first_request_s"] = first_request_delay(records.read(result.path), spawned_at)
@@ -59,9 +67,11 @@ def measured_run(server: LabServer, pattern: str, users: int, duration_s: int, *
     return row
 
 
-def quiet_run(server: LabServer, pattern: str, users: int, duration_s: int, **load) -> dict:
+def quiet_run(
+    server: LabServer, pattern: str, users: int, duration_s: int, *, io_ms: int = 0, **load: Unpack[LoadOptions]
+) -> dict:
     """`measured_run` once the machine is quiet, again (up to ATTEMPTS) if other programs still took CPU meanwhile."""
-    return quietly(lambda: measured_run(server, pattern, users, duration_s, **load))
+    return quietly(lambda: measured_run(server, pattern, users, duration_s, io_ms=io_ms, **load))
 
 
 def quietly(measure: Callable[[], dict], other_cpu_max: float = OTHER_CPU_MAX) -> dict:
