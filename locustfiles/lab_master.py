@@ -35,10 +35,17 @@ class LoneSide:
         """What a master takes from its workers: a lone process has none."""
 
     def begin(self, plan: WorkerPlan, stop: bool, live_file: str) -> None:
-        """Once its plan started: say as each stage begins (Lab.follow), and stream its requests if `live_file`."""
-        gevent.spawn(self.lab.follow, self.runner, stop=stop)
+        """Once its plan started: say as each stage begins (Lab.follow), and stream its requests if `live_file`.
+
+        `stop`: the plan ends the test (`end`), else Locust's --run-time does.
+        """
+        gevent.spawn(self.lab.follow, self.end if stop else None)
         if live_file:
             gevent.spawn(self.lab.stream, protocol.live_path(live_file, os.getpid()))
+
+    def end(self) -> None:
+        """The test, ended once its plan is over."""
+        self.runner.quit()
 
     def warn_cpu(self, worker: int | None = None) -> None:
         """Locust's CPU warning, once per process (`worker`: a master's worker, by index), told as the lab's event."""
@@ -76,7 +83,15 @@ class MasterSide(LoneSide):
     def begin(self, plan: WorkerPlan, stop: bool, live_file: str) -> None:
         """Once its plan started: send it to the workers, then say as each stage begins (they stream: take_live)."""
         self.send_plan(plan)
-        gevent.spawn(self.lab.follow, self.runner, stop=stop)
+        gevent.spawn(self.lab.follow, self.end if stop else None)
+
+    def end(self) -> None:
+        """The test, ended once its plan is over: the workers are told to stop first, and send their records.
+
+        The master quits once it has them (wait_for_records): quitting at once would end them before they could.
+        """
+        self.runner.stop()
+        self.runner.quit()
 
     def send_plan(self, plan: WorkerPlan) -> None:
         """The plan, to every worker that is about to get users.

@@ -18,10 +18,10 @@ import itertools
 import os
 import random
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 import gevent
-from locust.runners import MasterRunner, Runner
 
 from labserver import protocol
 from labserver.protocol import PlanStage, Record
@@ -124,24 +124,21 @@ class Lab:
             return False
         return True
 
-    def follow(self, runner: Runner, stop: bool) -> None:
-        """Say as each stage begins; once the plan is over, stop the test if `stop`.
+    def follow(self, end: Callable[[], None] | None) -> None:
+        """Say as each stage begins; once the plan is over, `end` the test (None: Locust's --run-time ends it).
 
         The plan ends the test itself, on time: Locust's own --run-time timer, a safety net here,
-        is set on a clock gevent last read before the imports. A master first stops its workers,
-        which then send their records, and quits once they have: quitting at once would end
-        them before they could.
+        is set on a clock gevent last read before the imports. How a process ends it is its role's
+        (lab_master.py: a master stops its workers first).
         """
         for i, start in enumerate(self.starts):
             _sleep_until(self.began + start)
             self.say(protocol.STAGE, index=i)
-        if not stop or not self.ends:
+        if end is None or not self.ends:
             return
         _sleep_until(self.began + self.ends[-1])
         self.over = True
-        if isinstance(runner, MasterRunner):
-            runner.stop()
-        runner.quit()
+        end()
 
     def new_live(self, written: list[int]) -> bytes:
         """Every user's requests since the last call, as live records; `written` keeps count per user."""
