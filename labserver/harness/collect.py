@@ -19,7 +19,7 @@ import pandas as pd
 from labserver import config, protocol
 from labserver.demo import cpus
 from labserver.harness import arrivals, columns, isolate, measure, pauses, records, results
-from labserver.harness.meters import CpuMeter, RemoteCpuMeter
+from labserver.harness.meters import ServerMeter
 from labserver.harness.plan import Meters, Options, Predicted, Stage
 from labserver.harness.supervise import Status
 from labserver.theory import demand, model
@@ -37,7 +37,6 @@ MACHINE_LOCUST_CORES = 0.2
 BUNCH_GAP_MS = 0.3
 
 Window: TypeAlias = tuple[float, float]  # (start, end), epoch s
-ServerMeter: TypeAlias = CpuMeter | RemoteCpuMeter
 Held: TypeAlias = Callable[[Window], float]  # a window's mean hold of a pooled database connection, ms
 
 

@@ -33,7 +33,7 @@ from labserver.demo.cpus import check_cpus
 from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.harness import addresses, interpreters, procs
 from labserver.harness.addresses import LOOPBACK
-from labserver.harness.meters import CpuMeter, RemoteCpuMeter
+from labserver.harness.meters import CpuMeter, ServerMeter
 from labserver.paths import ROOT
 
 PORT_ATTEMPTS = 3
@@ -79,7 +79,7 @@ class Server:
         if not self.alive:
             raise ServerError(f"the server is not running; start it first\n{self.log_tail()}")
 
-    def meter(self) -> CpuMeter | RemoteCpuMeter:
+    def meter(self) -> ServerMeter:
         """A CPU meter of this server's processes (sample, usage, per_process): a RemoteCpuMeter for a RemoteServer."""
         raise NotImplementedError
 

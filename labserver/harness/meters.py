@@ -214,6 +214,9 @@ class RemoteCpuMeter:
         return rates(((pid, t + self.offset, seconds) for pid, t, seconds in self.readings), t0, t1)
 
 
+ServerMeter = CpuMeter | RemoteCpuMeter  # a server's meter: on this machine, or one that reports over HTTP
+
+
 class LocustMeter:
     """Locust's CPU: its master's (or single) process, sampled here, and the CPU its workers report.
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from labserver import protocol
-from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter, RemoteCpuMeter
+from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter, ServerMeter
 from labserver.harness.supervise import Watched
 from labserver.theory import model
 from labserver.theory.demand import Demand
@@ -169,17 +169,17 @@ class Meters:
     """CPU meters of one plan: Locust's, each server's (by id of the server) and the whole machine's."""
 
     locust: CpuMeter | LocustMeter
-    servers: dict[int, CpuMeter | RemoteCpuMeter]
+    servers: dict[int, ServerMeter]
     machine: MachineMeter
 
-    def every(self) -> list[CpuMeter | LocustMeter | RemoteCpuMeter | MachineMeter]:
+    def every(self) -> list[CpuMeter | LocustMeter | ServerMeter | MachineMeter]:
         return [self.locust, *self.servers.values(), self.machine]
 
     @classmethod
     def unsampled(cls) -> Meters:
         return cls(CpuMeter(-1), {}, MachineMeter())  # never sampled: every CPU figure is NaN
 
-    def of(self, server: Server) -> CpuMeter | RemoteCpuMeter:
+    def of(self, server: Server) -> ServerMeter:
         return self.servers.get(id(server), CpuMeter(-1))
 
 
