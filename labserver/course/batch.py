@@ -23,9 +23,10 @@ import pandas as pd
 
 from labserver import config
 from labserver.checks import whole
-from labserver.course import profiles
+from labserver.course import fidelity, profiles
 from labserver.course.claims import Verdict
 from labserver.demo import cpus
+from labserver.harness import results
 from labserver.harness.meters import stolen_seconds
 from labserver.paths import NOTEBOOKS, data_dir, figures_dir
 
@@ -212,8 +213,20 @@ def _report(verdicts: list[dict], broken: list[tuple[str, str]], wall_s: float, 
         f"\n{len(verdicts) - len(failed) - skipped} passed, {len(failed)} failed"
         + (f", {skipped} not shown here" if skipped else "")
     )
+    _fidelity()
     print(f"Figures: {config.FIGURES_DIR.read()}   Executed notebooks: {out_dir}")
     return bool(failed or broken)
+
+
+def _fidelity() -> None:
+    """Per lesson, the share of this batch's valid runs within ±15% of what was predicted before them, and within
+    ±10% of the explanation after them (course/fidelity.py)."""
+    made = fidelity.current(results.load_runs())
+    if made.empty:
+        return
+    print("\nPredicted before each run, and explained after it (valid runs; disturbed ones counted apart):")
+    for line in fidelity.lines(fidelity.table(made)):
+        print(line)
 
 
 if __name__ == "__main__":

@@ -20,11 +20,11 @@ from labserver import config, protocol
 from labserver.demo import cpus
 from labserver.harness import arrivals, columns, isolate, measure, pauses, records, results
 from labserver.harness.meters import ServerMeter
-from labserver.harness.plan import Meters, Options, Predicted, Stage
+from labserver.harness.plan import Before, Meters, Options, Predicted, Stage
 from labserver.harness.supervise import Status
 from labserver.theory import demand, model
 from labserver.theory.cores import SATURATED, usable
-from labserver.theory.demand import Demand
+from labserver.theory.demand import Demand, OneUser
 
 MIN_REQUESTS = 20
 # The machine is the limit when nearly every core is busy while Locust takes a real share of
@@ -35,6 +35,10 @@ MACHINE_LOCUST_CORES = 0.2
 # Two replies this close came back to back (or within one request's CPU in the workers, if more):
 # well under a wake-up and a reply's handling in Locust, far under any sleep a pattern takes.
 BUNCH_GAP_MS = 0.3
+# A run is marked disturbed when other programs, or the host's steal, took this many cores in its window
+DISTURBED = 0.1
+# Where a run and its before-prediction differ by more than this share, its row names what its window measured
+BEFORE_MISS = 0.10
 
 Window: TypeAlias = tuple[float, float]  # (start, end), epoch s
 Held: TypeAlias = Callable[[Window], float]  # a window's mean hold of a pooled database connection, ms
@@ -108,6 +112,7 @@ def collect(given: StageInput, meters: Meters, options: Options) -> results.RunR
     }
     if a is not None:
         figures |= _open_loop(a, p.rps)
+    figures |= _before(stage.before, figures)
     params = _params(stage, options)
     row = columns.row({"run_id": given.run_id, "lesson": options.lesson}, params, figures)
     manifest = {
@@ -165,6 +170,49 @@ def _open_loop(a: arrivals.Arrivals, predicted_rps: float) -> dict:
     }
 
 
+def _before(before: Before | None, figures: dict[str, Any]) -> dict[str, Any]:
+    """The prediction made before the run (pricing.py) beside its measurement, and where they differ by more than
+    BEFORE_MISS, what the run's window measured that the one-user prices did not foresee."""
+    p = before.prediction if before is not None else model.Prediction(math.nan, math.nan, "not foreseen")
+    one = before.one_user if before is not None else None
+    ratio = _ratio(figures["rps"], p.rps)
+    return {
+        "predicted_before_rps": p.rps,
+        "predicted_before_ms": p.latency_ms,
+        "before_bottleneck": p.bottleneck,
+        "ratio_before": ratio,
+        "before_priced_by": before.priced_by if before is not None else "not foreseen",
+        "one_user_ms": one.service_ms if one else math.nan,
+        "one_user_cpu_ms": one.worker_ms + one.pool_ms if one else math.nan,
+        "one_user_loop_ms": one.loop_ms if one else math.nan,
+        "one_user_threads_ms": one.threads_ms if one else math.nan,
+        "one_user_pool_ms": one.pool_ms if one else math.nan,
+        "before_miss": _miss_cause(ratio, one, before, figures),
+    }
+
+
+def _miss_cause(ratio: float, one: OneUser | None, before: Before | None, figures: dict[str, Any]) -> str:
+    """Why a run missed its before-prediction by more than BEFORE_MISS, as its window measured it; '' within it."""
+    if not math.isfinite(ratio) or abs(ratio - 1) <= BEFORE_MISS:
+        return ""
+    causes = []
+    if figures["disturbed_cpu"] >= DISTURBED:  # NaN compares False
+        causes.append(f"other programs and the host took {figures['disturbed_cpu']:.2f} cores")
+    if one is not None:
+        grown = figures["server_ms"] / (one.worker_ms + one.pool_ms)
+        if abs(grown - 1) > BEFORE_MISS:
+            causes.append(
+                f"the server's CPU per request was {figures['server_ms']:.2f} ms, {grown:.2f}× the "
+                f"{one.worker_ms + one.pool_ms:.2f} ms of one user"
+            )
+    priced = before.generator_ms if before is not None else math.nan
+    if figures["locust_ms"] > (1 + BEFORE_MISS) * priced:  # NaN compares False
+        causes.append(f"Locust's CPU per request was {figures['locust_ms']:.2f} ms, priced {priced:.2f}")
+    if abs(figures["ratio"] - 1) <= BEFORE_MISS:
+        causes.append(f"the run's own demand explains it ({figures['ratio']:.2f} of that prediction)")
+    return "; ".join(causes) or "none measured"
+
+
 def _params(stage: Stage, options: Options) -> dict:
     """A run's parameters, as its row and manifest record them: its workload, server settings and Locust's options."""
     return columns.params({"workload": stage.workload, "server": stage.server.settings, "locust": options}, stage.tags)
@@ -198,6 +246,7 @@ def _cpu(
         worker_waited=workers["worker_waited"],
         window=window,
     )
+    disturbed = machine_meter.disturbed_cores(*window) if not apart else math.nan
     use = {
         "usable_cores": server_cores if server_cores is not None else cpus.cores(),
         "locust_cpu": locust_cores,
@@ -219,6 +268,9 @@ def _cpu(
         "throttled_s": machine_meter.throttled_s(*window),
         "paused_ms": machine_meter.paused_ms(*window),
         "stolen_cpu": machine_meter.stolen_cores(*window),  # cores the host took for others (steal time)
+        # what neither the lab's processes nor interrupts used: others' programs and the host's steal
+        "disturbed_cpu": disturbed,
+        "disturbed": disturbed >= DISTURBED,  # NaN compares False
     }
     return _Cpu(use, cost, busiest)
 

@@ -29,7 +29,7 @@ from labserver.demo.patterns import PATTERNS
 from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.demo.traits import POOLS
 from labserver.demo.work import fib_calls
-from labserver.harness import feed, generator, notebook, pauses, records, results, validity
+from labserver.harness import feed, generator, notebook, pauses, pricing, records, results, validity
 from labserver.harness.generator import USER_CLASSES, WORKERS_MAX, master_address, worker_command
 from labserver.harness.isolate import Isolation
 from labserver.harness.launcher import LabServer, Server, ServerError, running
@@ -196,6 +196,7 @@ def _measure(server: Server, stages: list[Stage], options: Options) -> list[resu
     watcher = options.watch if options.watch is not None else (notebook.view() if progress else None)
     for each in servers_of(stages):
         each.check_ready()  # running, and for a server the lab did not start, one it can measure (remote.py)
+    stages = pricing.before(stages, options)  # each run's prediction, made before any of them starts
     run_ids = [results.new_run_id(s.pattern, s.users) for s in stages]
     folder = results.partial_dir(run_ids[0])  # the first run's, where Locust writes
     protocol.write_plan(folder / protocol.PLAN_FILE, [s.locust() for s in stages])
@@ -311,11 +312,14 @@ def _save(plan: PlanRun, *, failing: bool) -> _Saved:
 
 
 def foreseen(stage: Stage, options: Options) -> model.Prediction:
-    """The prediction a live view shows while a run measures; collect() later records the run's own.
+    """The prediction a live view shows while a run measures: the one made before it (pricing.py) where there is
+    one; collect() later records the run's own beside it.
 
-    The lesson's, as it is or from no measured demand yet; else the model's from the settings,
+    Else the lesson's, as it is or from no measured demand yet; else the model's from the settings,
     with fib's time scaled from fib(20)'s: timing fib(32) here would load the machine under test.
     """
+    if stage.before is not None and math.isfinite(stage.before.prediction.rps):
+        return stage.before.prediction
     w = stage.workload
     try:
         return stage.prediction(options, cpus.cores(), fib_ms=lambda: model.work_ms(w.pattern, w.cpu_n, _fib_ms))

@@ -243,13 +243,14 @@ class LocustMeter:
         return found
 
 
-def tree_seconds(pid: int) -> float:
-    """CPU seconds (user + system) used so far by the process `pid` and its live descendants."""
+def tree_seconds(pid: int, *, reaped: bool = False) -> float:
+    """CPU seconds (user + system) used so far by the process `pid` and its live descendants; `reaped`: and by
+    the children they waited for, so that the sum never falls when one of them ends."""
     total = 0.0
     for p in procs.tree(pid):
         try:
             t = p.cpu_times()
-            total += t.user + t.system
+            total += t.user + t.system + (t.children_user + t.children_system if reaped else 0.0)
         except psutil.Error:
             pass
     return total
@@ -266,6 +267,23 @@ def busy_seconds() -> float:
     # guest time is already inside user time on Linux; iowait is idle, waiting on a disk
     names = ("user", "nice", "system", "irq", "softirq", "steal")
     return sum(getattr(t, name, 0.0) for t in chosen for name in names)
+
+
+def _rate(series: list[tuple[float, float]], t0: float, t1: float) -> float:
+    """How fast a counter sampled as (time, seconds) grew between t0 and t1; NaN with fewer than two samples."""
+    inside = [s for s in series if t0 <= s[0] <= t1]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return math.nan
+    (ta, a), (tb, b) = inside[0], inside[-1]
+    return (b - a) / (tb - ta)
+
+
+def interrupt_seconds() -> float:
+    """CPU seconds the CPUs this process may run on spent in interrupts since boot (loopback traffic's among them)."""
+    allowed = cpus.usable_cpus()
+    per_cpu = psutil.cpu_times(percpu=True)
+    chosen = [per_cpu[i] for i in allowed if i < len(per_cpu)] if allowed else per_cpu
+    return sum(getattr(t, name, 0.0) for t in chosen for name in ("irq", "softirq"))
 
 
 def stolen_seconds() -> float:
@@ -289,12 +307,25 @@ class MachineMeter:
         self.stolen: list[tuple[float, float]] = []  # seconds the host gave to others (steal time), so far
         # when the whole machine stopped (harness/pauses.py): filled in after a plan
         self.pauses: list[tuple[float, float]] = []
+        # CPU seconds of every process the lab runs (this process and its descendants: the notebook, the
+        # servers, Locust, a database, an upstream service), and of the CPUs' interrupts: the rest of the
+        # busy time is other programs' and the host's, which disturbed the run
+        self.lab: list[tuple[float, float]] = []
+        self.interrupts: list[tuple[float, float]] = []
 
     def sample(self) -> None:
         now = time.time()
         self.samples.append((now, busy_seconds()))
         self.throttled.append((now, cpus.throttled_s()))
         self.stolen.append((now, stolen_seconds()))
+        self.lab.append((now, tree_seconds(os.getpid(), reaped=True)))
+        self.interrupts.append((now, interrupt_seconds()))
+
+    def disturbed_cores(self, t0: float, t1: float) -> float:
+        """Cores neither the lab's processes nor interrupts used between t0 and t1: other programs', and the host's
+        (steal time). NaN without samples of both."""
+        lab, interrupts = _rate(self.lab, t0, t1), _rate(self.interrupts, t0, t1)
+        return max(0.0, self.usage(t0, t1) - lab - interrupts)
 
     def throttled_s(self, t0: float, t1: float) -> float:
         """Seconds the lab's cgroup was held back by its CPU quota between t0 and t1 (0 without a quota)."""

@@ -15,7 +15,7 @@ from labserver import protocol
 from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter, ServerMeter
 from labserver.harness.supervise import Watched
 from labserver.theory import model
-from labserver.theory.demand import Demand
+from labserver.theory.demand import Demand, OneUser
 from labserver.theory.model import Prediction
 from labserver.theory.workload import Workload
 
@@ -35,6 +35,16 @@ RUN_KEYS = (*(f.name for f in dataclasses.fields(Workload)), "predicted", "tags"
 
 
 @dataclass(frozen=True)
+class Before:
+    """A run's prediction made before it starts, and what priced it (harness/pricing.py)."""
+
+    prediction: Prediction
+    one_user: OneUser | None  # the one-user prices, where they priced it
+    priced_by: str  # 'one user', 'lesson' (its own prediction, or its function priced with one user) or 'not ...'
+    generator_ms: float = float("nan")  # the load generator's CPU per request it priced
+
+
+@dataclass(frozen=True)
 class Stage:
     """One run of a plan: a workload on `server`, the prediction to set beside it, and more columns for its row."""
 
@@ -44,6 +54,7 @@ class Stage:
     # run (a Prediction) or from the run's measured Demand (a function of it)
     predicted: Predicted = None
     tags: dict[str, Any] = field(default_factory=dict)  # more columns for the run's row
+    before: Before | None = None  # its prediction made before it starts (pricing.before); None: not made
 
     @classmethod
     def from_run(cls, run: dict, duration_s: int, server: Server) -> Stage:

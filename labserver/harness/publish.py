@@ -117,7 +117,7 @@ def _stage_result(at: _At, outcome: Outcome, options: Options, *, before: int, s
         exit_code=at.exit_code,
         settle=settle,
         server_cores=None if getattr(stage.server, "same_machine", True) else stage.server.cores(),
-        held=_held(stage.server),
+        held=held_of(stage.server),
         # An open loop is measured over the requests meant to leave from its warm-up to its drain
         meant=(clock.start + options.warmup_s, clock.ends - w.drain_s) if w.rate else None,
     )
@@ -140,7 +140,7 @@ def _iso(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="seconds")
 
 
-def _held(server: Server) -> Callable[[tuple[float, float]], float] | None:
+def held_of(server: Server) -> Callable[[tuple[float, float]], float] | None:
     """How to read a window's connection hold from `server`'s telemetry; None for a server without a database."""
     if not getattr(getattr(server, "settings", None), "database_url", ""):
         return None

@@ -78,3 +78,37 @@ def measured(
         worker_waited=worker_waited,
         window=window,
     )
+
+
+@dataclass(frozen=True)
+class OneUser:
+    """What one request cost with one user and nothing else in flight, measured on the run's own server before it.
+
+    The prices of a run's before-prediction (harness/pricing.py): S, the time one request takes
+    alone, and the server's CPU per request by where it ran: the workers' event-loop threads,
+    their other threads (the thread pool), and the rest of the server's processes (process-pool
+    children). `held_ms` is a pooled database connection's hold per use (NaN: no database).
+    """
+
+    service_ms: float
+    loop_ms: float
+    threads_ms: float
+    pool_ms: float
+    requests: int
+    held_ms: float = math.nan
+
+    @property
+    def worker_ms(self) -> float:
+        """CPU per request in the workers, under each worker's GIL: its loop's and its threads'."""
+        return self.loop_ms + self.threads_ms
+
+    def demand(self, generator_ms: float, generators: int = 1) -> Demand:
+        """These prices as the model's Demand, with the load generator's CPU per request priced beforehand."""
+        return Demand(
+            worker_ms=self.worker_ms,
+            pool_ms=self.pool_ms,
+            others_ms=generator_ms,
+            generator_ms=generator_ms,
+            generators=max(1, generators),
+            db_hold_ms=self.held_ms,
+        )

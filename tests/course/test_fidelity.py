@@ -67,3 +67,43 @@ def test_the_worst_run_says_how_far_its_users_moved_in_step():
     worst = fidelity.table(runs).set_index("lesson").loc["01", "worst_run"]
     assert worst.endswith("(users); 57% of replies back to back, 24% at random")
     assert "back to back" not in fidelity.describe(_runs().iloc[0])  # runs from before it was measured
+
+
+def test_the_prediction_made_before_each_run_is_judged_within_fifteen_percent():
+    runs = _runs().assign(ratio_before=[1.1, 0.8, 1.14, 0.7, 0.5])
+    t = fidelity.table(runs).set_index("lesson")
+    assert t.loc["01", "within_15_before"] == 0.5  # 1.1 in, 0.8 out
+    assert t.loc["03", "within_15_before"] == 0.5  # 1.14 in, 0.7 out; the invalid run's 0.5 left out
+    assert t.loc["03", "worst_before"] == 0.7
+    assert t.loc["03", "worst_before_run"].startswith("processpool users=20")
+
+
+def test_a_disturbed_run_is_counted_apart_not_dropped():
+    runs = _runs().assign(ratio_before=[1.0, 1.0, 1.0, 0.7, 1.0], disturbed=[False, False, False, True, False])
+    t = fidelity.table(runs).set_index("lesson")
+    assert t.loc["03", "runs"] == 1 and t.loc["03", "disturbed"] == 1
+    assert t.loc["03", "within_15_before"] == 1.0
+    assert t.loc["03", "disturbed_within_15_before"] == 0.0
+    assert any("1 disturbed, counted apart" in line for line in fidelity.lines(t.reset_index()))
+
+
+def test_runs_saved_before_the_prediction_made_before_them_read_as_not_judged():
+    t = fidelity.table(_runs()).set_index("lesson")  # no ratio_before, no disturbed column
+    assert pd.isna(t.loc["01", "within_15_before"]) and t.loc["01", "disturbed"] == 0
+
+
+def test_a_lesson_s_table_sets_each_run_beside_its_before_prediction_and_marks_the_disturbed(capsys):
+    runs = _runs().assign(
+        predicted_before_rps=[100.0, 50.0, 10.0, 20.0, 30.0],
+        rps=[98.0, 40.0, 10.2, 14.0, 15.0],
+        ratio_before=[0.98, 0.8, 1.02, 0.7, 0.5],
+        disturbed=[False, False, False, True, False],
+        disturbed_cpu=[0.0, 0.01, 0.02, 0.65, 0.0],
+        before_miss=["", "the server's CPU per request was ...", "", "other programs and the host took 0.65", ""],
+    )
+    shown = fidelity.before_table("03_b", runs)
+    assert list(shown["measured / before"]) == [0.98, 0.8, 1.02, 0.7, 0.5]
+    assert shown["others took (cores)"].notna().tolist() == [False, False, False, True, False]
+    said = capsys.readouterr().out
+    assert "2 of 3 valid runs within ±15%" in said  # the disturbed run and the invalid one apart
+    assert "1 disturbed" in said and "0.65" in said

@@ -518,9 +518,9 @@ def test_a_run_reads_its_connection_hold_in_its_window_and_prices_with_it(tmp_pa
 
 def test_a_run_on_a_server_without_a_database_measures_no_hold(tmp_path):
     assert math.isnan(run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path).row["db_hold_ms"])
-    assert publish._held(server()) is None
-    assert publish._held(SimpleNamespace(settings=None)) is None  # a stand-in
-    assert callable(publish._held(server(database_url="host=nowhere")))
+    assert publish.held_of(server()) is None
+    assert publish.held_of(SimpleNamespace(settings=None)) is None  # a stand-in
+    assert callable(publish.held_of(server(database_url="host=nowhere")))
 
 
 def test_each_run_of_a_plan_is_priced_with_the_hold_of_its_own_window(runs, tmp_path):

@@ -1,0 +1,262 @@
+"""Each run priced before it starts, from one user's requests on its own server: a prediction that never reads the run.
+
+A run's `predicted_rps` (collect.py) is priced with the CPU the run itself measured: it explains
+the run after it. Its before-prediction (`predicted_before_rps`) is priced only from what is
+known before Locust starts: the server's settings, the usable cores, the load generator's CPU per
+request (validity.GENERATOR_RPS), and these prices, measured on the same server a moment before:
+
+- S, one request's time alone, as a client on this machine sees it;
+- the server's CPU per request by where it ran: the workers' event loops (each worker's main
+  thread), their other threads (the thread pool), and the rest of the server's processes
+  (process-pool children).
+
+One user sends a few requests in turn over one kept-alive connection, after one that is not
+counted (it opens the connection and starts the threads or pool processes). The CPU comes from
+Linux's per-thread scheduler counters (/proc/<pid>/task/<tid>/schedstat, in ns): a few requests of
+a fraction of a ms each are priced where the clock ticks of psutil's times (10 ms) would read 0.
+Elsewhere psutil's per-thread times stand in, and a server on another machine is priced by its meter.
+
+A make-up (the server's settings and Python, the pattern and its work) is priced once per process,
+as calibrate.service_time is, so that a lesson's cell run again costs nothing; `forget` prices again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import http.client
+import math
+import os
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Hashable, Sequence
+
+import psutil
+
+from labserver import protocol
+from labserver.demo import cpus
+from labserver.harness import procs, publish, validity
+from labserver.harness.plan import Before, Options, Stage
+from labserver.theory.demand import OneUser
+from labserver.theory.model import Prediction
+
+# A price needs at least this many counted requests and this long, and stops at the first of either past both;
+# at most this long in all, however few came: a lesson's pricing stays within a tenth of its runs' time.
+MIN_REQUESTS = 3
+MIN_S = 0.2
+MAX_S = 1.0
+# Users whose requests, back to back and without their waits, price the server's CPU: one would leave the server
+# idle between its requests, and every request would pay for waking it (2-6 times a busy server's CPU per request)
+HOT_USERS = 2
+REQUEST_TIMEOUT_S = 10.0  # one request alone; a pattern slower than this is not priced
+# What the load generator pays per request, priced beforehand: one FastHttpUser process on its core
+GENERATOR_MS = 1000 / validity.GENERATOR_RPS
+NOT_PRICED = "not priced"
+
+_priced: dict[Hashable, OneUser] = {}
+
+Threads = dict[tuple[int, int], float]  # (pid, tid) -> seconds that thread has run on a CPU
+
+
+class PricingError(RuntimeError):
+    """One user's requests could not price a run: the server answered with an error, or too slowly."""
+
+
+def before(stages: Sequence[Stage], options: Options) -> list[Stage]:
+    """`stages`, each with its before-prediction (`Stage.before`), priced from one user on its server where needed.
+
+    Says in one line what it priced afresh, and how long that took.
+    """
+    started, fresh = time.perf_counter(), 0
+    out = []
+    for stage in stages:
+        known = _key(stage) in _priced
+        priced = foresee(stage, options)
+        fresh += priced.one_user is not None and not known
+        out.append(dataclasses.replace(stage, before=priced))
+    if fresh:
+        print(f"priced {fresh} server make-up{'s' * (fresh > 1)} at one user in {time.perf_counter() - started:.1f} s")
+    return out
+
+
+def foresee(stage: Stage, options: Options) -> Before:
+    """One stage's before-prediction: the lesson's own where it made one before the run, else the model's (or the
+    lesson's function of a Demand) priced with one user's requests on the stage's server. A run that cannot be
+    priced gets none, and says why: the run itself goes on."""
+    given = stage.predicted
+    if isinstance(given, Prediction):
+        return Before(given, None, "lesson")
+    if options.expect_failures:
+        return Before(stage.prediction(options, _cores(stage)), None, "not modelled")
+    try:
+        one = one_user(stage)
+    except (PricingError, OSError, http.client.HTTPException) as e:
+        return Before(Prediction(math.nan, math.nan, f"{NOT_PRICED}: {e}"), None, NOT_PRICED)
+    demand = one.demand(GENERATOR_MS, options.processes)
+    p = stage.prediction(options, _cores(stage), demand=demand)
+    return Before(p, one, "lesson" if callable(given) else "one user", GENERATOR_MS)
+
+
+def _cores(stage: Stage) -> float:
+    server = stage.server
+    return cpus.cores() if getattr(server, "same_machine", True) else server.cores()
+
+
+def _key(stage: Stage) -> Hashable:
+    """What sets a one-user price: the server's settings, its Python and cores, and the pattern's work."""
+    s, w = stage.server, stage.workload
+    python = getattr(getattr(s, "python", None), "path", None)
+    return (type(s).__name__, repr(getattr(s, "settings", None)), str(python), w.pattern, w.tasks, w.io_ms, w.cpu_n)
+
+
+def forget() -> None:
+    """Price every make-up again from the next run on (after the machine's load changed, say)."""
+    _priced.clear()
+
+
+def one_user(stage: Stage) -> OneUser:
+    """The stage's one-user prices, measured once per make-up in this process."""
+    key = _key(stage)
+    if key not in _priced:
+        _priced[key] = measure(stage)
+    return _priced[key]
+
+
+def measure(stage: Stage) -> OneUser:
+    """S from one user's requests on the stage's server, in turn; the server's CPU per request by where it ran, from
+    HOT_USERS users' requests back to back without the waits (a server kept busy, as under load)."""
+    server = stage.server
+    url = urllib.parse.urlsplit(protocol.request_path(stage.locust()))
+    hot = dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, io_ms=0))
+    hot_path = urllib.parse.urlsplit(protocol.request_path(hot.locust()))
+    address = (url.hostname or "127.0.0.1", url.port)
+    root = getattr(getattr(server, "proc", None), "pid", None)
+    alone = _send(address, f"{url.path}?{url.query}", users=1)
+    meter = None if root is not None else server.meter()
+    if meter is not None:
+        meter.sample()
+    threads_before = _threads(root) if root is not None else {}
+    busy = _send(address, f"{hot_path.path}?{hot_path.query}", users=HOT_USERS)
+    threads_after = _threads(root) if root is not None else {}
+    if meter is not None:
+        meter.sample()
+    n, window_s = len(busy.times), busy.t1 - busy.t0
+    if root is not None:
+        loop_s, threads_s, pool_s = _split(threads_before, threads_after, busy.pids)
+    else:  # a server on another machine: its meter's processes, no thread apart
+        per = meter.per_process(busy.t0 - window_s, busy.t1 + window_s) if meter is not None else {}
+        loop_s = sum(c for pid, c in per.items() if pid in busy.pids) * window_s
+        threads_s, pool_s = 0.0, sum(c for pid, c in per.items() if pid not in busy.pids) * window_s
+    held = publish.held_of(server)
+    return OneUser(
+        service_ms=sum(alone.times) / len(alone.times) * 1000,
+        loop_ms=loop_s / n * 1000,
+        threads_ms=threads_s / n * 1000,
+        pool_ms=pool_s / n * 1000,
+        requests=len(alone.times),
+        held_ms=held((alone.t0, alone.t1)) if held is not None else math.nan,
+    )
+
+
+@dataclasses.dataclass
+class _Sent:
+    """Requests sent by a few users, each in turn: their times (s), the workers that answered, the window (epoch s)."""
+
+    times: list[float]
+    pids: set[int | None]
+    t0: float
+    t1: float
+
+
+def _send(address: tuple[str, int | None], path: str, *, users: int) -> _Sent:
+    """`users` users' requests for `path`, each user's one after the other on a connection of its own, after one
+    that is not counted (it opens the connection, and may start threads or a pool's process); at least
+    MIN_REQUESTS and MIN_S, at most MAX_S. The first error ends them all, and is raised."""
+    conns = [http.client.HTTPConnection(*address, timeout=REQUEST_TIMEOUT_S) for _ in range(users)]
+    sent = _Sent([], set(), math.nan, math.nan)
+    errors: list[BaseException] = []
+    try:
+        for conn in conns:
+            _get(conn, path)
+        started, sent.t0 = time.perf_counter(), time.time()
+
+        def user(conn: http.client.HTTPConnection) -> None:
+            try:
+                while not errors:
+                    at = time.perf_counter()
+                    sent.pids.add(_get(conn, path))
+                    sent.times.append(time.perf_counter() - at)
+                    spent = time.perf_counter() - started
+                    if (len(sent.times) >= MIN_REQUESTS and spent >= MIN_S) or spent >= MAX_S:
+                        return
+            except BaseException as e:  # raised in the caller's thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=user, args=(conn,), daemon=True) for conn in conns]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        sent.t1 = time.time()
+    finally:
+        for conn in conns:
+            conn.close()
+    if errors:
+        raise errors[0]
+    return sent
+
+
+def _get(conn: http.client.HTTPConnection, path: str) -> int | None:
+    """One request on `conn`, read to its end; the worker that answered (X-Worker-Pid)."""
+    conn.request("GET", path)
+    reply = conn.getresponse()
+    reply.read()
+    if reply.status != 200:
+        raise PricingError(f"GET {path} answered {reply.status} {reply.reason}")
+    pid = reply.getheader("x-worker-pid")
+    return int(pid) if pid and pid.isdigit() else None
+
+
+def _split(before: Threads, after: Threads, workers: set[int | None]) -> tuple[float, float, float]:
+    """CPU seconds between two readings: the workers' main threads (their loops), their other threads, the rest."""
+    loop = threads = rest = 0.0
+    for (pid, tid), seconds in after.items():
+        spent = max(0.0, seconds - before.get((pid, tid), 0.0))  # a thread started since has all of its own
+        if pid not in workers:
+            rest += spent
+        elif tid == pid:
+            loop += spent
+        else:
+            threads += spent
+    return loop, threads, rest
+
+
+def _threads(root: int) -> Threads:
+    """Seconds each thread of the process tree under `root` has run on a CPU."""
+    found: Threads = {}
+    for p in procs.tree(root):
+        found |= _linux_threads(p.pid) if sys.platform == "linux" else _psutil_threads(p)
+    return found
+
+
+def _linux_threads(pid: int) -> Threads:
+    found: Threads = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                found[(pid, int(tid))] = int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended between listing and reading
+    return found
+
+
+def _psutil_threads(p: psutil.Process) -> Threads:
+    try:
+        return {(p.pid, t.id): t.user_time + t.system_time for t in p.threads()}
+    except psutil.Error:
+        return {}

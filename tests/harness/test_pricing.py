@@ -1,0 +1,141 @@
+"""Each run priced before it starts (harness/pricing.py), and its before-prediction never reading the run itself."""
+
+import dataclasses
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from labserver.demo.settings import Settings
+from labserver.harness import collect, pricing
+from labserver.harness.launcher import LabServer
+from labserver.harness.meters import CpuMeter, MachineMeter
+from labserver.harness.plan import Before, Meters, Options, Stage
+from labserver.harness.records import Record
+from labserver.theory.demand import OneUser
+from labserver.theory.model import Prediction
+from labserver.theory.workload import Workload
+
+T0 = 1_700_000_000.0
+ONE = OneUser(service_ms=50.5, loop_ms=0.2, threads_ms=0.1, pool_ms=0.0, requests=5)
+
+
+def stand_in(**settings):
+    return SimpleNamespace(settings=Settings(**{"workers": 1, "threads": 40, "procs": 0, **settings}))
+
+
+def steady(users, start, until, every_s=0.05, pid=7):
+    return [
+        [Record(start + 0.01 * u + every_s * k, 50.0, True, pid) for k in range(int((until - start) / every_s))]
+        for u in range(users)
+    ]
+
+
+def collected(tmp_path, stage, meters):
+    given = collect.StageInput(tmp_path, "run-1", stage, steady(2, T0 + 0.05, T0 + 5.0), T0, "2023-11-14T22:13:20")
+    return collect.collect(given, meters, Options(lesson="tests-pricing", spawn_rate=2)).row
+
+
+def sampled(cores_by_pid):
+    meter = CpuMeter(-1)
+    meter.samples = [(T0 + i / 100, {pid: c * i / 100 for pid, c in cores_by_pid.items()}) for i in range(601)]
+    return meter
+
+
+def test_the_before_prediction_never_reads_the_run_s_own_cpu(tmp_path):
+    # the same stage, its before-prediction made, collected once with no CPU measured and once with a worker
+    # planted busy on a whole core: the explained prediction moves, the before-prediction does not
+    stage = Stage(stand_in(), Workload("threadpool", 2, io_ms=50), before=pricing.Before(*_before(ONE)))
+    quiet = collected(tmp_path / "a", stage, Meters(CpuMeter(-1), {}, MachineMeter()))
+    machine = MachineMeter()
+    machine.samples = [(T0 + i / 100, 1.9 * i / 100) for i in range(601)]
+    busy = Meters(sampled({1: 0.1}), {id(stage.server): sampled({7: 1.0})}, machine)
+    loaded = collected(tmp_path / "b", stage, busy)
+    assert loaded["worker_ms"] > 10 * ONE.worker_ms  # the planted CPU is in the run's own figures
+    assert loaded["predicted_rps"] != pytest.approx(quiet["predicted_rps"])
+    for column in ("predicted_before_rps", "predicted_before_ms", "before_bottleneck", "one_user_cpu_ms"):
+        assert loaded[column] == quiet[column]
+    assert loaded["predicted_before_rps"] == pytest.approx(2 / 0.0505)  # users / S: one user's S priced it
+    assert loaded["ratio_before"] == pytest.approx(loaded["rps"] / loaded["predicted_before_rps"])
+
+
+def _before(one):
+    p = Prediction(2 / (one.service_ms / 1000), 50.5, "users")
+    return p, one, "one user", pricing.GENERATOR_MS
+
+
+def test_a_run_without_a_before_prediction_says_so(tmp_path):
+    row = collected(tmp_path, Stage(stand_in(), Workload("threadpool", 2, io_ms=50)), Meters.unsampled())
+    assert math.isnan(row["predicted_before_rps"])
+    assert row["before_priced_by"] == "not foreseen"
+    assert row["before_miss"] == ""
+
+
+def test_a_miss_names_what_the_window_measured(tmp_path):
+    # predicted 2× what the steady records serve: the cause column names the server's CPU per request grown
+    one = dataclasses.replace(ONE, loop_ms=0.05, threads_ms=0.0)
+    p = Prediction(80.0, 25.0, "users")
+    stage = Stage(stand_in(), Workload("threadpool", 2, io_ms=50), before=Before(p, one, "one user", 0.33))
+    busy = Meters(sampled({1: 0.01}), {id(stage.server): sampled({7: 0.2})}, MachineMeter())
+    row = collected(tmp_path, stage, busy)
+    assert abs(row["ratio_before"] - 1) > collect.BEFORE_MISS
+    assert "the server's CPU per request was" in row["before_miss"]
+    assert "× the 0.05 ms of one user" in row["before_miss"]
+
+
+def test_a_lesson_s_own_prediction_made_before_is_its_before_prediction():
+    p = Prediction(10.0, 100.0, "users")
+    stage = Stage(stand_in(), Workload("sequential", 1, io_ms=100), predicted=p)
+    assert pricing.foresee(stage, Options()) == Before(p, None, "lesson")
+
+
+def test_a_run_meant_to_time_out_is_not_priced(monkeypatch):
+    monkeypatch.setattr(pricing, "measure", lambda stage: pytest.fail("priced a run meant to time out"))
+    seen = pricing.foresee(Stage(stand_in(), Workload("blocking", 5, io_ms=100)), Options(expect_failures=True))
+    assert seen.one_user is None and math.isnan(seen.prediction.rps)
+
+
+def test_a_make_up_is_priced_once_and_a_run_that_cannot_be_priced_goes_on(monkeypatch):
+    calls = []
+
+    def measure(stage):
+        calls.append(stage.workload.pattern)
+        if stage.workload.pattern == "blocking":
+            raise pricing.PricingError("GET /blocking answered 500 Internal Server Error")
+        return ONE
+
+    monkeypatch.setattr(pricing, "measure", measure)
+    monkeypatch.setattr(pricing, "_priced", {})
+    server = stand_in()
+    stages = [Stage(server, Workload("threadpool", u, io_ms=50)) for u in (10, 20, 40)]
+    stages.append(Stage(server, Workload("blocking", 5, io_ms=50)))
+    priced = pricing.before(stages, Options())
+    assert calls == ["threadpool", "blocking"]  # the users do not change a one-user price
+    assert [s.before.priced_by for s in priced] == ["one user"] * 3 + [pricing.NOT_PRICED]
+    assert "answered 500" in priced[-1].before.prediction.bottleneck
+    # 10 users: users / S; 40 users: the 40 threads / S, as the model puts it
+    assert priced[0].before.prediction.rps == pytest.approx(10 / 0.0505, rel=0.01)
+    assert priced[2].before.prediction.bottleneck in ("users", "threads")
+    pricing.before(stages[:1], Options())
+    assert calls == ["threadpool", "blocking"]  # known in this process: priced again only after forget()
+
+
+def test_cpu_is_split_into_loops_threads_and_the_rest():
+    before = {(7, 7): 1.0, (7, 8): 2.0, (9, 9): 0.5}
+    after = {(7, 7): 1.5, (7, 8): 2.25, (7, 10): 0.1, (9, 9): 1.5, (9, 11): 0.2}
+    loop, threads, rest = pricing._split(before, after, {7})
+    assert (loop, threads, rest) == pytest.approx((0.5, 0.35, 1.2))
+
+
+@pytest.mark.slow
+def test_one_user_prices_come_from_where_the_work_ran():
+    pricing.forget()
+    with LabServer(threads=40, procs=1) as server:
+        sleeps = pricing.measure(Stage(server, Workload("sequential", 1, io_ms=50)))
+        threads = pricing.measure(Stage(server, Workload("threadpool", 1, io_ms=0, cpu_n=23)))
+        pooled = pricing.measure(Stage(server, Workload("processpool", 1, io_ms=0, cpu_n=23)))
+    assert sleeps.service_ms >= 50  # S holds the wait, which the CPU does not
+    assert sleeps.requests >= pricing.MIN_REQUESTS
+    assert sleeps.loop_ms > 0 and sleeps.threads_ms == 0 and sleeps.pool_ms == 0
+    assert threads.threads_ms > threads.loop_ms  # fib ran on the thread pool's threads
+    assert pooled.pool_ms > pooled.loop_ms and pooled.pool_ms > pooled.threads_ms  # ... in the pool's process
