@@ -80,14 +80,24 @@ def _mark_invalid(ax, frame: pd.DataFrame, x: str, y: str) -> None:
         ax.scatter(bad[x], bad[y], marker="X", s=140, color=INVALID, zorder=5, label="invalid run (see problems)")
 
 
+def predicted_column(frame: pd.DataFrame) -> tuple[str, str]:
+    """The model's throughput to draw, and its words: the prediction made before each run where the runs have one
+    (harness/pricing.py), else the one priced after them."""
+    before = frame.get("predicted_before_rps")
+    if before is not None and pd.to_numeric(before, errors="coerce").notna().all():
+        return "predicted_before_rps", "predicted before"
+    return "predicted_rps", "predicted"
+
+
 def throughput(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "pattern", ax=None) -> plt.Figure:
-    """Measured req/s (solid, dots) beside the model's prediction (dashed), one colour per `hue`."""
+    """Measured req/s (solid, dots) beside the prediction made before the runs (dashed), one colour per `hue`."""
     fig, ax = axes(ax)
+    model, words = predicted_column(frame)
     for key, group in frame.sort_values(x).groupby(hue, sort=False):
         color = _color(key) if hue == "pattern" else None
         name = _name(key, hue)
         line = ax.plot(group[x], group["rps"], "o-", color=color, label=f"{name} measured")[0]
-        ax.plot(group[x], group["predicted_rps"], "--", color=line.get_color(), alpha=0.8, label=f"{name} predicted")
+        ax.plot(group[x], group[model], "--", color=line.get_color(), alpha=0.8, label=f"{name} {words}")
     _mark_invalid(ax, frame, x, "rps")
     ax.set(title=title, xlabel=_label(x), ylabel="throughput (req/s)")
     ax.set_ylim(bottom=0)
@@ -129,14 +139,16 @@ def bars(
     title: str,
     x: str = "pattern",
     ax=None,
-    values: tuple[str, str] = ("rps", "predicted_rps"),
+    values: tuple[str, str] | None = None,
     ylabel: str = "throughput (req/s)",
 ) -> plt.Figure:
-    """Measured and predicted `values` (req/s unless told) side by side, one pair of bars per `x`."""
+    """Measured and predicted `values` (default: req/s, and the prediction made before each run where the runs have
+    one) side by side, one pair of bars per `x`."""
     fig, ax = axes(ax)
-    measured, predicted = values
-    tidy = frame.melt(id_vars=[x], value_vars=list(values), var_name="what", value_name=ylabel)
-    tidy["what"] = tidy["what"].map({measured: "measured", predicted: "predicted"})
+    model, words = predicted_column(frame) if values is None else (values[1], "predicted")
+    measured, predicted = values or ("rps", model)
+    tidy = frame.melt(id_vars=[x], value_vars=[measured, predicted], var_name="what", value_name=ylabel)
+    tidy["what"] = tidy["what"].map({measured: "measured", predicted: words})
     if x == "pattern":
         tidy = named(tidy)
     sns.barplot(tidy, x=x, y=ylabel, hue="what", ax=ax, palette=["#4c72b0", "#c4c4c4"])
