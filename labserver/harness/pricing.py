@@ -30,25 +30,30 @@ import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import psutil
 
 from labserver import protocol
 from labserver.demo import cpus
 from labserver.harness import procs, publish, validity
+from labserver.harness.meters import tree_seconds
 from labserver.harness.plan import Before, Options, Stage
 from labserver.theory.demand import OneUser
 from labserver.theory.model import Prediction
 
-# A price needs at least this many counted requests and this long, and stops at the first of either past both;
-# at most this long in all, however few came: a lesson's pricing stays within a tenth of its runs' time.
+# The CPU's price needs at least this many counted requests and this long, and stops at the first past both; at
+# most this long in all, however few came: a lesson's pricing stays within a tenth of its runs' time. S needs
+# one request past MIN_S: a wait of hundreds of ms is priced by one as well as by three.
 MIN_REQUESTS = 3
-MIN_S = 0.2
+MIN_S = 0.15
 MAX_S = 1.0
 # Users whose requests, back to back and without their waits, price the server's CPU: one would leave the server
 # idle between its requests, and every request would pay for waking it (2-6 times a busy server's CPU per request)
 HOT_USERS = 2
+# ... after this long of them uncounted: a core that was idle a moment ago runs slower for a while (its clock, its
+# caches), and one request's CPU read on it comes out up to a fifth dearer than a busy server's
+WARM_S = 0.05
 REQUEST_TIMEOUT_S = 10.0  # one request alone; a pattern slower than this is not priced
 # What the load generator pays per request, priced beforehand: one FastHttpUser process on its core
 GENERATOR_MS = 1000 / validity.GENERATOR_RPS
@@ -124,26 +129,29 @@ def one_user(stage: Stage) -> OneUser:
 
 
 def measure(stage: Stage) -> OneUser:
-    """S from one user's requests on the stage's server, in turn; the server's CPU per request by where it ran, from
-    HOT_USERS users' requests back to back without the waits (a server kept busy, as under load)."""
+    """The server's CPU per request by where it ran, from HOT_USERS users' requests back to back without the waits
+    (a server kept busy, as under load); then S, from one user's requests in turn."""
     server = stage.server
     url = urllib.parse.urlsplit(protocol.request_path(stage.locust()))
     hot = dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, io_ms=0))
     hot_path = urllib.parse.urlsplit(protocol.request_path(hot.locust()))
     address = (url.hostname or "127.0.0.1", url.port)
     root = getattr(getattr(server, "proc", None), "pid", None)
-    alone = _send(address, f"{url.path}?{url.query}", users=1)
     meter = None if root is not None else server.meter()
-    if meter is not None:
-        meter.sample()
-    threads_before = _threads(root) if root is not None else {}
-    busy = _send(address, f"{hot_path.path}?{hot_path.query}", users=HOT_USERS)
-    threads_after = _threads(root) if root is not None else {}
-    if meter is not None:
-        meter.sample()
+    readings: list[Threads] = []
+    neighbours: list[float] = []  # CPU seconds of the processes that serve it (a database), so far
+
+    def read() -> None:  # at the start and the end of the counted requests, from the thread that ends them
+        readings.append(_threads(root) if root is not None else {})
+        neighbours.append(sum(tree_seconds(pid) for pid in server.neighbours()))
+        if meter is not None:
+            meter.sample()
+
+    busy = _send(address, f"{hot_path.path}?{hot_path.query}", users=HOT_USERS, warm_s=WARM_S, read=read)
+    alone = _send(address, f"{url.path}?{url.query}", users=1, warm_s=None, at_least=1)
     n, window_s = len(busy.times), busy.t1 - busy.t0
     if root is not None:
-        loop_s, threads_s, pool_s = _split(threads_before, threads_after, busy.pids)
+        loop_s, threads_s, pool_s = _split(readings[0], readings[1], busy.pids)
     else:  # a server on another machine: its meter's processes, no thread apart
         per = meter.per_process(busy.t0 - window_s, busy.t1 + window_s) if meter is not None else {}
         loop_s = sum(c for pid, c in per.items() if pid in busy.pids) * window_s
@@ -156,6 +164,7 @@ def measure(stage: Stage) -> OneUser:
         pool_ms=pool_s / n * 1000,
         requests=len(alone.times),
         held_ms=held((alone.t0, alone.t1)) if held is not None else math.nan,
+        neighbours_ms=(neighbours[1] - neighbours[0]) / n * 1000,
     )
 
 
@@ -169,31 +178,57 @@ class _Sent:
     t1: float
 
 
-def _send(address: tuple[str, int | None], path: str, *, users: int) -> _Sent:
-    """`users` users' requests for `path`, each user's one after the other on a connection of its own, after one
-    that is not counted (it opens the connection, and may start threads or a pool's process); at least
-    MIN_REQUESTS and MIN_S, at most MAX_S. The first error ends them all, and is raised."""
+def _send(
+    address: tuple[str, int | None],
+    path: str,
+    *,
+    users: int,
+    warm_s: float | None = 0.0,
+    at_least: int = MIN_REQUESTS,
+    read: Callable[[], None] | None = None,
+) -> _Sent:
+    """`users` users' requests for `path`, each user's one after the other on a connection of its own.
+
+    First, unless `warm_s` is None, requests that are not counted: one each, all at once (they open the
+    connections, and start as many threads or pool processes as the counted ones use), and more for `warm_s`, so
+    that the cores run at the speed a busy server's do. Then at least `at_least` and MIN_S, at most MAX_S,
+    counted, with `read()` called as they start and as they end. The first error ends them all, and is raised.
+    """
     conns = [http.client.HTTPConnection(*address, timeout=REQUEST_TIMEOUT_S) for _ in range(users)]
     sent = _Sent([], set(), math.nan, math.nan)
     errors: list[BaseException] = []
+    clock = {"started": math.inf}
+
+    def start() -> None:
+        if read is not None:
+            read()
+        clock["started"], sent.t0 = time.perf_counter(), time.time()
+
+    warmed, counted = threading.Barrier(users, action=start), threading.Barrier(users, action=read)
+
+    def user(conn: http.client.HTTPConnection) -> None:
+        try:
+            if warm_s is not None:
+                _get(conn, path)
+                until = time.perf_counter() + warm_s
+                while time.perf_counter() < until:
+                    _get(conn, path)
+            warmed.wait()
+            while not errors:
+                at = time.perf_counter()
+                sent.pids.add(_get(conn, path))
+                sent.times.append(time.perf_counter() - at)
+                spent = time.perf_counter() - clock["started"]
+                if (len(sent.times) >= at_least and spent >= MIN_S) or spent >= MAX_S:
+                    break
+            counted.wait()
+        except BaseException as e:  # raised in the caller's thread
+            errors.append(e)
+            warmed.abort()
+            counted.abort()
+
+    threads = [threading.Thread(target=user, args=(conn,), daemon=True) for conn in conns]
     try:
-        for conn in conns:
-            _get(conn, path)
-        started, sent.t0 = time.perf_counter(), time.time()
-
-        def user(conn: http.client.HTTPConnection) -> None:
-            try:
-                while not errors:
-                    at = time.perf_counter()
-                    sent.pids.add(_get(conn, path))
-                    sent.times.append(time.perf_counter() - at)
-                    spent = time.perf_counter() - started
-                    if (len(sent.times) >= MIN_REQUESTS and spent >= MIN_S) or spent >= MAX_S:
-                        return
-            except BaseException as e:  # raised in the caller's thread
-                errors.append(e)
-
-        threads = [threading.Thread(target=user, args=(conn,), daemon=True) for conn in conns]
         for t in threads:
             t.start()
         for t in threads:
@@ -202,8 +237,9 @@ def _send(address: tuple[str, int | None], path: str, *, users: int) -> _Sent:
     finally:
         for conn in conns:
             conn.close()
-    if errors:
-        raise errors[0]
+    failed = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)]
+    if failed or errors:
+        raise (failed or errors)[0]
     return sent
 
 

@@ -96,6 +96,7 @@ class OneUser:
     pool_ms: float
     requests: int
     held_ms: float = math.nan
+    neighbours_ms: float = 0.0  # CPU per request of the processes that serve the server: a database's
 
     @property
     def worker_ms(self) -> float:
@@ -107,7 +108,7 @@ class OneUser:
         return Demand(
             worker_ms=self.worker_ms,
             pool_ms=self.pool_ms,
-            others_ms=generator_ms,
+            others_ms=generator_ms + self.neighbours_ms,
             generator_ms=generator_ms,
             generators=max(1, generators),
             db_hold_ms=self.held_ms,

@@ -135,7 +135,7 @@ def test_one_user_prices_come_from_where_the_work_ran():
         threads = pricing.measure(Stage(server, Workload("threadpool", 1, io_ms=0, cpu_n=23)))
         pooled = pricing.measure(Stage(server, Workload("processpool", 1, io_ms=0, cpu_n=23)))
     assert sleeps.service_ms >= 50  # S holds the wait, which the CPU does not
-    assert sleeps.requests >= pricing.MIN_REQUESTS
+    assert sleeps.requests >= 1
     assert sleeps.loop_ms > 0 and sleeps.threads_ms == 0 and sleeps.pool_ms == 0
     assert threads.threads_ms > threads.loop_ms  # fib ran on the thread pool's threads
     assert pooled.pool_ms > pooled.loop_ms and pooled.pool_ms > pooled.threads_ms  # ... in the pool's process
