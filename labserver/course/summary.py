@@ -82,7 +82,10 @@ def headlines(
 
 def patterns(runs: pd.DataFrame) -> pd.DataFrame:
     """Each lesson × pattern (× client, for lesson 06): how its valid runs compare with the model."""
-    cols = ["lesson", "pattern", "client", "runs", "valid", "median ratio", "lowest", "highest", "within ±25%"]
+    cols = [
+        "lesson", "pattern", "client", "runs", "valid", "median ratio", "lowest", "highest", "within ±25%",
+        "median before",
+    ]  # fmt: skip
     if runs.empty or "ratio" not in runs:
         return pd.DataFrame(columns=cols)
     frame = runs.assign(
@@ -92,6 +95,8 @@ def patterns(runs: pd.DataFrame) -> pd.DataFrame:
         pattern=runs["pattern"].fillna("?"),
     )
     frame["ratio"] = pd.to_numeric(frame["ratio"], errors="coerce")
+    # measured / predicted before the run (harness/pricing.py); runs saved before it, and client runs, have none
+    frame["before"] = pd.to_numeric(frame["ratio_before"], errors="coerce") if "ratio_before" in frame else math.nan
     rows = []
     for (lesson, pattern, client), group in frame.groupby(["lesson", "pattern", "client"], sort=True):
         ratios = group.loc[group["ok"], "ratio"].dropna()
@@ -106,6 +111,7 @@ def patterns(runs: pd.DataFrame) -> pd.DataFrame:
                 "lowest": ratios.min(),
                 "highest": ratios.max(),
                 "within ±25%": ((ratios - 1).abs() <= GOOD).mean(),
+                "median before": group.loc[group["ok"], "before"].dropna().median(),
             }
         )
     return pd.DataFrame(rows, columns=cols)

@@ -187,13 +187,10 @@ def _send(
     at_least: int = MIN_REQUESTS,
     read: Callable[[], None] | None = None,
 ) -> _Sent:
-    """`users` users' requests for `path`, each user's one after the other on a connection of its own.
-
-    First, unless `warm_s` is None, requests that are not counted: one each, all at once (they open the
-    connections, and start as many threads or pool processes as the counted ones use), and more for `warm_s`, so
-    that the cores run at the speed a busy server's do. Then at least `at_least` and MIN_S, at most MAX_S,
-    counted, with `read()` called as they start and as they end. The first error ends them all, and is raised.
-    """
+    """`users` users' requests for `path`, each user's in turn on a connection of its own. Unless `warm_s` is None,
+    first some not counted: one each, all at once (they start as many threads or pool processes as the counted
+    ones use), then more for `warm_s`, so that the cores run as a busy server's do. Then at least `at_least` and
+    MIN_S, at most MAX_S, counted, `read()` called as they start and end. The first error ends all, raised."""
     conns = [http.client.HTTPConnection(*address, timeout=REQUEST_TIMEOUT_S) for _ in range(users)]
     sent = _Sent([], set(), math.nan, math.nan)
     errors: list[BaseException] = []

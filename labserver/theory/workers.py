@@ -30,7 +30,7 @@ class Findings:
     past: float | None
     past_speed: float | None
     io_rps: pd.Series  # I/O-bound req/s, by workers
-    io_vs_model: float  # I/O-bound: the smallest measured / predicted
+    io_vs_model: float  # I/O-bound: the smallest measured / predicted before the run
     kept_busy: float  # CPU-bound: the smallest share of the cores left to them (after Locust and the rest) kept busy
     io_one: pd.Series  # the I/O-bound run of one worker
     io_loop_busy: float  # ... the share of its core its event loop kept busy
@@ -65,7 +65,7 @@ def findings(runs: pd.DataFrame, workers: list[int], cores: float) -> Findings:
         past=float(cpu_rps[beyond] / cpu_rps[at_cores]) if measured_past else None,
         past_speed=core_model.cost_ratio(cpu, "workers", at_cores, beyond) if measured_past else None,
         io_rps=io.set_index("workers")["rps"],
-        io_vs_model=float(io["ratio"].min()),
+        io_vs_model=float(io["ratio_before"].min()),
         kept_busy=float(core_model.share_of_left(runs, by="workload", how="min")["CPU-bound"]),
         io_one=io.loc[one],
         io_loop_busy=float(core_model.share_busy(io, by="workers")[1]),
