@@ -43,8 +43,8 @@ from labserver.theory.demand import OneUser
 from labserver.theory.model import Prediction
 
 # The CPU's price needs at least this many counted requests and this long, and stops at the first past both; at
-# most this long in all, however few came: a lesson's pricing stays within a tenth of its runs' time. S needs
-# one request past MIN_S: a wait of hundreds of ms is priced by one as well as by three.
+# most this long in all, however few came: a lesson's pricing stays within a tenth of its runs' time. S is one
+# request's: a wait of hundreds of ms is priced by one as well as by three.
 MIN_REQUESTS = 3
 MIN_S = 0.15
 MAX_S = 1.0
@@ -148,7 +148,7 @@ def measure(stage: Stage) -> OneUser:
             meter.sample()
 
     busy = _send(address, f"{hot_path.path}?{hot_path.query}", users=HOT_USERS, warm_s=WARM_S, read=read)
-    alone = _send(address, f"{url.path}?{url.query}", users=1, warm_s=None, at_least=1)
+    alone = _send(address, f"{url.path}?{url.query}", users=1, warm_s=None, at_least=1, min_s=0.0)
     n, window_s = len(busy.times), busy.t1 - busy.t0
     if root is not None:
         loop_s, threads_s, pool_s = _split(readings[0], readings[1], busy.pids)
@@ -185,12 +185,13 @@ def _send(
     users: int,
     warm_s: float | None = 0.0,
     at_least: int = MIN_REQUESTS,
+    min_s: float = MIN_S,
     read: Callable[[], None] | None = None,
 ) -> _Sent:
     """`users` users' requests for `path`, each user's in turn on a connection of its own. Unless `warm_s` is None,
     first some not counted: one each, all at once (they start as many threads or pool processes as the counted
     ones use), then more for `warm_s`, so that the cores run as a busy server's do. Then at least `at_least` and
-    MIN_S, at most MAX_S, counted, `read()` called as they start and end. The first error ends all, raised."""
+    `min_s`, at most MAX_S, counted, `read()` called as they start and end. The first error ends all, raised."""
     conns = [http.client.HTTPConnection(*address, timeout=REQUEST_TIMEOUT_S) for _ in range(users)]
     sent = _Sent([], set(), math.nan, math.nan)
     errors: list[BaseException] = []
@@ -205,18 +206,14 @@ def _send(
 
     def user(conn: http.client.HTTPConnection) -> None:
         try:
-            if warm_s is not None:
-                _get(conn, path)
-                until = time.perf_counter() + warm_s
-                while time.perf_counter() < until:
-                    _get(conn, path)
+            _warm(conn, path, warm_s)
             warmed.wait()
             while not errors:
                 at = time.perf_counter()
                 sent.pids.add(_get(conn, path))
                 sent.times.append(time.perf_counter() - at)
                 spent = time.perf_counter() - clock["started"]
-                if (len(sent.times) >= at_least and spent >= MIN_S) or spent >= MAX_S:
+                if (len(sent.times) >= at_least and spent >= min_s) or spent >= MAX_S:
                     break
             counted.wait()
         except BaseException as e:  # raised in the caller's thread
@@ -234,10 +231,19 @@ def _send(
     finally:
         for conn in conns:
             conn.close()
-    failed = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)]
-    if failed or errors:
-        raise (failed or errors)[0]
+    if errors:  # the first that is not another user's barrier, broken by it
+        raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
     return sent
+
+
+def _warm(conn: http.client.HTTPConnection, path: str, warm_s: float | None) -> None:
+    """Requests that are not counted: one, then more for `warm_s`; none where `warm_s` is None."""
+    if warm_s is None:
+        return
+    _get(conn, path)
+    until = time.perf_counter() + warm_s
+    while time.perf_counter() < until:
+        _get(conn, path)
 
 
 def _get(conn: http.client.HTTPConnection, path: str) -> int | None:

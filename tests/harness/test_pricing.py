@@ -1,7 +1,9 @@
 """Each run priced before it starts (harness/pricing.py), and its before-prediction never reading the run itself."""
 
 import dataclasses
+import http.server
 import math
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -139,3 +141,40 @@ def test_one_user_prices_come_from_where_the_work_ran():
     assert sleeps.loop_ms > 0 and sleeps.threads_ms == 0 and sleeps.pool_ms == 0
     assert threads.threads_ms > threads.loop_ms  # fib ran on the thread pool's threads
     assert pooled.pool_ms > pooled.loop_ms and pooled.pool_ms > pooled.threads_ms  # ... in the pool's process
+
+
+class _Stub(http.server.BaseHTTPRequestHandler):
+    """A server that answers /ok with 200 from worker 123, and anything else with 500."""
+
+    def do_GET(self):
+        ok = self.path.startswith("/ok")
+        self.send_response(200 if ok else 500)
+        self.send_header("x-worker-pid", "123")
+        self.send_header("content-length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def stub():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address
+    server.shutdown()
+
+
+def test_users_send_in_turn_and_say_which_worker_answered(stub):
+    readings = []
+    sent = pricing._send(stub, "/ok", users=2, warm_s=0.0, read=lambda: readings.append(len(readings)))
+    assert sent.pids == {123} and len(sent.times) >= 2
+    assert readings == [0, 1]  # read as the counted requests start, and as they end
+    assert sent.t0 <= sent.t1
+
+
+def test_an_error_reply_ends_every_user_and_is_raised(stub):
+    with pytest.raises(pricing.PricingError, match="answered 500"):
+        pricing._send(stub, "/bad", users=3)
