@@ -158,16 +158,28 @@ def thread_switches(pid: int) -> dict[int, int]:
     them per thread (/proc/<pid>/task/<tid>/status); a process's own status has its main thread's
     alone, and a sync endpoint's work runs on its thread pool's threads.
     """
-    found: dict[int, int] = {}
+    return per_thread(pid, "status", _switches)
+
+
+def _switches(status: str) -> int:
+    """A thread's voluntary_ctxt_switches and nonvoluntary_ctxt_switches, from its /proc status, added."""
+    return sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches:" in line)
+
+
+N = TypeVar("N", int, float)
+
+
+def per_thread(pid: int, name: str, parse: Callable[[str], N]) -> dict[int, N]:
+    """Each thread of `pid`'s /proc/<pid>/task/<tid>/`name`, as `parse` reads it ({} where the OS keeps none)."""
+    found: dict[int, N] = {}
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return found
     for tid in tasks:
         try:
-            with open(f"/proc/{pid}/task/{tid}/status") as f:
-                # voluntary_ctxt_switches and nonvoluntary_ctxt_switches
-                found[int(tid)] = sum(int(line.split()[1]) for line in f if "ctxt_switches:" in line)
+            with open(f"/proc/{pid}/task/{tid}/{name}") as f:
+                found[int(tid)] = parse(f.read())
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended between listing and reading
     return found

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import http.client
 import math
-import os
 import sys
 import threading
 import time
@@ -37,7 +36,7 @@ import psutil
 from labserver import protocol
 from labserver.demo import cpus
 from labserver.harness import procs, publish, validity
-from labserver.harness.meters import tree_seconds
+from labserver.harness.meters import per_thread, tree_seconds
 from labserver.harness.plan import Before, Options, Stage
 from labserver.theory.demand import OneUser
 from labserver.theory.model import Prediction
@@ -280,18 +279,9 @@ def _threads(root: int) -> Threads:
 
 
 def _linux_threads(pid: int) -> Threads:
-    found: Threads = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                found[(pid, int(tid))] = int(f.read().split()[0]) / 1e9
-        except (OSError, ValueError, IndexError):
-            continue  # a thread that ended between listing and reading
-    return found
+    """Seconds each thread of `pid` has run on a CPU: the scheduler's count, in ns (its schedstat's first field)."""
+    on_cpu = per_thread(pid, "schedstat", lambda text: int(text.split()[0]) / 1e9)
+    return {(pid, tid): seconds for tid, seconds in on_cpu.items()}
 
 
 def _psutil_threads(p: psutil.Process) -> Threads:
