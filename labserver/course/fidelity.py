@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 import psutil
+from pandas.io.formats.style import Styler
 
 from labserver import config
 from labserver.harness import results
@@ -110,7 +111,10 @@ def lines(fidelity: pd.DataFrame) -> list[str]:
 def describe(run: pd.Series, *, bottleneck: bool = True) -> str:
     """A run in one line: pattern and the parameters that set it; what bounds it, unless `bottleneck` is False."""
     parts = [str(run.get("pattern"))]
-    parts += [f"{k}={run[k]}" for k in ("users", "tasks", "io_ms", "cpu_n", "workers") if k in run and pd.notna(run[k])]
+    parts += [f"{k}={_whole(run[k])}" for k in ("users", "tasks", "io_ms", "cpu_n", "workers") if pd.notna(run.get(k))]
+    parts += ["GIL off"] * (run.get("gil") is False)
+    pinned = run.get("cpus")
+    parts += [f"pinned to CPU {pinned}"] if isinstance(pinned, str) and pinned else []
     text = " ".join(parts)
     if not bottleneck:
         return text
@@ -121,9 +125,14 @@ def describe(run: pd.Series, *, bottleneck: bool = True) -> str:
     return text
 
 
-def before_table(lesson: str, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+def _whole(value: object) -> object:
+    """A count as it is written: 25, not the 25.0 of a column that has a NaN elsewhere."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def before_table(lesson: str, runs: pd.DataFrame | None = None) -> Styler:
     """Each run of `lesson` this kernel made (or `runs`): predicted before it, measured, and where the two differ by
-    more than 10%, what its window measured; with a line under it that counts them, and the runs others disturbed."""
+    more than 10%, what its window measured; with a line above it that counts them, and the runs others disturbed."""
     if runs is None:
         runs = current(results.load_runs(lesson))
         if not runs.empty:
@@ -131,27 +140,27 @@ def before_table(lesson: str, runs: pd.DataFrame | None = None) -> pd.DataFrame:
             runs = runs[pd.to_datetime(runs["started_at"]) >= since.floor("s")]
     if runs.empty or "predicted_before_rps" not in runs:
         print("no run of this lesson was predicted before it in this kernel")
-        return pd.DataFrame()
+        return pd.DataFrame().style
+    disturbed = runs["disturbed"].eq(True)
+    valid = runs["valid"].astype(bool)
     shown = pd.DataFrame(
         {
             "run": [describe(r, bottleneck=False) for _, r in runs.iterrows()],
-            "predicted before (req/s)": runs["predicted_before_rps"].round(1),
-            "measured (req/s)": runs["rps"].round(1),
-            "measured / before": runs["ratio_before"].round(2),
-            "others took (cores)": runs["disturbed_cpu"].where(runs["disturbed"].eq(True)).round(2),
-            "where they differ by over 10%, the run measured": runs["before_miss"].fillna(""),
-            "valid": runs["valid"],
+            "predicted before (req/s)": runs["predicted_before_rps"],
+            "measured (req/s)": runs["rps"],
+            "measured / before": runs["ratio_before"],
+            "counted": valid.map({True: "yes", False: "no: invalid"}).where(~disturbed, "apart: disturbed"),
+            "others took (cores)": runs["disturbed_cpu"].where(disturbed),
+            "why it missed by over 10% (what this run measured)": runs["before_miss"].fillna(""),
         }
-    )
-    judged = runs[runs["valid"].astype(bool) & runs["ratio_before"].notna()]
-    quiet = judged[~judged["disturbed"].eq(True)]
-    within = int(((quiet["ratio_before"] - 1).abs() <= BEFORE_TOLERANCE).sum())
-    line = f"{within} of {len(quiet)} valid runs within ±15% of the prediction made before them"
-    disturbed = runs[runs["disturbed"].eq(True)]
-    if len(disturbed):
-        line += (
-            f"; {len(disturbed)} disturbed: other programs or the host took {disturbed['disturbed_cpu'].min():.2f}–"
-            f"{disturbed['disturbed_cpu'].max():.2f} of a core in their windows, so they are counted apart"
-        )
+    ).reset_index(drop=True)
+    judged = runs[valid & ~disturbed & runs["ratio_before"].notna()]
+    within = int(((judged["ratio_before"] - 1).abs() <= BEFORE_TOLERANCE).sum())
+    line = f"{within} of {len(judged)} runs counted within ±15% of the prediction made before them"
+    if disturbed.any():
+        took = runs.loc[disturbed, "disturbed_cpu"]
+        low, high = f"{took.min():.2f}", f"{took.max():.2f}"
+        line += f"; {int(disturbed.sum())} disturbed (others took {low if low == high else f'{low}–{high}'} core)"
     print(line)
-    return shown
+    formats = {"predicted before (req/s)": "{:.1f}", "measured (req/s)": "{:.1f}", "measured / before": "{:.2f}"}
+    return shown.style.hide(axis="index").format(formats, na_rep="").format("{:.2f}", ["others took (cores)"], "")

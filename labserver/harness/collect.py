@@ -39,6 +39,8 @@ BUNCH_GAP_MS = 0.3
 DISTURBED = 0.1
 # Where a run and its before-prediction differ by more than this share, its row names what its window measured
 BEFORE_MISS = 0.10
+# ... and its users moved in step where this share more of its replies came back to back than would at random
+STEP_SHARE = 0.1
 
 Window: TypeAlias = tuple[float, float]  # (start, end), epoch s
 Held: TypeAlias = Callable[[Window], float]  # a window's mean hold of a pooled database connection, ms
@@ -197,19 +199,25 @@ def _miss_cause(ratio: float, one: OneUser | None, before: Before | None, figure
         return ""
     causes = []
     if figures["disturbed_cpu"] >= DISTURBED:  # NaN compares False
-        causes.append(f"other programs and the host took {figures['disturbed_cpu']:.2f} cores")
+        causes.append(f"others took {figures['disturbed_cpu']:.2f} cores")
     if one is not None:
-        grown = figures["server_ms"] / (one.worker_ms + one.pool_ms)
+        priced = one.worker_ms + one.pool_ms
+        grown = figures["server_ms"] / priced
         if abs(grown - 1) > BEFORE_MISS:
+            causes.append(f"server CPU/request {figures['server_ms']:.2f} ms, {grown:.2f}× the {priced:.2f} priced")
+    generator = before.generator_ms if before is not None else math.nan
+    if figures["locust_ms"] > (1 + BEFORE_MISS) * generator:  # NaN compares False
+        causes.append(f"Locust CPU/request {figures['locust_ms']:.2f} ms, priced {generator:.2f}")
+    explained = figures["ratio"]
+    if abs(explained - 1) <= BEFORE_MISS:
+        causes.append(f"its own CPU explains it ({explained:.2f} of the prediction priced with it)")
+    elif math.isfinite(explained):
+        causes.append(f"not its CPU alone ({explained:.2f} of the prediction priced with it)")
+        if figures["bunched"] > figures["bunched_at_random"] + STEP_SHARE:  # NaN compares False
             causes.append(
-                f"the server's CPU per request was {figures['server_ms']:.2f} ms, {grown:.2f}× the "
-                f"{one.worker_ms + one.pool_ms:.2f} ms of one user"
+                f"users in step: {figures['bunched']:.0%} of replies back to back, "
+                f"{figures['bunched_at_random']:.0%} at random"
             )
-    priced = before.generator_ms if before is not None else math.nan
-    if figures["locust_ms"] > (1 + BEFORE_MISS) * priced:  # NaN compares False
-        causes.append(f"Locust's CPU per request was {figures['locust_ms']:.2f} ms, priced {priced:.2f}")
-    if abs(figures["ratio"] - 1) <= BEFORE_MISS:
-        causes.append(f"the run's own demand explains it ({figures['ratio']:.2f} of that prediction)")
     return "; ".join(causes) or "none measured"
 
 

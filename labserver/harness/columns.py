@@ -75,7 +75,7 @@ FIGURES = (
     Column("ratio_before", "ratio", "measured / predicted-before throughput (1: as predicted before the run)"),
     Column("before_priced_by", "text", "what priced it: 'one user', 'lesson', or why none ('not modelled', ...)"),
     Column("one_user_ms", "ms", "S: one request's time alone, measured on the server before the run"),
-    Column("one_user_cpu_ms", "ms/request", "the server's CPU per request with one user, before the run"),
+    Column("one_user_cpu_ms", "ms/request", "the server's CPU per request priced before the run (kept busy, no waits)"),
     Column("one_user_loop_ms", "ms/request", "... of it, on the workers' event loops"),
     Column("one_user_threads_ms", "ms/request", "... on the workers' other threads (the thread pool)"),
     Column("one_user_pool_ms", "ms/request", "... in the server's other processes (process pools)"),

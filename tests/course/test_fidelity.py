@@ -101,9 +101,11 @@ def test_a_lesson_s_table_sets_each_run_beside_its_before_prediction_and_marks_t
         disturbed_cpu=[0.0, 0.01, 0.02, 0.65, 0.0],
         before_miss=["", "the server's CPU per request was ...", "", "other programs and the host took 0.65", ""],
     )
-    shown = fidelity.before_table("03_b", runs)
+    shown = fidelity.before_table("03_b", runs).data
     assert list(shown["measured / before"]) == [0.98, 0.8, 1.02, 0.7, 0.5]
     assert shown["others took (cores)"].notna().tolist() == [False, False, False, True, False]
+    assert list(shown["counted"]) == ["yes", "yes", "yes", "apart: disturbed", "no: invalid"]
+    assert shown["run"][3] == "processpool users=20 cpu_n=25"
     said = capsys.readouterr().out
-    assert "2 of 3 valid runs within ±15%" in said  # the disturbed run and the invalid one apart
-    assert "1 disturbed" in said and "0.65" in said
+    assert "2 of 3 runs counted within ±15%" in said  # the disturbed run and the invalid one apart
+    assert "1 disturbed (others took 0.65 core)" in said

@@ -81,8 +81,8 @@ def test_a_miss_names_what_the_window_measured(tmp_path):
     busy = Meters(sampled({1: 0.01}), {id(stage.server): sampled({7: 0.2})}, MachineMeter())
     row = collected(tmp_path, stage, busy)
     assert abs(row["ratio_before"] - 1) > collect.BEFORE_MISS
-    assert "the server's CPU per request was" in row["before_miss"]
-    assert "× the 0.05 ms of one user" in row["before_miss"]
+    assert "server CPU/request" in row["before_miss"]
+    assert "× the 0.05 priced" in row["before_miss"]
 
 
 def test_a_lesson_s_own_prediction_made_before_is_its_before_prediction():
@@ -178,3 +178,12 @@ def test_users_send_in_turn_and_say_which_worker_answered(stub):
 def test_an_error_reply_ends_every_user_and_is_raised(stub):
     with pytest.raises(pricing.PricingError, match="answered 500"):
         pricing._send(stub, "/bad", users=3)
+
+
+def test_a_miss_its_own_cpu_does_not_explain_names_users_in_step():
+    figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.3, "ratio": 0.7, "bunched": 0.8,
+               "bunched_at_random": 0.6}  # fmt: skip
+    said = collect._miss_cause(0.6, ONE, Before(Prediction(50.0, 400.0, "users"), ONE, "one user", 0.33), figures)
+    assert said.startswith("not its CPU alone (0.70 of the prediction priced with it); ")
+    assert said.endswith("users in step: 80% of replies back to back, 60% at random")
+    assert collect._miss_cause(0.95, ONE, None, figures) == ""  # within 10%: nothing to explain
