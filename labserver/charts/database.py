@@ -23,7 +23,8 @@ def bounds_chart(panels: Mapping[str, pd.DataFrame], title: str) -> plt.Figure:
     """Measured beside predicted req/s per driver, one panel per (panel title, runs), each pair over its bottleneck."""
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.5), squeeze=False)
     for ax, (name, frame) in zip(axes[0], panels.items(), strict=True):
-        plots.bars(frame, title=name, x="driver", ax=ax)
+        # the prediction priced with each run's own CPU: the bottleneck written under each pair is its
+        plots.bars(frame, title=name, x="driver", ax=ax, values=("rps", "predicted_rps"))
         for i, run in enumerate(frame.itertuples()):
             ax.annotate(
                 run.bottleneck, (i, 0), xytext=(0, 4), textcoords="offset points", ha="center", fontsize="small"
