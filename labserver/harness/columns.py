@@ -79,6 +79,7 @@ FIGURES = (
     Column("one_user_loop_ms", "ms/request", "... of it, on the workers' event loops"),
     Column("one_user_threads_ms", "ms/request", "... on the workers' other threads (the thread pool)"),
     Column("one_user_pool_ms", "ms/request", "... in the server's other processes (process pools)"),
+    Column("one_user_s", "s", "how long pricing it took, once per server make-up in a kernel"),
     Column("before_miss", "text", "where the run missed its before-prediction by over 10%: what its window measured"),
     Column("usable_cores", "cores", "the CPUs the lab may use (a remote server: its own)"),
     Column("locust_cpu", "cores", "Locust's CPU over the window"),

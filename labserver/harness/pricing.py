@@ -70,18 +70,9 @@ class PricingError(RuntimeError):
 def before(stages: Sequence[Stage], options: Options) -> list[Stage]:
     """`stages`, each with its before-prediction (`Stage.before`), priced from one user on its server where needed.
 
-    Says in one line what it priced afresh, and how long that took.
-    """
-    started, fresh = time.perf_counter(), 0
-    out = []
-    for stage in stages:
-        known = _key(stage) in _priced
-        priced = foresee(stage, options)
-        fresh += priced.one_user is not None and not known
-        out.append(dataclasses.replace(stage, before=priced))
-    if fresh:
-        print(f"priced {fresh} server make-up{'s' * (fresh > 1)} at one user in {time.perf_counter() - started:.1f} s")
-    return out
+    Silent: a caller's output may be read line by line (a kernel's, a test's); how long each make-up took to
+    price is in its runs' rows (`one_user_s`)."""
+    return [dataclasses.replace(stage, before=foresee(stage, options)) for stage in stages]
 
 
 def foresee(stage: Stage, options: Options) -> Before:
@@ -130,6 +121,7 @@ def one_user(stage: Stage) -> OneUser:
 def measure(stage: Stage) -> OneUser:
     """The server's CPU per request by where it ran, from HOT_USERS users' requests back to back without the waits
     (a server kept busy, as under load); then S, from one user's requests in turn."""
+    started = time.perf_counter()
     server = stage.server
     url = urllib.parse.urlsplit(protocol.request_path(stage.locust()))
     hot = dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, io_ms=0))
@@ -164,6 +156,7 @@ def measure(stage: Stage) -> OneUser:
         requests=len(alone.times),
         held_ms=held((alone.t0, alone.t1)) if held is not None else math.nan,
         neighbours_ms=(neighbours[1] - neighbours[0]) / n * 1000,
+        seconds=time.perf_counter() - started,
     )
 
 

@@ -97,6 +97,7 @@ class OneUser:
     requests: int
     held_ms: float = math.nan
     neighbours_ms: float = 0.0  # CPU per request of the processes that serve the server: a database's
+    seconds: float = math.nan  # how long the pricing took
 
     @property
     def worker_ms(self) -> float:

@@ -62,6 +62,7 @@ PINNED = {
     "one_user_loop_ms": "ms/request",
     "one_user_threads_ms": "ms/request",
     "one_user_pool_ms": "ms/request",
+    "one_user_s": "s",
     "before_miss": "text",
     "usable_cores": "cores",
     "locust_cpu": "cores",
