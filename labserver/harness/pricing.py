@@ -1,4 +1,4 @@
-"""Each run priced before it starts, from one user's requests on its own server: a prediction that never reads the run.
+"""Each run priced before it starts, from a few requests on its own server: a prediction that never reads the run.
 
 A run's `predicted_rps` (collect.py) is priced with the CPU the run itself measured: it explains
 the run after it. Its before-prediction (`predicted_before_rps`) is priced only from what is
@@ -10,11 +10,13 @@ request (validity.GENERATOR_RPS), and these prices, measured on the same server 
   thread), their other threads (the thread pool), and the rest of the server's processes
   (process-pool children).
 
-One user sends a few requests in turn over one kept-alive connection, after one that is not
-counted (it opens the connection and starts the threads or pool processes). The CPU comes from
+First, HOT_USERS users send requests back to back on kept-alive connections, without the
+pattern's waits, after some that are not counted (they start the threads or pool processes): a
+server kept busy, as under load. Then one request with its waits gives S. The CPU comes from
 Linux's per-thread scheduler counters (/proc/<pid>/task/<tid>/schedstat, in ns): a few requests of
 a fraction of a ms each are priced where the clock ticks of psutil's times (10 ms) would read 0.
-Elsewhere psutil's per-thread times stand in, and a server on another machine is priced by its meter.
+Elsewhere psutil's per-thread times stand in, and a server on another machine is priced by its
+meter. The processes that serve the server (`neighbours()`: a database) are priced beside it.
 
 A make-up (the server's settings and Python, the pattern and its work) is priced once per process,
 as calibrate.service_time is, so that a lesson's cell run again costs nothing; `forget` prices again.
@@ -68,7 +70,7 @@ class PricingError(RuntimeError):
 
 
 def before(stages: Sequence[Stage], options: Options) -> list[Stage]:
-    """`stages`, each with its before-prediction (`Stage.before`), priced from one user on its server where needed.
+    """`stages`, each with its before-prediction (`Stage.before`), priced on its own server where needed.
 
     Silent: a caller's output may be read line by line (a kernel's, a test's); how long each make-up took to
     price is in its runs' rows (`one_user_s`)."""
