@@ -465,10 +465,11 @@ ROWS = [
     ),
     Row(
         "A database: a connection pool in the app",
-        "the async driver in `async def`; a sync one in a plain `def` that borrows its session itself (not from a "
-        "`def` `yield` dependency, which can stall), with a pool of at least the threads",
-        "connections / hold time (Little's law); a `def` min(threads / S, connections / hold), S its time alone; "
-        "workers × pool under the server's `max_connections`",
+        "the async driver in `async def`; a sync one in a plain `def` that takes its connection in the endpoint "
+        "(a session that connects at its first query, as SQLAlchemy's does; a `def` `yield` dependency that connects "
+        "before its `yield` can stall); a pool sized by Little's law, workers × pool under the server's "
+        "`max_connections`, the thread limit lowered to it or threads left to wait with a pool timeout",
+        "connections / hold time (Little's law); a `def` min(threads / S, connections / hold), S its time alone",
         "requests wait for a connection with the database idle, or the pool's timeout errors",
         "sync driver / (connections / hold), the pool scarcer than the threads",
         ("07", "11"),

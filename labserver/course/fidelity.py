@@ -108,6 +108,22 @@ def lines(fidelity: pd.DataFrame) -> list[str]:
     return out
 
 
+def short_of(fidelity: pd.DataFrame) -> list[str]:
+    """A line for each lesson below a target of `table`, naming the target and its share; none where all meet them."""
+    targets = (
+        ("within_15_before", BEFORE_SHARE, f"within ±{BEFORE_TOLERANCE:.0%} of the prediction made before them"),
+        ("within_10", SHARE, f"within ±{TOLERANCE:.0%} of the explained one"),
+        ("io_within_3", SHARE, f"of the I/O-bound ones within ±{IO_TOLERANCE:.0%}"),
+    )
+    out = []
+    for r in fidelity.itertuples():
+        for column, target, words in targets:
+            share = getattr(r, column)
+            if pd.notna(share) and share < target:
+                out.append(f"{r.lesson}: {share:.0%} {words}, short of the {target:.0%} asked")
+    return out
+
+
 def describe(run: pd.Series, *, bottleneck: bool = True) -> str:
     """A run in one line: pattern and the parameters that set it; what bounds it, unless `bottleneck` is False."""
     parts = [str(run.get("pattern"))]

@@ -10,8 +10,9 @@ replies and window / R rounds. A run is foreseen valid when:
 - where its replies come in bursts (threads that compute in turns and end together: the model's
   `in_step`, and a thread pool on fib without I/O, whose threads share the core the same way),
   its window holds MIN_ROUNDS rounds: one or two bursts measure when a burst fell, not the flow;
-- its Locust processes can send X: one FastHttpUser process sends about GENERATOR_RPS on its
-  core, and a generator that busy measures itself (collect's SATURATED).
+- and, a risk rather than a verdict, its Locust processes can send X: one FastHttpUser process is
+  priced at GENERATOR_RPS on its core, the least it sends busy, and a run measures its generator's
+  CPU itself (collect's SATURATED).
 
 The price of fib comes from `fib_ms` (default: timed here, as the live view's prediction is), so
 that a test can ask what any machine would see: a learner's 16-core laptop, a 64-core server.
@@ -62,6 +63,7 @@ class Foreseen:
     bursts: bool  # whether its replies come in bursts as large as the threads computing together
     generator_share: float  # of its Locust processes' ceiling, the share this run asks for
     problems: tuple[str, ...]
+    risks: tuple[str, ...] = ()  # what may make it invalid, which the run itself measures (its Locust's CPU)
 
     @property
     def valid(self) -> bool:
@@ -161,7 +163,7 @@ def _window(
     requests = rps * window_s
     bunched = bursts(w, s, task_s * w.tasks, cores)
     share = rps / (processes * GENERATOR_RPS)
-    problems = []
+    problems, risks = [], []
     if requests < MIN_REQUESTS:
         problems.append(
             f"about {requests:.0f} replies in the {window_s:.1f} s left of its {w.duration_s} s "
@@ -172,19 +174,23 @@ def _window(
             f"its replies come in bursts of its threads, one every {round_s:.2f} s: {rounds:.1f} in the "
             f"{window_s:.1f} s left (at least {MIN_ROUNDS}): run longer or with fewer users"
         )
-    if share >= SATURATED:
-        problems.append(
-            f"{rps:,.0f} req/s is {share:.0%} of what {processes} Locust process"
-            f"{'es' * (processes > 1)} send at most: give it more processes"
+    if share >= SATURATED:  # a price, not a ceiling: a busy generator sends more per core (GENERATOR_RPS)
+        many = processes > 1
+        risks.append(
+            f"{rps:,.0f} req/s is {share:.0%} of the {processes * GENERATOR_RPS:,.0f} req/s {processes} Locust "
+            f"process{'es are' if many else ' is'} priced to send; a run whose Locust passes {SATURATED:.0%} of "
+            f"its core is marked invalid: more processes make sure"
         )
-    fore = Foreseen(w, s, rps, round_s, window_s, requests, rounds, bunched, share, tuple(problems))
+    fore = Foreseen(w, s, rps, round_s, window_s, requests, rounds, bunched, share, tuple(problems), tuple(risks))
     return fore
 
 
 def warn(plan: Sequence[Foreseen]) -> list[str]:
-    """One line per run of `plan` foreseen invalid, saying why and what to change (empty: every run can be valid)."""
-    return [
-        f"run {i} of {len(plan)}, {f.describe()}: foreseen invalid: {'; '.join(f.problems)}"
-        for i, f in enumerate(plan, 1)
-        if not f.valid
-    ]
+    """A line per run of `plan` foreseen invalid, and one per run at risk, saying why and what to change."""
+    lines = []
+    for i, f in enumerate(plan, 1):
+        if f.problems:
+            lines.append(f"run {i} of {len(plan)}, {f.describe()}: foreseen invalid: {'; '.join(f.problems)}")
+        if f.risks:
+            lines.append(f"run {i} of {len(plan)}, {f.describe()}: may saturate its Locust: {'; '.join(f.risks)}")
+    return lines

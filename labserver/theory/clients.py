@@ -45,6 +45,8 @@ LIBRARY: dict[Client, str] = {"loop": "requests", "threadpool": "requests", "ses
 POOLS = ("threadpool", "session")  # a client's thread pool of `requests` calls
 REQUESTS_MAX = 10_000
 CONCURRENCY_MAX = 1_000
+# The client's core names a batch's bound only where the model keeps it this busy over the batch's wall
+CLIENT_BUSY = 0.5
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,9 @@ def predict_client(
         walls = _cpu_walls(walls, name, batch, cost, cpus.cores() if cores is None else cores)
     bottleneck = max(walls, key=walls.__getitem__)
     rps = requests / walls[bottleneck]
+    if bottleneck == Bottleneck.CLIENT_CPU and requests * batch.c < CLIENT_BUSY * walls[bottleneck]:
+        # the client core's play-out holds every wait too: a core idle most of it binds nothing, the waits do
+        bottleneck = name
     return Prediction(rps=rps, latency_ms=batch.wanted / rps * 1000, bottleneck=bottleneck)
 
 

@@ -109,3 +109,11 @@ def test_a_lesson_s_table_sets_each_run_beside_its_before_prediction_and_marks_t
     said = capsys.readouterr().out
     assert "2 of 3 runs counted within ±15%" in said  # the disturbed run and the invalid one apart
     assert "1 disturbed (others took 0.65 core)" in said
+
+
+def test_a_lesson_short_of_a_target_is_named_with_its_share():
+    short = fidelity.short_of(fidelity.table(_runs()))
+    assert "03: 50% within ±10% of the explained one, short of the 95% asked" in short
+    assert "01: 50% of the I/O-bound ones within ±3%, short of the 95% asked" in short
+    assert not any(line.startswith("01: 100%") for line in short)  # a target met is not named
+    assert fidelity.short_of(fidelity.table(pd.DataFrame())) == []

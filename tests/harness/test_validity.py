@@ -53,9 +53,14 @@ def test_replies_spread_one_by_one_need_no_rounds():
 def test_a_run_faster_than_its_locust_processes_needs_more_of_them():
     busy = (Workload("processpool", 640, cpu_n=25, duration_s=3), Settings(procs=64))  # 6,400 req/s
     [one] = seen(busy, cores=64)
-    assert not one.valid and "Locust" in one.problems[-1]
+    # a risk, not a verdict: the run measures its Locust's CPU, and a busy one sends more than its price
+    assert one.valid and one.generator_share >= validity.SATURATED and "Locust" in one.risks[-1]
+    [line] = validity.warn([one])
+    assert "may saturate its Locust: 6,400 req/s is 213% of the 3,000 req/s 1 Locust process is priced" in line
+    assert "foreseen invalid" not in line
     [three] = seen(busy, cores=64, processes=3)
-    assert three.valid and three.generator_share < validity.SATURATED
+    assert three.valid and three.generator_share < validity.SATURATED and not three.risks
+    assert validity.warn([three]) == []
 
 
 @pytest.mark.parametrize(

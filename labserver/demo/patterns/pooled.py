@@ -1,9 +1,11 @@
-"""pooled: a plain `def` endpoint whose `yield` dependency lends it a pooled connection, as a sync session does.
+"""pooled: a plain `def` endpoint whose `yield` dependency takes a pooled connection before its `yield`.
 
 Teaches: FastAPI runs the dependency and the endpoint in two turns in the thread pool, and in
 between the request holds its connection and no thread. Once the requests waiting in the
 dependency for a connection hold every thread, those holding the connections wait for a thread
-to run their endpoint: nothing moves until the pool's timeout (FastAPI issue #3205).
+to run their endpoint: nothing moves until the pool's timeout. It takes requests in flight of
+threads + connections. A session that connects at its first query (SQLAlchemy's) takes its
+connection in the endpoint's turn instead, and cannot stall so.
 """
 
 import time
