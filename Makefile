@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PROFILE ?= quick
 KERNEL := concurrency-lab
 
-.PHONY: setup test test-stress test-browser figures lab live bench db lint format lock clean site reference python-ft
+.PHONY: setup test test-stress test-browser figures lab live bench db lint format lock clean site reference card python-ft
 
 setup: $(STAMP)
 
@@ -111,6 +111,12 @@ site: $(SITE_STAMP)
 # with the machine and date they come from in docs/reference/README.md.
 reference: setup
 	$(PY) -m labserver.course.reference
+
+# The README's short card and decision card, written from labserver/course/card.py: each figure
+# measured here is its range over the last BATCHES batches of `make figures` on disk (REPEAT=3 makes them).
+BATCHES ?= 3
+card: setup
+	$(PY) -m labserver.course.card --batches $(BATCHES)
 
 # Lesson 07's private PostgreSQL with the shop data (SCALE=1 is seed 001's size), until Ctrl-C.
 SCALE ?= 0.01

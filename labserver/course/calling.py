@@ -16,7 +16,7 @@ import pandas as pd
 
 from labserver.course import sizing
 from labserver.theory import model
-from labserver.theory.workload import Workload
+from labserver.theory.workload import Workload, traits_of
 
 
 def client_ms(repeat: int = 5) -> float:
@@ -53,9 +53,22 @@ def predicted(plan: sizing.Plan, cores: float, new_client_ms: float) -> pd.DataF
 
 
 def in_step(run: pd.Series) -> float:
-    """The model's rate for a run whose users move in step on one event loop: users / (io + users × its CPU per
-    request), the CPU as the run measured it (`server_ms`)."""
-    return model.in_step_rps(int(run["users"]), run["tasks"] * run["io_ms"] / 1000, run["server_ms"] / 1000, 1.0)
+    """The model's rate for a run whose users move in step on one event loop: users / (wait + users × its CPU per
+    request), the CPU as the run measured it (`server_ms`); the wait is io where the calls overlap (a fan-out),
+    tasks × io where they go one after another."""
+    return model.in_step_rps(int(run["users"]), _wait_s(run), run["server_ms"] / 1000, 1.0)
+
+
+def busy_in_step(run: pd.Series) -> float:
+    """The share of the time the event loop computes when the run's users move in step: its users' CPU over the
+    round, users × c / (wait + users × c)."""
+    cpu_s = run["users"] * run["server_ms"] / 1000
+    return cpu_s / (_wait_s(run) + cpu_s)
+
+
+def _wait_s(run: pd.Series) -> float:
+    calls = 1 if traits_of(str(run["pattern"])).overlaps else run["tasks"]
+    return calls * run["io_ms"] / 1000
 
 
 def part(runs: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -11,15 +11,23 @@ included), both in seconds; threads is the thread pool's size (40, AnyIO's defau
 
 from __future__ import annotations
 
+import argparse
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
+
+from labserver.harness import results
+from labserver.paths import ROOT
 
 SETTING = ("users", "tasks", "io_ms", "cpu_n", "workers", "threads")  # two patterns compare at the same setting
 COLUMNS = ["situation", "write", "ceiling", "how you would notice it", "measured", "lesson"]
 NOT_YET = "not measured yet"
+RANGE_BATCHES = 3  # the README's card: each figure's range over the last this many batches on disk
+MOVES = 0.2  # a figure whose range passes ±this share of its middle moves with the machine: its row says why
 
 
 @dataclass(frozen=True)
@@ -339,6 +347,7 @@ class Row:
     shows: str  # the measured ratio that shows it
     lessons: tuple[str, ...]
     measure: Callable[[pd.DataFrame], Measured]
+    moves: str = ""  # why its figure moves between batches, where it moves past ±MOVES of its middle
 
 
 ROWS = [
@@ -400,7 +409,8 @@ ROWS = [
         "A route that computes in Python, beside routes that should stay quick (a health check, small pages)",
         "its work in a process pool; in a plain `def` if a few GIL turns of 5 ms for the others are acceptable",
         "on the loop, a cheap request waits the rest of the CPU in progress: at p95 cpu × (1 − 0.05 / ρ), ρ the "
-        "loop's busy share; in a thread, a few switch intervals",
+        "loop's busy share, with one heavy request at a time (more queue back to back); in a thread, a few switch "
+        "intervals",
         "health checks and small requests slow (timeouts at the load balancer) only while the heavy route runs",
         "a cheap route's p95, the work on the event loop / in a process pool",
         ("14",),
@@ -414,6 +424,7 @@ ROWS = [
         "cores kept busy hashing / computing fib, both in a `def`",
         ("03",),
         released_gil,
+        "the cores hashlib's threads keep busy are what other processes leave them (lesson 03's `other_cpu`)",
     ),
     Row(
         "CPU-bound work on a free-threaded Python (3.13t, 3.14t)",
@@ -423,6 +434,8 @@ ROWS = [
         "thread pool without the GIL / with it, same build; and / the usual build's thread and process pools",
         ("10",),
         free_threads,
+        "each build's CPU per request moves with the machine between runs, the free-threaded build's most: the "
+        "model's speed-up is min(threads, users, cores)",
     ),
     Row(
         "CPU-bound work in one process, with the GIL: Python 3.14, or 3.13 with the interpreters-pep-734 backport",
@@ -453,6 +466,8 @@ ROWS = [
         "bounded / unbounded fan-out, req/s, and their CPU per call",
         ("12",),
         fan_out,
+        "the unbounded fan-out's CPU per call grows with the connections its pool holds, which moves from run to "
+        "run (lesson 12, Deeper)",
     ),
     Row(
         "Clients that give up (a timeout, a closed tab) on long work",
@@ -495,6 +510,15 @@ ROWS = [
     ),
 ]
 
+# The rules a developer needs first: the README's short card, above the full one
+FIRST = (
+    "Awaitable I/O: an async driver, `asyncio.sleep`, `httpx.AsyncClient`",
+    "A blocking library: requests, a sync database driver",
+    "Never: `time.sleep` (or any blocking call) in `async def`",
+    "CPU-bound work",
+    "Calling other services over HTTP (a client in your endpoint or script)",
+)
+
 
 def card(runs: pd.DataFrame) -> pd.DataFrame:
     """The decision card with each row's ratio measured on this machine, from `runs` (one row per run)."""
@@ -506,9 +530,100 @@ def card(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=COLUMNS)
 
 
+def batches(runs: pd.DataFrame, count: int) -> list[str]:
+    """The last `count` batches of `make figures` in `runs` that ran every lesson the card reads, oldest first (their
+    ids sort by time): one lesson run again on its own is not a batch of the card."""
+    if runs.empty or not {"batch", "lesson"} <= set(runs):
+        return []
+    wanted = {lesson for row in ROWS for lesson in row.lessons}
+    ran = runs.dropna(subset=["batch"]).groupby(runs["batch"].astype(str))["lesson"]
+    whole = [b for b, lessons in ran if b and wanted <= {str(x)[:2] for x in lessons.dropna()}]
+    return sorted(whole)[-count:]
+
+
+def ranged(row: Row, runs: pd.DataFrame, ids: list[str]) -> str:
+    """`row`'s figure in each batch of `ids`: the last one's words, then its range over them and the count; a range
+    wider than ±MOVES of its middle says why (`row.moves`)."""
+    got = [row.measure(runs[runs["batch"].astype(str) == b]) for b in ids]
+    known = [g for g in got if math.isfinite(g.ratio)]
+    if not known:
+        return f"{NOT_YET} ({row.shows})"
+    low, high = min(g.ratio for g in known), max(g.ratio for g in known)
+    span = f"{low:.3g}" if f"{low:.3g}" == f"{high:.3g}" else f"{low:.3g}–{high:.3g}"
+    text = f"{known[-1].text}; {span} over {len(known)} batch{'es' * (len(known) > 1)}"
+    if high - low > MOVES * (high + low):
+        text += f"; moves past ±{MOVES:.0%}: {row.moves or 'why is not known yet'}"
+    return text
+
+
+def ranged_card(runs: pd.DataFrame, count: int = RANGE_BATCHES) -> pd.DataFrame:
+    """The card with each row's figure as a range over the last `count` batches of `runs` (`ranged`)."""
+    ids = batches(runs, count)
+    out = [
+        [row.situation, row.write, row.ceiling, row.notice, ranged(row, runs, ids), ", ".join(row.lessons)]
+        for row in ROWS
+    ]
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def short(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `frame` a developer needs first (FIRST), with what to write and its ceiling."""
+    return frame[frame["situation"].isin(FIRST)][["situation", "write", "ceiling"]]
+
+
 def markdown(frame: pd.DataFrame) -> str:
     """`frame` (from `card`) as a Markdown table."""
     lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
     for values in frame.itertuples(index=False):
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in values) + " |")
     return "\n".join(lines) + "\n"
+
+
+MARKS = {
+    "short": ("<!-- short card: `make card` writes it from labserver/course/card.py -->", "<!-- /short card -->"),
+    "card": (
+        "<!-- card: `make card` writes it from labserver/course/card.py and the runs -->",
+        "<!-- /card -->",
+    ),
+}
+
+
+def between(text: str, name: str) -> str:
+    """What `text` holds between the marks of `name` (MARKS)."""
+    start, end = MARKS[name]
+    if start not in text or end not in text:
+        raise ValueError(f"the marks of the {name} are missing: {start} ... {end}")
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def written(text: str, name: str, body: str) -> str:
+    """`text` with `body` between the marks of `name`."""
+    start, end = MARKS[name]
+    return text.replace(f"{start}{between(text, name)}{end}", f"{start}\n{body}{end}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`make card`: the README's short card and card, each figure a range over the last batches on disk."""
+    parser = argparse.ArgumentParser(prog="python -m labserver.course.card", description=main.__doc__)
+    parser.add_argument("--batches", type=int, default=RANGE_BATCHES, help="batches to range over (default: 3)")
+    parser.add_argument("--readme", type=Path, default=ROOT / "README.md", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    runs = results.load_runs()
+    ids = batches(runs, args.batches)
+    if len(ids) < args.batches:
+        print(
+            f"make card: {len(ids)} batch(es) on disk, {args.batches} asked: run `make figures REPEAT={args.batches}`"
+        )
+        return 1
+    frame = ranged_card(runs, args.batches)
+    cores = runs["usable_cores"].max() if "usable_cores" in runs else math.nan
+    source = f"Measured here ({cores:g} usable cores): batches {ids[0]} to {ids[-1]}, the last {len(ids)} on disk.\n\n"
+    text = args.readme.read_text()
+    text = written(written(text, "short", markdown(short(frame))), "card", source + markdown(frame))
+    args.readme.write_text(text)
+    print(f"make card: {args.readme} written from {len(ids)} batches ({ids[0]} to {ids[-1]})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -54,12 +54,20 @@ def test_a_call_s_cpu_is_the_run_s_over_its_calls():
 
 
 def test_a_new_client_s_users_in_step_are_priced_round_by_round():
-    run = pd.Series({"users": 20, "tasks": 1, "io_ms": 200, "server_ms": 21.9})
+    run = pd.Series({"pattern": "callnew", "users": 20, "tasks": 1, "io_ms": 200, "server_ms": 21.9})
     assert calling.in_step(run) == pytest.approx(20 / (0.2 + 20 * 0.0219))  # 31.3 req/s, not 1 / c's 45.7
+    assert calling.busy_in_step(run) == pytest.approx(20 * 0.0219 / (0.2 + 20 * 0.0219))
+
+
+def test_a_fan_out_s_users_in_step_wait_one_io_a_round_however_many_calls():
+    # the four calls overlap: a round is every user's CPU, then one wait of io, not four
+    fan = pd.Series({"pattern": "fanout", "users": 20, "tasks": 4, "io_ms": 200, "server_ms": 16.0})
+    assert calling.in_step(fan) == pytest.approx(20 / (0.2 + 20 * 0.016))
+    assert calling.in_step(pd.Series({**fan, "pattern": "callreused"})) == pytest.approx(20 / (0.8 + 20 * 0.016))
 
 
 def test_out_of_step_reads_how_far_a_run_went_from_in_step_toward_its_cpu_bound():
-    run = pd.Series({"users": 20, "tasks": 1, "io_ms": 200, "server_ms": 25.0, "rps": 0.0})
+    run = pd.Series({"pattern": "callnew", "users": 20, "tasks": 1, "io_ms": 200, "server_ms": 25.0, "rps": 0.0})
     low, high = 20 / (0.2 + 20 * 0.025), 40.0
     assert calling.out_of_step(run.copy().replace({0.0: low})) == pytest.approx(0.0)
     assert calling.out_of_step(pd.Series({**run, "rps": high})) == pytest.approx(1.0)

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from labserver.course import card
+from labserver.paths import ROOT
 
 
 def _run(lesson, pattern, users, rps, **row):
@@ -309,3 +310,59 @@ def test_a_slow_route_is_read_as_the_cheap_route_s_p95_on_the_loop_over_in_a_pro
     assert got.text == "a cheap request's p95: 80 ms beside fib on the loop, 20 in a thread, 2 in a process (40×)"
     assert math.isnan(card.slow_route(runs[runs["where"] != "thread pool"]).ratio)
     assert math.isnan(card.slow_route(RUNS).ratio)
+
+
+def _batched(values):
+    """The offload row's runs (lesson 05, 50 users, 40 threads, 100 ms: 400 req/s its bound), one per batch, each
+    batch with a run of every other lesson the card reads."""
+    others = sorted({lesson for row in card.ROWS for lesson in row.lessons} - {"05"})
+    runs = []
+    for i, rps in enumerate(values):
+        batch = f"2026112{i}T000000"
+        runs += [_run(L05, "offload", 50, rps, batch=batch)] + [
+            _run(f"{n}_x", "x", 1, 1.0, batch=batch) for n in others
+        ]
+    return pd.DataFrame(runs)
+
+
+def test_a_batch_of_the_card_ran_every_lesson_it_reads():
+    runs = _batched([400.0, 400.0])
+    alone = _run(L05, "offload", 50, 400.0, batch="20261129T000000")  # lesson 05 run again on its own
+    assert card.batches(pd.concat([runs, pd.DataFrame([alone])]), 3) == ["20261120T000000", "20261121T000000"]
+
+
+def test_a_figure_is_ranged_over_the_last_batches_with_their_count():
+    row = next(r for r in card.ROWS if r.measure is card.offload_at_threads)
+    runs = _batched([100.0, 392.0, 396.0, 400.0])  # the first batch is past the last three
+    assert card.batches(runs, 3) == ["20261121T000000", "20261122T000000", "20261123T000000"]  # the last three
+    text = card.ranged(row, runs, card.batches(runs, 3))
+    assert text == "1.00 of threads / io (offload at 50 users); 0.98–1 over 3 batches"
+
+
+def test_a_figure_that_moves_past_twenty_percent_says_why():
+    row = next(r for r in card.ROWS if r.measure is card.offload_at_threads)
+    runs = _batched([200.0, 400.0])
+    text = card.ranged(row, runs, card.batches(runs, 3))
+    assert text.startswith("1.00 of threads / io (offload at 50 users); 0.5–1 over 2 batches; moves past ±20%: ")
+    assert text.endswith(row.moves or "why is not known yet")
+    assert card.ranged(row, runs.iloc[0:0], []) == f"{card.NOT_YET} ({row.shows})"
+
+
+def test_the_readme_card_is_the_card_s_rows_as_make_card_writes_them():
+    readme = (ROOT / "README.md").read_text()
+    rows = [line for line in card.between(readme, "card").splitlines() if line.startswith("| ")][1:]
+    assert [r.split(" | ")[0].lstrip("| ") for r in rows] == [r.situation for r in card.ROWS]
+    for line, row in zip(rows, card.ROWS, strict=True):  # the words are card.py's: only the figures come from runs
+        assert line.startswith(f"| {row.situation} | {row.write} | {row.ceiling} | {row.notice} | ")
+    short = card.between(readme, "short")
+    assert short.strip() == card.markdown(card.short(card.card(pd.DataFrame()))).strip()
+    assert len(card.FIRST) == 5 and set(card.FIRST) <= {r.situation for r in card.ROWS}
+
+
+def test_make_card_writes_between_the_marks_and_nothing_else():
+    (s0, s1), (c0, c1) = card.MARKS["short"], card.MARKS["card"]
+    text = f"top\n{s0}\nold\n{s1}\nmiddle\n{c0}\n{c1}\nend"
+    new = card.written(card.written(text, "short", "A\n"), "card", "B\n")
+    assert new == f"top\n{s0}\nA\n{s1}\nmiddle\n{c0}\nB\n{c1}\nend"
+    with pytest.raises(ValueError, match="marks of the card are missing"):
+        card.between("no marks", "card")
