@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.patches import Patch
 
 from labserver.charts.plots import COLORS, INVALID
 from labserver.labels import client_label, pattern_label
@@ -21,9 +20,8 @@ CLIENT_COLORS = {
 
 
 def label(frame: pd.DataFrame) -> pd.Series:
-    """A short name per run for chart axes: client (as a learner reads it), requests in flight, requests sent."""
-    clients = frame["client"].map(lambda c: textwrap.fill(client_label(c), 18))
-    return clients + "\n×" + frame["users"].astype(str) + " · " + frame["requests"].astype(str)
+    """A short name per run for chart axes: requests in flight and requests sent (the bar's colour is the client)."""
+    return frame["users"].astype(str) + " in flight\n" + frame["requests"].astype(str) + " sent"
 
 
 def throughput_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
@@ -38,16 +36,20 @@ def throughput_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
         ax.bar(x, runs["rps"], color=[CLIENT_COLORS[c] for c in runs["client"]], alpha=0.85)
         ax.scatter(x, runs["predicted_rps"], marker="_", s=900, color="black", zorder=3, label="model (with CPU)")
         ax.scatter(x, runs["concurrency_rps"], marker="_", s=900, color="grey", zorder=3, label="concurrency only")
-        for i, r in runs.iterrows():
-            ax.annotate(f"{r.client_cpu:.2f}", (i, r.rps), ha="center", va="bottom", fontsize="x-small")
+        for i, r in runs.iterrows():  # inside the bar's top, clear of the model's marks above it
+            ax.annotate(f"{r.client_cpu:.2f}", (i, r.rps), xytext=(0, -3), textcoords="offset points", ha="center",
+                        va="top", fontsize="x-small", color="white", fontweight="bold")  # fmt: skip
         ax.set_xticks(list(x), label(runs), fontsize="x-small")
         ax.set(
             yscale="log",
             title=f"/{pattern}: {pattern_label(pattern)}",
-            xlabel="client, ×in flight · requests sent (on the bars: client CPU)",
+            xlabel="requests in flight, requests sent (in each bar: the client's CPU, in cores)",
         )
+    clients = dict.fromkeys(frame["client"])
+    swatches = [Patch(color=CLIENT_COLORS[c], alpha=0.85, label=client_label(c)) for c in clients]
+    handles, _ = axes[0][0].get_legend_handles_labels()
     axes[0][0].set_ylabel("throughput (req/s, log scale)")
-    axes[0][0].legend(fontsize="small", loc="upper left")
+    fig.legend(handles=[*swatches, *handles], fontsize="small", loc="outside lower center", ncols=len(swatches) + 2)
     fig.suptitle(title, fontweight="bold")
     return fig
 

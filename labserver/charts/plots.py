@@ -134,6 +134,10 @@ def history(histories: dict[str, pd.DataFrame], title: str, ax=None) -> plt.Figu
     return fig
 
 
+CROWDED = 6  # pairs of bars past which a chart widens, so that their names do not run into each other
+INCHES_PER_PAIR = 1.25
+
+
 def bars(
     frame: pd.DataFrame,
     title: str,
@@ -153,6 +157,10 @@ def bars(
         tidy = named(tidy)
     sns.barplot(tidy, x=x, y=ylabel, hue="what", ax=ax, palette=["#4c72b0", "#c4c4c4"])
     ax.set(title=title, xlabel=_label(x), ylabel=ylabel)
+    pairs = tidy[x].nunique()
+    if pairs > CROWDED and len(fig.axes) == 1:  # a chart of its own: room for each pair's two-line name
+        fig.set_figwidth(max(fig.get_figwidth(), INCHES_PER_PAIR * pairs))
+        ax.tick_params(axis="x", labelsize="small")
     return fig
 
 

@@ -59,13 +59,6 @@ def in_step(run: pd.Series) -> float:
     return model.in_step_rps(int(run["users"]), _wait_s(run), run["server_ms"] / 1000, 1.0)
 
 
-def busy_in_step(run: pd.Series) -> float:
-    """The share of the time the event loop computes when the run's users move in step: its users' CPU over the
-    round, users × c / (wait + users × c)."""
-    cpu_s = run["users"] * run["server_ms"] / 1000
-    return cpu_s / (_wait_s(run) + cpu_s)
-
-
 def _wait_s(run: pd.Series) -> float:
     calls = 1 if traits_of(str(run["pattern"])).overlaps else run["tasks"]
     return calls * run["io_ms"] / 1000

@@ -100,6 +100,15 @@ def bursts(workload: Workload, settings: Settings, compute_s: float, cores: floa
     return computing > (settings.workers if settings.gil and computes is Where.THREAD_POOL else cores)
 
 
+def waves(workload: Workload, settings: Settings) -> int:
+    """The replies that come back together, where the run's requests each hold one of a pool's connections for a
+    wait and the users outnumber them: the connections free at once, a wave every wait. 0: no waves."""
+    pool = settings.workers * settings.db_pool
+    if not workload.traits.connection or workload.io_ms <= 0 or workload.users <= pool:
+        return 0
+    return pool
+
+
 def foresee(
     runs: Sequence[tuple[Workload, Settings]],
     *,
@@ -173,6 +182,12 @@ def _window(
         problems.append(
             f"its replies come in bursts of its threads, one every {round_s:.2f} s: {rounds:.1f} in the "
             f"{window_s:.1f} s left (at least {MIN_ROUNDS}): run longer or with fewer users"
+        )
+    wave = waves(w, s)
+    if wave and rounds < MIN_ROUNDS:  # a window of one round counts whole waves: ± one wave of its replies
+        problems.append(
+            f"its replies come in waves of its pool's {wave} connections, each user's once every {round_s:.2f} s: "
+            f"{rounds:.1f} rounds in the {window_s:.1f} s left (at least {MIN_ROUNDS}): run longer"
         )
     if share >= SATURATED:  # a price, not a ceiling: a busy generator sends more per core (GENERATOR_RPS)
         many = processes > 1

@@ -35,4 +35,6 @@ def test_the_throughput_chart_names_the_endpoint_and_the_clients():
     ax = client_charts.throughput_chart(_runs(), title="t").axes[0]
     assert ax.get_title() == "/threadpool: def (thread pool)"
     ticks = [t.get_text().replace("\n", " ") for t in ax.get_xticklabels()]
-    assert ticks[1] == "requests in a client thread pool ×10 · 100"
+    assert ticks[1] == "10 in flight 100 sent"  # short: the bar's colour names the client, in the legend
+    names = [n.get_text() for n in ax.figure.legends[0].get_texts()]
+    assert names[:3] == ["requests, one at a time", "requests in a client thread pool", "aiohttp"]

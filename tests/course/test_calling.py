@@ -56,7 +56,6 @@ def test_a_call_s_cpu_is_the_run_s_over_its_calls():
 def test_a_new_client_s_users_in_step_are_priced_round_by_round():
     run = pd.Series({"pattern": "callnew", "users": 20, "tasks": 1, "io_ms": 200, "server_ms": 21.9})
     assert calling.in_step(run) == pytest.approx(20 / (0.2 + 20 * 0.0219))  # 31.3 req/s, not 1 / c's 45.7
-    assert calling.busy_in_step(run) == pytest.approx(20 * 0.0219 / (0.2 + 20 * 0.0219))
 
 
 def test_a_fan_out_s_users_in_step_wait_one_io_a_round_however_many_calls():

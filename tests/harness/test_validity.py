@@ -1,5 +1,7 @@
 """The model's foresight of a run's window: replies, rounds and the load generator, before anything starts."""
 
+import dataclasses
+
 import pytest
 
 from labserver.demo.settings import Settings
@@ -87,3 +89,17 @@ def test_warn_names_the_run_and_what_to_change():
     [line] = validity.warn(plan)
     assert line.startswith("run 2 of 2, threadpool (160 users, fib(25)): foreseen invalid:")
     assert "run longer or with fewer users" in line
+
+
+def test_a_pool_s_connections_freed_together_need_four_rounds_in_the_window():
+    # lesson 11's session borrowed in the endpoint: 100 users, 20 connections held 200 ms: waves of 20 every 200 ms,
+    # and each user's round trip is 1 s; a 3 s run leaves a window of one round, which counts whole waves (± 20%)
+    inside = Workload("pooledinside", 100, io_ms=200, duration_s=3)
+    [short] = seen((inside, Settings(db_pool=20)))
+    assert validity.waves(inside, Settings(db_pool=20)) == 20
+    assert not short.valid and "waves of its pool's 20 connections" in short.problems[-1]
+    [long] = seen((dataclasses.replace(inside, duration_s=8), Settings(db_pool=20)))
+    assert long.valid and long.rounds >= validity.MIN_ROUNDS
+    # fewer users than connections: no wave; no connection held: none either
+    assert validity.waves(dataclasses.replace(inside, users=20), Settings(db_pool=20)) == 0
+    assert validity.waves(Workload("threadpool", 100, io_ms=200), Settings(db_pool=20)) == 0
