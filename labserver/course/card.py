@@ -327,6 +327,8 @@ def overload(runs: pd.DataFrame) -> Measured:
         return Measured(math.nan, NOT_YET)
     past = runs["lesson"].fillna("").astype(str).str.match(r"0[89]") & runs["valid"].fillna(False).astype(bool)
     past &= runs["rate"] > 1.1 * runs["rps"]  # arrivals past what the server served: overloaded
+    if "limit_concurrency" in runs:  # uvicorn's limit queues nothing: a loss system, not a bounded queue
+        past &= runs["limit_concurrency"].isna()
     growth = (runs["p95_last_third_ms"] / runs["p95_first_third_ms"])[past]
     shed = runs["shed"].fillna(0)[past]
     if (shed == 0).sum() == 0:
@@ -472,7 +474,7 @@ ROWS = [
     Row(
         "Clients that give up (a timeout, a closed tab) on long work",
         "`async def` work in steps, with `if await request.is_disconnected(): stop` between them",
-        "users / timeout requests a second, each costing the steps begun before its client left, and one more",
+        "users / timeout requests a second, each costing the steps begun before its client left, the last included",
         "the server's CPU busy while its clients see timeouts; the same work run again for each retry",
         "checking / not checking, server CPU per abandoned request",
         ("13",),
@@ -617,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     frame = ranged_card(runs, args.batches)
     cores = runs["usable_cores"].max() if "usable_cores" in runs else math.nan
-    source = f"Measured here ({cores:g} usable cores): batches {ids[0]} to {ids[-1]}, the last {len(ids)} on disk.\n\n"
+    source = f"Measured here ({cores:g} usable cores): batches {ids[0]} to {ids[-1]}, the last {len(ids)} complete.\n\n"
     text = args.readme.read_text()
     text = written(written(text, "short", markdown(short(frame))), "card", source + markdown(frame))
     args.readme.write_text(text)

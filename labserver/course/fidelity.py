@@ -16,6 +16,7 @@ import psutil
 from pandas.io.formats.style import Styler
 
 from labserver import config
+from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness import results
 from labserver.harness.results import environment
 from labserver.theory.model import CPU_BOUND
@@ -128,7 +129,10 @@ def describe(run: pd.Series, *, bottleneck: bool = True) -> str:
     """A run in one line: pattern and the parameters that set it; what bounds it, unless `bottleneck` is False."""
     parts = [str(run.get("pattern"))]
     parts += [f"{k}={_whole(run[k])}" for k in ("users", "tasks", "io_ms", "cpu_n", "workers") if pd.notna(run.get(k))]
-    parts += ["GIL off"] * (run.get("gil") is False)
+    threads = run.get("threads")
+    parts += [f"threads={_whole(threads)}"] if pd.notna(threads) and threads != THREADS_DEFAULT else []
+    build = run.get("build")  # which Python served it, where a lesson runs several (lesson 10)
+    parts += [f"on {build}"] if isinstance(build, str) and build else ["GIL off"] * (run.get("gil") is False)
     pinned = run.get("cpus")
     parts += [f"pinned to CPU {pinned}"] if isinstance(pinned, str) and pinned else []
     text = " ".join(parts)
@@ -165,7 +169,9 @@ def before_table(lesson: str, runs: pd.DataFrame | None = None) -> Styler:
             "predicted before (req/s)": runs["predicted_before_rps"],
             "measured (req/s)": runs["rps"],
             "measured / before": runs["ratio_before"],
-            "counted": valid.map({True: "yes", False: "no: invalid"}).where(~disturbed, "apart: disturbed"),
+            "counted": valid.map({True: "yes", False: "no: invalid"})
+            .where(runs["ratio_before"].notna() | ~valid, "no: not predicted")
+            .where(~disturbed, "apart: disturbed"),
             "others took (cores)": runs["disturbed_cpu"].where(disturbed),
             "why it missed by over 10% (what this run measured)": runs["before_miss"].fillna(""),
         }

@@ -207,7 +207,10 @@ def _miss_cause(ratio: float, one: OneUser | None, before: Before | None, figure
         if abs(grown - 1) > BEFORE_MISS:
             causes.append(f"server CPU/request {figures['server_ms']:.2f} ms, {grown:.2f}× the {priced:.2f} priced")
     generator = before.generator_ms if before is not None else math.nan
-    if figures["locust_ms"] > (1 + BEFORE_MISS) * generator:  # NaN compares False
+    # Locust dearer than its price takes cores from any run; cheaper, it moves only a run its price bound
+    bound = before is not None and before.prediction.bottleneck == model.Bottleneck.GENERATOR
+    off = figures["locust_ms"] / generator  # NaN compares False
+    if off > 1 + BEFORE_MISS or (bound and off < 1 - BEFORE_MISS):
         causes.append(f"Locust CPU/request {figures['locust_ms']:.2f} ms, priced {generator:.2f}")
     explained = figures["ratio"]
     if abs(explained - 1) <= BEFORE_MISS:

@@ -225,9 +225,9 @@ def test_a_database_pool_is_read_against_connections_over_hold_where_it_is_scarc
     assert math.isnan(card.database_pool(RUNS).ratio)
 
 
-def _open(lesson, rate, rps, first, last, shed=0.0):
+def _open(lesson, rate, rps, first, last, shed=0.0, **row):
     return _run(lesson, "threadpool", 1, rps, rate=rate, shed=shed, p95_first_third_ms=first,
-                p95_last_third_ms=last)  # fmt: skip
+                p95_last_third_ms=last, **row)  # fmt: skip
 
 
 def test_overload_reads_p95_s_growth_through_the_run_unbounded_and_bounded():
@@ -235,6 +235,8 @@ def test_overload_reads_p95_s_growth_through_the_run_unbounded_and_bounded():
         _open("08_overload", 235.0, 197.0, 700.0, 1750.0),
         _open("08_overload", 150.0, 150.0, 110.0, 112.0),  # within capacity: not overload
         _open("09_stalls_and_shedding", 294.0, 198.0, 200.0, 202.0, shed=0.33),
+        # uvicorn's --limit-concurrency queues nothing: not a bounded queue's run
+        _open("09_stalls_and_shedding", 294.0, 190.0, 200.0, 201.0, shed=0.38, limit_concurrency=21.0),
     ])  # fmt: skip
     got = card.overload(runs)
     assert got.ratio == pytest.approx(2.5)

@@ -117,3 +117,19 @@ def test_a_lesson_short_of_a_target_is_named_with_its_share():
     assert "01: 50% of the I/O-bound ones within ±3%, short of the 95% asked" in short
     assert not any(line.startswith("01: 100%") for line in short)  # a target met is not named
     assert fidelity.short_of(fidelity.table(pd.DataFrame())) == []
+
+
+def test_a_run_with_no_prediction_before_it_is_not_counted(capsys):
+    runs = _runs().iloc[:2].assign(
+        predicted_before_rps=[100.0, float("nan")], rps=[98.0, 40.0], ratio_before=[0.98, float("nan")],
+        disturbed=[False, False], disturbed_cpu=[0.0, 0.0], before_miss=["", ""],
+    )  # fmt: skip
+    assert list(fidelity.before_table("01_a", runs).data["counted"]) == ["yes", "no: not predicted"]
+    assert "1 of 1 runs counted" in capsys.readouterr().out
+
+
+def test_a_run_names_its_python_and_a_thread_pool_not_of_the_default_size():
+    run = pd.Series({"pattern": "threadpool", "users": 20, "threads": 2, "gil": False, "build": "3.13.5t, GIL off"})
+    assert fidelity.describe(run, bottleneck=False) == "threadpool users=20 threads=2 on 3.13.5t, GIL off"
+    usual = pd.Series({"pattern": "threadpool", "users": 20, "threads": 40, "gil": True})
+    assert fidelity.describe(usual, bottleneck=False) == "threadpool users=20"

@@ -15,7 +15,7 @@ from labserver.harness.meters import CpuMeter, MachineMeter
 from labserver.harness.plan import Before, Meters, Options, Stage
 from labserver.harness.records import Record
 from labserver.theory.demand import OneUser
-from labserver.theory.model import Prediction
+from labserver.theory.model import Bottleneck, Prediction
 from labserver.theory.workload import Workload
 
 T0 = 1_700_000_000.0
@@ -188,3 +188,14 @@ def test_a_miss_its_own_cpu_does_not_explain_names_users_in_step():
     assert said.startswith("not its CPU alone (0.70 of the prediction priced with it); ")
     assert said.endswith("users in step: 80% of replies back to back, 60% at random")
     assert collect._miss_cause(0.95, ONE, None, figures) == ""  # within 10%: nothing to explain
+
+
+def test_a_generator_cheaper_than_its_price_is_named_where_its_price_bound_the_run():
+    figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.13, "ratio": 1.0, "bunched": 0.5,
+               "bunched_at_random": 0.5}  # fmt: skip
+    bound = Before(Prediction(3000.0, 130.0, Bottleneck.GENERATOR), ONE, "one user", 0.33)
+    assert "Locust CPU/request 0.13 ms, priced 0.33" in collect._miss_cause(1.3, ONE, bound, figures)
+    users = Before(Prediction(3000.0, 130.0, "users"), ONE, "one user", 0.33)  # cheaper, but it bound nothing
+    assert "Locust" not in collect._miss_cause(1.3, ONE, users, figures)
+    dear = {**figures, "locust_ms": 0.5}  # dearer: it takes cores from any run
+    assert "Locust CPU/request 0.50 ms, priced 0.33" in collect._miss_cause(0.7, ONE, users, dear)
