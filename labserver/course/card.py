@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from labserver import checks
 from labserver.harness import results
 from labserver.paths import ROOT
 
@@ -610,6 +611,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=RANGE_BATCHES, help="batches to range over (default: 3)")
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    try:
+        checks.whole("--batches", args.batches, 1)
+    except ValueError as e:
+        parser.error(str(e))
     runs = results.load_runs()
     ids = batches(runs, args.batches)
     if len(ids) < args.batches:

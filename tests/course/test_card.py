@@ -368,3 +368,9 @@ def test_make_card_writes_between_the_marks_and_nothing_else():
     assert new == f"top\n{s0}\nA\n{s1}\nmiddle\n{c0}\nB\n{c1}\nend"
     with pytest.raises(ValueError, match="marks of the card are missing"):
         card.between("no marks", "card")
+
+
+def test_make_card_refuses_a_batch_count_below_one(capsys):
+    with pytest.raises(SystemExit):
+        card.main(["--batches", "0"])
+    assert "--batches" in capsys.readouterr().err
