@@ -608,7 +608,9 @@ def written(text: str, name: str, body: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """`make card`: the README's short card and card, each figure a range over the last batches on disk."""
     parser = argparse.ArgumentParser(prog="python -m labserver.course.card", description=main.__doc__)
-    parser.add_argument("--batches", type=int, default=RANGE_BATCHES, help="batches to range over (default: 3)")
+    parser.add_argument(
+        "--batches", type=int, default=RANGE_BATCHES, help="batches to range over (default: %(default)s)"
+    )
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
