@@ -6,7 +6,10 @@ spends on each what its endpoint runs before it stops: every sub-task where noth
 and, where the endpoint checks after each sub-task (`watchful`), those begun before the client
 left, the last of which ends, finds the connection closed and stops the rest. What a request
 costs besides its fib (a new connection after each timeout, the framework) is measured by a run
-without fib, and taken off the others.
+without fib, and taken off the others. The sub-tasks a request ran are read by Little's law, not
+from its CPU (a fib's CPU moves from one run to the next by up to a fifth): the requests the
+server held in flight, on average over the run, divided by the rate they came give each one's
+time in the server, which is so many sub-tasks of io + fib.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pandas as pd
 
 from labserver.course import sizing
 from labserver.demo import hung
+from labserver.harness import telemetry
 from labserver.theory import model
 
 
@@ -59,13 +63,25 @@ def predicted(plan: sizing.Plan, fib_ms: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def beside(runs: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
-    """The runs with, beside each, its predicted sub-tasks and fib CPU, and its measured fib CPU per request: the
-    server's CPU per request less that of the run without fib."""
+def beside(runs: pd.DataFrame, table: pd.DataFrame, fib_ms: float) -> pd.DataFrame:
+    """The runs with, beside each, its predicted sub-tasks and fib CPU; its measured fib CPU per request (the
+    server's CPU per request less that of the run without fib); its time in the server (`in_server_ms`) and the
+    sub-tasks of io + `fib_ms` that time holds (`sub_tasks_seen`)."""
     out = runs.merge(table[["pattern", "cpu_n", "sub_tasks_run", "predicted_fib_ms"]], on=["pattern", "cpu_n"])
     own = out.loc[out["cpu_n"] == 0, "server_ms"].iloc[0]
     out["fib_ms"] = out["server_ms"] - own
+    out["in_server_ms"] = [in_server_ms(run) for _, run in out.iterrows()]
+    out["sub_tasks_seen"] = out["in_server_ms"] / (out["io_ms"] + fib_ms * (out["cpu_n"] > 0))
     return out
+
+
+def in_server_ms(run: pd.Series) -> float:
+    """A request's mean time in the server, by Little's law: the requests in flight, on average over the run's
+    telemetry (each worker's samples, summed), over the rate they came (failures included); NaN without it."""
+    samples = telemetry.load(run["run_id"])
+    if samples.empty or not run["rps"]:
+        return math.nan
+    return float(samples.groupby("pid")["in_flight"].mean().sum() / run["rps"] * 1000)
 
 
 def work(runs: pd.DataFrame) -> pd.DataFrame:

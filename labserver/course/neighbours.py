@@ -1,11 +1,13 @@
-"""Lesson 14's readings: how long a cheap route waits while another route of its worker computes.
+"""Lesson 14's readings: how long a cheap request waits while another route of its worker computes.
 
 A cheap request that comes at a random moment finds the worker's CPU work where that work
-runs. On the event loop, the loop is busy a share ρ of the time, one heavy request's CPU S at
-a time: the cheap request waits nothing with chance 1 − ρ, and otherwise the rest of the S in
-progress, any part of it as likely: a wait whose mean is ρ S / 2 and whose 95th percentile is
-S (1 − 0.05 / ρ) (none when ρ ≤ 0.05). S is read as the heavy request's own time less that of
-the same request without fib (their medians): its fib as the busy server runs it, the
+runs. On the event loop, one heavy request's CPU S at a time, X of them a second, keep the loop
+busy a share ρ = X × mean S. The cheap request waits the rest of the S in progress, if any: a
+wait over w with chance X × mean(max(S − w, 0)), and a mean wait of X × mean(S²) / 2. When
+every S is the same these are ρ S / 2 and, at the 95th percentile, S (1 − 0.05 / ρ) (none when
+ρ ≤ 0.05); a run's S differ (a fib now and then runs slower), and the longer ones weigh more,
+since a random moment falls in them more often. Each heavy request's S is read as its own time
+less the median time of the same request without fib: its fib as the busy server runs it, the
 cheap requests' own CPU left out. In a thread, the loop's thread has to win the GIL back
 for each turn of the loop while the other thread computes, and waits up to the interpreter's
 switch interval for it (5 ms): a few of those, whatever S is. In a process of its own, on a core
@@ -17,12 +19,15 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from labserver.demo.patterns import TRAITS
 from labserver.demo.traits import Where
-from labserver.harness import results
+from labserver.harness import records, results
 from labserver.harness.probes import Probes
+from labserver.paths import runs_dir
 
 TAIL = 0.95  # the percentile a lesson reads: p95
 SWITCH_MS = sys.getswitchinterval() * 1000  # CPython's default, as the server's interpreter has it (5 ms)
@@ -34,16 +39,38 @@ def where(pattern: str, cpu_n: int) -> str:
     return WHERE[TRAITS[pattern].computes] if cpu_n else "none"
 
 
-def loop_wait_ms(busy: float, cpu_ms: float, q: float = TAIL) -> float:
-    """The `q` percentile of a random arrival's wait for a loop busy `busy` of the time, `cpu_ms` at a time."""
-    if busy <= 1 - q:
+def loop_wait_ms(rate: float, cpu_ms: ArrayLike, q: float = TAIL) -> float:
+    """The `q` percentile of a random arrival's wait for a loop that runs `rate` CPU works a second, one at a time,
+    each as long as one of `cpu_ms` (as likely): the w at which X × mean(max(S − w, 0)) falls to 1 − q."""
+    rate, cpu = _busy_at_most_all(rate, cpu_ms)
+    tail = 1 - q
+    if rate * cpu.mean() <= tail:
         return 0.0
-    return cpu_ms * (1 - (1 - q) / min(busy, 1.0))
+    low, high = 0.0, float(cpu.max())
+    for _ in range(60):  # the chance falls as w grows: halve the interval until it is far under a µs
+        w = (low + high) / 2
+        low, high = (w, high) if rate * np.maximum(cpu - w, 0).mean() > tail else (low, w)
+    return (low + high) / 2 * 1000
 
 
-def loop_mean_wait_ms(busy: float, cpu_ms: float) -> float:
-    """The mean wait of a random arrival for a loop busy `busy` of the time, `cpu_ms` at a time."""
-    return min(busy, 1.0) * cpu_ms / 2
+def loop_mean_wait_ms(rate: float, cpu_ms: ArrayLike) -> float:
+    """The mean wait of a random arrival for a loop that runs `rate` CPU works a second, one at a time, each as long
+    as one of `cpu_ms`: X × mean(S²) / 2."""
+    rate, cpu = _busy_at_most_all(rate, cpu_ms)
+    return rate * float((cpu**2).mean()) / 2 * 1000
+
+
+def _busy_at_most_all(rate: float, cpu_ms: ArrayLike) -> tuple[float, np.ndarray]:
+    """The rate and the CPU works in s, the rate cut to one loop's worth: a loop is busy at most all the time."""
+    cpu = np.asarray(cpu_ms, dtype=float) / 1000
+    return min(rate, 1 / cpu.mean()), cpu
+
+
+def heavy_ms(run: pd.Series) -> np.ndarray:
+    """The times (ms) of a run's requests sent and answered in its window, as their users measured them."""
+    t0, t1 = results.window(run)
+    per_user = records.read(runs_dir() / run["run_id"])
+    return np.array([r.ms for user in per_user for r in user if r.ok and r.sent >= t0 and r.end <= t1])
 
 
 KEPT = ["where", "cheap_n", "cheap_p50_ms", "cheap_p95_ms", "cheap_mean_ms", "wait_p95_ms", "fib_run_ms", "busy"]
@@ -52,8 +79,9 @@ KEPT = ["where", "cheap_n", "cheap_p50_ms", "cheap_p95_ms", "cheap_mean_ms", "wa
 def cheap(runs: pd.DataFrame, probes: Probes, keep: bool = True) -> pd.DataFrame:
     """The runs with the cheap requests sent in each one's window: how many, their median and p95 round trip,
     each one's `wait_p95_ms` and `wait_mean_ms` (less the run without fib's median), where its fib ran, its
-    fib's time in the server (`fib_run_ms`: its median latency less the run without fib's) and how busy that
-    kept the worker (`busy`: its requests a second × fib_run_ms). `keep`: each run's KEPT columns are kept
+    fib's time in the server (`fib_run_ms`: the mean of its requests' times less the run without fib's median)
+    and how busy that kept the worker (`busy`: its requests a second × fib_run_ms); the loop's predicted p95 and
+    mean wait, from its rate and each of its requests' fib. `keep`: each run's KEPT columns are kept
     in its folder (results.attach), where the decision card reads them."""
     rows = []
     for _, run in runs.iterrows():
@@ -71,12 +99,13 @@ def cheap(runs: pd.DataFrame, probes: Probes, keep: bool = True) -> pd.DataFrame
     quiet = out[out["where"] == "none"].iloc[0]
     out["wait_p95_ms"] = out["cheap_p95_ms"] - quiet["cheap_p50_ms"]
     out["wait_mean_ms"] = out["cheap_mean_ms"] - quiet["cheap_p50_ms"]
-    out["fib_run_ms"] = out["p50_ms"] - quiet["p50_ms"]
+    fibs = [heavy_ms(run) - quiet["p50_ms"] for _, run in out.iterrows()]
+    out["fib_run_ms"] = [f.mean() if len(f) else np.nan for f in fibs]
     out["busy"] = out["rps"] * out["fib_run_ms"] / 1000
-    out["predicted_wait_p95_ms"] = [_predicted(r) for _, r in out.iterrows()]
+    out["predicted_wait_p95_ms"] = [_predicted(r, f) for (_, r), f in zip(out.iterrows(), fibs, strict=True)]
     out["predicted_wait_mean_ms"] = [
-        loop_mean_wait_ms(r["busy"], r["fib_run_ms"]) if r["where"] == "event loop" else float("nan")
-        for _, r in out.iterrows()
+        loop_mean_wait_ms(r["rps"], f) if r["where"] == "event loop" else np.nan
+        for (_, r), f in zip(out.iterrows(), fibs, strict=True)
     ]
     if keep:
         for _, run in out.iterrows():
@@ -89,11 +118,11 @@ def _plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def _predicted(run: pd.Series) -> float:
-    """A run's predicted p95 wait: the loop's from its busy share; none beside a process or no fib; a thread's
-    is bounded (a switch interval a turn), not predicted: NaN."""
+def _predicted(run: pd.Series, fibs_ms: np.ndarray) -> float:
+    """A run's predicted p95 wait: the loop's from its rate and its fibs; none beside a process or no fib; a
+    thread's is bounded (a switch interval a turn), not predicted: NaN."""
     if run["where"] == "event loop":
-        return loop_wait_ms(run["busy"], run["fib_run_ms"])
+        return loop_wait_ms(run["rps"], fibs_ms)
     if run["where"] == "thread pool":
         return float("nan")
     return 0.0
@@ -102,11 +131,12 @@ def _predicted(run: pd.Series) -> float:
 def foreseen(fib_ms: float, users: int, io_ms: int) -> pd.DataFrame:
     """Before the runs: with fib on the loop, how busy `users` closed-loop users keep it and the cheap
     route's p95 wait that gives (each user's request: io_ms, then fib on the loop)."""
-    busy = min(1.0, users * fib_ms / (io_ms + fib_ms))
+    rate = users / (io_ms + fib_ms) * 1000
+    busy = min(1.0, rate * fib_ms / 1000)
     return pd.DataFrame(
         [
             {"where": "event loop", "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
-             "foreseen_wait_p95_ms": round(loop_wait_ms(busy, fib_ms), 1)},
+             "foreseen_wait_p95_ms": round(loop_wait_ms(rate, [fib_ms]), 1)},
             {"where": "thread pool", "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
              "foreseen_wait_p95_ms": f"a few × {SWITCH_MS:.0f}"},
             {"where": "process pool", "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),

@@ -1,9 +1,12 @@
 """Lesson 13's readings: the sub-tasks a request runs after its client left, and the plan's checks."""
 
+import math
+
 import pandas as pd
 import pytest
 
 from labserver.course import leaving, lessons
+from labserver.harness import telemetry
 
 
 @pytest.mark.parametrize(
@@ -32,9 +35,24 @@ def test_the_plan_predicts_each_endpoint_s_cpu_and_every_request_times_out():
     assert table.to_dict() == {("sequential", 20): 60.0, ("watchful", 20): 30.0, ("sequential", 0): 0.0}
 
 
-def test_the_fib_cpu_is_the_server_s_less_that_of_a_request_without_fib():
+def _telemetry(folder, in_flight: list[float], pids=(7,)) -> str:
+    """A run folder whose telemetry holds these samples of requests in flight, for each worker."""
+    folder.mkdir()
+    rows = [{"second": i / 10, "pid": p, "t": i / 10, "in_flight": n} for p in pids for i, n in enumerate(in_flight)]
+    pd.DataFrame(rows).to_csv(folder / telemetry.FILE, index=False)
+    return str(folder)
+
+
+def test_the_fib_cpu_is_the_server_s_less_that_of_a_request_without_fib(tmp_path):
     runs = pd.DataFrame(
-        {"pattern": ["sequential", "watchful", "sequential"], "cpu_n": [25, 25, 0], "server_ms": [71.0, 38.0, 5.0]}
+        {
+            "pattern": ["sequential", "watchful", "sequential"],
+            "cpu_n": [25, 25, 0],
+            "server_ms": [71.0, 38.0, 5.0],
+            "io_ms": 150,
+            "rps": 5.0,
+            "run_id": [_telemetry(tmp_path / str(i), [2.0]) for i in range(3)],
+        }
     )
     table = pd.DataFrame(
         {
@@ -44,9 +62,28 @@ def test_the_fib_cpu_is_the_server_s_less_that_of_a_request_without_fib():
             "predicted_fib_ms": [60.0, 30.0, 0.0],
         }
     )
-    both = leaving.beside(runs, table)
+    both = leaving.beside(runs, table, fib_ms=10.0)
     assert list(both["fib_ms"]) == [66.0, 33.0, 0.0]
     assert leaving.cpu_ratio(both) == pytest.approx(0.5)
+    # 2 in flight at 5 a second: 400 ms in the server each, 150 + 10 ms a sub-task (150 without fib)
+    assert list(both["sub_tasks_seen"]) == pytest.approx([2.5, 2.5, 400 / 150])
+
+
+@pytest.mark.parametrize(
+    ("in_flight", "pids", "rps", "in_server_ms"),
+    [
+        ([2, 3, 3, 2], (7,), 5.0, 500.0),  # 2.5 in flight, 5 coming a second: half a second each
+        ([1, 1], (7, 8), 4.0, 500.0),  # two workers' requests in flight add up
+    ],
+)
+def test_a_request_s_time_in_the_server_is_read_by_little_s_law(tmp_path, in_flight, pids, rps, in_server_ms):
+    run = pd.Series({"run_id": _telemetry(tmp_path / "run", in_flight, pids), "rps": rps})
+    assert leaving.in_server_ms(run) == pytest.approx(in_server_ms)
+
+
+def test_a_run_without_telemetry_reads_no_time_in_the_server(tmp_path):
+    (tmp_path / "bare").mkdir()
+    assert math.isnan(leaving.in_server_ms(pd.Series({"run_id": str(tmp_path / "bare"), "rps": 5.0})))
 
 
 def test_a_timeout_longer_than_the_work_is_refused_before_anything_starts():
