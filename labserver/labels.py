@@ -21,6 +21,7 @@ PATTERN_LABELS: dict[str, str] = {
     "mixed": "async def + await, then time.sleep",
     "wrapped": "def + anyio.run",
     "offload": "async def + run_in_threadpool",
+    "tothread": "async def + asyncio.to_thread",
     "hashed": "def + hashlib (GIL released)",
     "interpreterpool": "async def + interpreter pool",
     "syncdep": "async def + a def dependency",

@@ -31,7 +31,13 @@ from labserver.theory import cores as core_model
 from labserver.theory import model
 from labserver.theory.workload import Workload
 
-BLOCKING_CONTRAST = ("mixed", "wrapped", "offload", "sequential")  # lesson 05 runs these at its largest users only
+BLOCKING_CONTRAST = (
+    "mixed",
+    "wrapped",
+    "offload",
+    "tothread",
+    "sequential",
+)  # lesson 05 runs these at its largest users only
 
 
 def async_vs_sync(
@@ -217,7 +223,7 @@ def blocking(
     checks.positive("timeout_s", timeout_s, " s")
     plan = [("blocking", u) for u in sorted(users)] + [(p, top) for p in BLOCKING_CONTRAST]
     service_s = tasks * io_ms / 1000
-    shared = [(p, top) for p in ("sequential", "wrapped", "offload")] + [
+    shared = [(p, top) for p in ("sequential", "wrapped", "offload", "tothread")] + [
         ("blocking", u) for u in sorted(users) if u < top
     ]
     plans = [shared, [("blocking", top)], [("mixed", top)]]

@@ -34,6 +34,8 @@ class Hold(StrEnum):
 
     NOTHING = "nothing"  # awaited: the loop serves other requests meanwhile
     THREAD = "a pool thread"  # blocking, in a thread of the pool: one request a thread
+    # blocking, in a thread of the event loop's default executor (asyncio.to_thread): min(32, CPUs + 4) a worker
+    EXECUTOR = "a thread of the loop's executor"
     LOOP = "the event loop"  # blocking, on the loop: no request on that worker moves meanwhile
 
 

@@ -10,6 +10,7 @@ the curve between the bounds, for a server whose own CPU per request has been me
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +43,7 @@ class Bottleneck(StrEnum):
     CONNECTION_POOL = "connection pool"  # lesson 07 (pools.py)
     CALLS = "calls in flight"  # lesson 12: an HTTP client's connections, or a semaphore, shared by a worker's requests
     THREAD_POOL = "thread pool"  # lesson 07's sync endpoints
+    EXECUTOR = "the loop's executor"  # asyncio.to_thread's pool, min(32, CPUs + 4) threads a worker (lesson 05)
     ONE_AT_A_TIME = "one request at a time"  # lesson 06's client loop (clients.py)
     # the server's CPU
     CORES = "cores"  # the process pool's, or the workers' where they outnumber the cores
@@ -223,6 +225,8 @@ def _limits(
     cpu_per_request = w.tasks * price.task_s
     if t.holds(Hold.THREAD):  # a waiting request holds a pool thread
         limits[Bottleneck.THREADS] = s.workers * s.threads / service
+    if t.holds(Hold.EXECUTOR):  # ... or a thread of its loop's default executor, whatever the thread limit
+        limits[Bottleneck.EXECUTOR] = s.workers * executor_threads() / service
     if t.connection:  # and a pooled connection, for as long
         limits[Bottleneck.CONNECTION_POOL] = s.workers * s.db_pool / service
     if t.calls and io > 0:  # each call to the other service holds one of the worker's `calls` for its io_ms
@@ -259,6 +263,13 @@ def _limits(
         # Every request also costs Locust, a database and the rest CPU, on the same cores.
         limits[Bottleneck.MACHINE] = cores / price.machine_s
     return limits
+
+
+def executor_threads() -> int:
+    """The threads of an event loop's default executor (`asyncio.to_thread`'s), as concurrent.futures sizes it:
+    min(32, CPUs + 4), the CPUs this process may run on (Python 3.13+) or the machine's (3.11, 3.12)."""
+    count = getattr(os, "process_cpu_count", os.cpu_count)()
+    return min(32, (count or 1) + 4)
 
 
 def _worker_cores(w: Workload, s: Settings, cores: float, price: _Price) -> tuple[Bottleneck, float, float]:

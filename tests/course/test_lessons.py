@@ -286,7 +286,7 @@ def test_04_checks_every_run():
 def test_05_defaults():
     users, top, plan, service_s, cap, plans = call("05_blocking")
     assert (users, top, service_s, cap) == ([5, 50], 50, 0.1, 10.0)
-    contrast = [("mixed", 50), ("wrapped", 50), ("offload", 50), ("sequential", 50)]
+    contrast = [("mixed", 50), ("wrapped", 50), ("offload", 50), ("tothread", 50), ("sequential", 50)]
     assert plan == [("blocking", 5), ("blocking", 50), *contrast]
     # every run once; each blocking run, and the mixed one, ends its plan: a blocked worker owes its queue
     assert sorted(r for p in plans for r in p) == sorted(plan)

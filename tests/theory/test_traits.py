@@ -51,6 +51,7 @@ def test_the_traits_say_what_each_module_does():
         "pooled",
         "pooledinside",
     }
+    assert {p for p, t in TRAITS.items() if t.holds(Hold.EXECUTOR)} == {"tothread"}
     assert {p for p, t in TRAITS.items() if t.connection} == {"pooled", "pooledinside"}
     assert {p for p, t in TRAITS.items() if t.holds(Hold.LOOP)} == {"blocking", "mixed"}
     assert {p for p, t in TRAITS.items() if len(t.waits) == 2} == {"mixed", "wrapped", "bgsync"}
@@ -65,6 +66,8 @@ def test_an_endpoint_with_no_traits_is_priced_as_an_awaited_one():
 
 
 # The model's predictions, as it made them when it tested each pattern's name: (rps, latency_ms, bottleneck).
+# asyncio.to_thread's pool is priced as run_in_threadpool's, with its executor's threads in place of the limit's
+EXECUTOR = model.executor_threads()
 PLAIN = dict(users=500, io_ms=100, workers=4, threads=40, procs=0, cores=8.0, cpu_ms_per_task=0.0)
 BEFORE_PLAIN = {
     "sequential": (5000.0, 100.0, "users"),
@@ -77,6 +80,7 @@ BEFORE_PLAIN = {
     "interpreterpool": (5000.0, 100.0, "users"),
     "threadpool": (1600.0, 312.5, "threads"),  # 160 threads / 0.1 s
     "offload": (1600.0, 312.5, "threads"),
+    "tothread": (4 * EXECUTOR / 0.1, 500 / (4 * EXECUTOR / 0.1) * 1000, "the loop's executor"),
     "syncdep": (1600.0, 312.5, "threads"),  # the dependency's wait holds a thread, as offload's does
     "streamsync": (1600.0, 312.5, "threads"),
     "asyncdep": (5000.0, 100.0, "users"),
@@ -97,6 +101,8 @@ BEFORE_PLAIN = {
 }
 QUEUED = dict(users=100, tasks=3, io_ms=100, workers=2, threads=10, procs=4, cores=2.0)
 QUEUED |= dict(cpu_ms_per_task=0.5, server_ms=0.3, queueing=True)
+_offload = model.predict_for("offload", **{**QUEUED, "threads": EXECUTOR})
+TOTHREAD_QUEUED = (_offload.rps, _offload.latency_ms, "the loop's executor")
 BEFORE_QUEUED = {
     "sequential": (330.9350067628577, 302.17413678347503, "users"),
     "watchful": (330.9350067628577, 302.17413678347503, "users"),
@@ -108,6 +114,7 @@ BEFORE_QUEUED = {
     "interpreterpool": (330.9350067628577, 302.17413678347503, "users"),  # its CPU is the worker's: as sequential
     "threadpool": (66.26905235255136, 1509.0000000000002, "threads"),
     "offload": (66.26905235255136, 1509.0000000000002, "threads"),
+    "tothread": TOTHREAD_QUEUED,
     "syncdep": (66.26905235255136, 1509.0000000000002, "threads"),
     "streamsync": (66.26905235255136, 1509.0000000000002, "threads"),
     "asyncdep": (330.9350067628577, 302.17413678347503, "users"),
@@ -126,6 +133,10 @@ BEFORE_QUEUED = {
     "mixed": (6.633499170812604, 15075.0, "event loop"),
 }
 MEASURED = Demand(worker_ms=0.8, pool_ms=2.0, others_ms=0.5, generator_ms=0.4, worker_waited=0.15)
+_offload = model.predict(
+    Workload("offload", 40, io_ms=5), Settings(workers=1, threads=EXECUTOR, procs=2), cores=8.0, demand=MEASURED
+)
+TOTHREAD_MEASURED = (_offload.rps, _offload.latency_ms, "the loop's executor" if EXECUTOR < 40 else _offload.bottleneck)
 BEFORE_MEASURED = {
     **dict.fromkeys(
         [
@@ -144,6 +155,7 @@ BEFORE_MEASURED = {
     "hashed": (1250.0, 32.0, "GIL (one core per worker)"),  # no digest (cpu_n 0): the server's own work, one core
     "interpreterpool": (1250.0, 32.0, "GIL (one core per worker)"),  # no fib: the same
     "processpool": (1000.0, 40.0, "cores"),
+    "tothread": TOTHREAD_MEASURED,  # 6 threads on 2 CPUs bind before the GIL: 6 / 5.8 ms
     "blocking": (172.41379310344826, 232.00000000000003, "event loop"),
     "mixed": (200.0, 200.0, "event loop"),
 }

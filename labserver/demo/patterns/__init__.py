@@ -31,6 +31,7 @@ from labserver.demo.patterns import (
     syncdep,
     taskgroup,
     threadpool,
+    tothread,
     watchful,
     wrapped,
 )
@@ -63,6 +64,7 @@ _MODULES: dict[str, ModuleType] = {
     "watchful": watchful,
     "gathertimeout": gathertimeout,
     "taskgroup": taskgroup,
+    "tothread": tothread,
 }
 PATTERNS: dict[str, Callable] = {name: module.endpoint for name, module in _MODULES.items()}
 # What the model asks of a pattern, as each module declares it beside its endpoint.
