@@ -18,6 +18,7 @@ from pandas.io.formats.style import Styler
 from labserver import config
 from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness import results
+from labserver.harness.collect import DISTURBED
 from labserver.harness.results import environment
 from labserver.theory.model import CPU_BOUND
 
@@ -141,7 +142,8 @@ def describe(run: pd.Series, *, bottleneck: bool = True) -> str:
     text += f" ({run.get('bottleneck')})"
     if pd.notna(run.get("bunched")) and pd.notna(run.get("bunched_at_random")):
         # users in step wait for their bunch, which the model does not price (records.bunched)
-        text += f"; {run['bunched']:.0%} of replies back to back, {run['bunched_at_random']:.0%} at random"
+        b, r = run["bunched"], run["bunched_at_random"]
+        text += f"; {b:.0%} of replies came right after another, {r:.0%} would at random"
     return text
 
 
@@ -184,5 +186,9 @@ def before_table(lesson: str, runs: pd.DataFrame | None = None) -> Styler:
         low, high = f"{took.min():.2f}", f"{took.max():.2f}"
         line += f"; {int(disturbed.sum())} disturbed (others took {low if low == high else f'{low}–{high}'} core)"
     print(line)
+    print(
+        "counted: a valid run, predicted before it, that no other program disturbed; disturbed: other programs or the"
+        f" host took {DISTURBED:g} core or more in its window ('others took' says how much)"
+    )
     formats = {"predicted before (req/s)": "{:.1f}", "measured (req/s)": "{:.1f}", "measured / before": "{:.2f}"}
     return shown.style.hide(axis="index").format(formats, na_rep="").format("{:.2f}", ["others took (cores)"], "")

@@ -219,8 +219,8 @@ def _miss_cause(ratio: float, one: OneUser | None, before: Before | None, figure
         causes.append(f"not its CPU alone ({explained:.2f} of the prediction priced with it)")
         if figures["bunched"] > figures["bunched_at_random"] + STEP_SHARE:  # NaN compares False
             causes.append(
-                f"users in step: {figures['bunched']:.0%} of replies back to back, "
-                f"{figures['bunched_at_random']:.0%} at random"
+                f"users in step: {figures['bunched']:.0%} of replies came right after another, "
+                f"{figures['bunched_at_random']:.0%} would at random"
             )
     return "; ".join(causes) or "none measured"
 

@@ -65,8 +65,8 @@ def test_the_worst_run_says_how_far_its_users_moved_in_step():
     runs = _runs().assign(bunched=[0.57, 0.1, 0.0, 0.0, 0.0], bunched_at_random=[0.24, 0.1, 0.04, 0.0, 0.0])
     runs.loc[0, "ratio"] = 0.93
     worst = fidelity.table(runs).set_index("lesson").loc["01", "worst_run"]
-    assert worst.endswith("(users); 57% of replies back to back, 24% at random")
-    assert "back to back" not in fidelity.describe(_runs().iloc[0])  # runs from before it was measured
+    assert worst.endswith("(users); 57% of replies came right after another, 24% would at random")
+    assert "right after another" not in fidelity.describe(_runs().iloc[0])  # runs from before it was measured
 
 
 def test_the_prediction_made_before_each_run_is_judged_within_fifteen_percent():
@@ -109,6 +109,8 @@ def test_a_lesson_s_table_sets_each_run_beside_its_before_prediction_and_marks_t
     said = capsys.readouterr().out
     assert "2 of 3 runs counted within ±15%" in said  # the disturbed run and the invalid one apart
     assert "1 disturbed (others took 0.65 core)" in said
+    assert "counted: a valid run, predicted before it, that no other program disturbed" in said  # the terms, defined
+    assert "took 0.1 core or more in its window" in said
 
 
 def test_a_lesson_short_of_a_target_is_named_with_its_share():

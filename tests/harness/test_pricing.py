@@ -186,7 +186,7 @@ def test_a_miss_its_own_cpu_does_not_explain_names_users_in_step():
                "bunched_at_random": 0.6}  # fmt: skip
     said = collect._miss_cause(0.6, ONE, Before(Prediction(50.0, 400.0, "users"), ONE, "one user", 0.33), figures)
     assert said.startswith("not its CPU alone (0.70 of the prediction priced with it); ")
-    assert said.endswith("users in step: 80% of replies back to back, 60% at random")
+    assert said.endswith("users in step: 80% of replies came right after another, 60% would at random")
     assert collect._miss_cause(0.95, ONE, None, figures) == ""  # within 10%: nothing to explain
 
 
