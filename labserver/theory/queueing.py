@@ -94,16 +94,25 @@ def latencies(rhos: Sequence[float], service_s: float, slots: int) -> pd.DataFra
 
 
 def waits(rhos: Sequence[float], slots: Sequence[int]) -> pd.DataFrame:
-    """The mean wait for a slot, in service times, at each utilisation ρ (rows) for each count of slots (columns).
+    """The mean wait, in service times, at each utilisation ρ (rows): for each count of slots (columns), and for one
+    slot shared in turns.
 
     M/D/c, as `open_queue` prices it: where waiting starts to show depends on the slots. One slot (an
-    event loop busy computing) waits ρ / (2 (1 − ρ)) services, 2 at ρ = 0.8; twenty (a thread pool
-    waiting on I/O) wait a few hundredths there.
+    event loop busy computing, each request run to its end) waits ρ / (2 (1 − ρ)) services, 2 at
+    ρ = 0.8; twenty (a thread pool waiting on I/O) wait a few hundredths there. `def` threads that
+    compute share one core in the GIL's turns of 5 ms: processor sharing (`shared_wait`), 4 at 0.8.
     """
-    return pd.DataFrame(
-        {f"{c} slot{'s' * (c > 1)}": [open_queue(rho * c, 1.0, c).mean_s - 1.0 for rho in rhos] for c in slots},
-        index=pd.Index(rhos, name="ρ"),
-    )
+    table = {f"{c} slot{'s' * (c > 1)}": [open_queue(rho * c, 1.0, c).mean_s - 1.0 for rho in rhos] for c in slots}
+    table["1 slot, shared in turns"] = [shared_wait(rho) for rho in rhos]
+    return pd.DataFrame(table, index=pd.Index(rhos, name="ρ"))
+
+
+def shared_wait(rho: float) -> float:
+    """The mean wait, in its own service times, of a request on one core shared in turns among all the requests on it
+    (processor sharing, M/G/1-PS): a request of CPU x takes x / (1 − ρ), whatever the others' CPU, so it waits
+    ρ / (1 − ρ) of its own x. A short request beside long ones waits little (lesson 14); one as long as the others, 4×
+    at ρ = 0.8."""
+    return rho / (1 - rho)
 
 
 # ρ from 0.05 to 0.97 for the model's curve: it has no steady state at 1

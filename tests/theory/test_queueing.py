@@ -130,6 +130,8 @@ def test_the_wait_for_one_slot_is_pollaczek_khinchine_and_many_slots_wait_far_le
     assert table["1 slot"].tolist() == pytest.approx([0.5, 2.0, 4.5])
     assert (table["20 slots"] < 0.2 * table["1 slot"]).all()
     assert table["20 slots"].loc[0.8] < 0.05  # twenty slots barely wait at 80% busy
+    # one core shared in turns (processor sharing): a request takes S / (1 − ρ), a wait of ρ / (1 − ρ) services
+    assert table["1 slot, shared in turns"].tolist() == pytest.approx([1.0, 4.0, 9.0])
 
 
 def test_latencies_tabulate_open_queue_at_each_utilisation():
