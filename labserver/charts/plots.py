@@ -29,6 +29,7 @@ COLORS = dict(
     )
 )
 COLORS["offload"] = sns.color_palette("colorblind", 10)[9]  # light blue: the ninth, yellow, fades on white
+COLORS["tothread"] = sns.color_palette("dark", 10)[9]  # lesson 05: offload's light blue, deeper (another pool)
 COLORS["hashed"] = sns.color_palette("dark", 10)[8]  # olive: the ninth again, dark enough to read on white
 COLORS["interpreterpool"] = sns.color_palette("dark", 10)[3]  # dark red: the process pool's red, deeper
 # lesson 11: what holds a thread in the thread pool's green, deeper; what holds nothing in async's blue, deeper
