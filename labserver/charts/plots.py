@@ -136,7 +136,7 @@ def history(histories: dict[str, pd.DataFrame], title: str, ax=None) -> plt.Figu
 
 
 CROWDED = 6  # pairs of bars past which a chart widens, so that their names do not run into each other
-INCHES_PER_PAIR = 1.25
+INCHES_PER_PAIR = 1.35
 
 
 def bars(
@@ -158,6 +158,9 @@ def bars(
         tidy = named(tidy)
     sns.barplot(tidy, x=x, y=ylabel, hue="what", ax=ax, palette=["#4c72b0", "#c4c4c4"])
     ax.set(title=title, xlabel=_label(x), ylabel=ylabel)
+    for bar in ax.containers[0] if ax.containers else []:  # a measured bar of 0 (a run that stalled) says so
+        if bar.get_height() == 0:
+            ax.annotate("0", (bar.get_x() + bar.get_width() / 2, 0), ha="center", va="bottom", fontsize="small")
     pairs = tidy[x].nunique()
     if pairs > CROWDED and len(fig.axes) == 1:  # a chart of its own: room for each pair's two-line name
         fig.set_figwidth(max(fig.get_figwidth(), INCHES_PER_PAIR * pairs))
