@@ -35,14 +35,18 @@ COUNTS = ["in_flight", "threads_busy", "threads_waiting", "pool_running", "pool_
 def per_tick(frame: pd.DataFrame) -> pd.DataFrame:
     """The server as a whole every 100 ms: its workers' counts added up, and the worst worker's loop lag.
 
-    Each worker samples on its own schedule; a sample belongs to the nearest tick of `second`.
+    Each worker samples on its own schedule; a sample belongs to the nearest tick of `second`. A worker's
+    schedule drifts (each wake comes a little late), so two of its samples can fall on one tick: they are
+    averaged before the workers are added up, or one worker would count twice.
     """
     if frame.empty:
         return pd.DataFrame(columns=["second", *COUNTS, "loop_lag_ms"])
     tick = ((frame["second"] / EVERY_S).round() * EVERY_S).round(3).rename("second")
-    counts = frame[COUNTS].apply(pd.to_numeric, errors="coerce").groupby(tick).sum(min_count=1)
+    counts = frame[COUNTS].apply(pd.to_numeric, errors="coerce")
+    per_worker = counts.groupby([tick, frame["pid"]]).mean()
+    summed = per_worker.groupby(level="second").sum(min_count=1)
     lag = frame["loop_lag_ms"].groupby(tick).max()
-    return counts.join(lag).reset_index()
+    return summed.join(lag).reset_index()
 
 
 def over_time(

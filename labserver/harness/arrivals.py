@@ -153,9 +153,13 @@ def corrected_percentiles(
 
     A closed-loop user that waits L ms for one reply does not send the requests it would have
     sent every `interval_ms` meanwhile: the stall it sat through is recorded once instead of
-    L / interval times. `record_corrected_value` adds those missing requests back, at
-    L − interval, L − 2 × interval, ... (HdrHistogram's own correction; `interval_ms` is the
-    gap the user keeps between sends when nothing stalls: its typical latency).
+    L / interval times. The correction adds those missing requests back, at L − interval,
+    L − 2 × interval, ..., down to the interval itself: a missing request waited at least one
+    interval, or the user would have sent it after the reply. That is HdrHistogram's correction as
+    its reference (Java) implementation records it; the Python port's `record_corrected_value` also
+    records the remainder below the interval, a near-zero sample for every reply longer than it,
+    which would pull the corrected median under the recorded one. `interval_ms` is the gap the user
+    keeps between sends when nothing stalls: its typical latency.
     """
     from hdrh.histogram import HdrHistogram
 
@@ -167,7 +171,9 @@ def corrected_percentiles(
     for ms in latencies_ms:
         us = max(1, round(ms * 1000))
         raw.record_value(us)
-        fixed.record_corrected_value(us, interval_us)
+        fixed.record_value(us)
+        for missing in range(us - interval_us, interval_us - 1, -interval_us):  # each ≥ the interval
+            fixed.record_value(missing)
     return {
         "recorded": {p: raw.get_value_at_percentile(p) / 1000 for p in percentiles},
         "corrected": {p: fixed.get_value_at_percentile(p) / 1000 for p in percentiles},

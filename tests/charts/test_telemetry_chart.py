@@ -51,6 +51,15 @@ def test_per_tick_adds_the_workers_up_and_keeps_the_worst_lag():
     assert ticks["second"].tolist() == pytest.approx([i / 10 for i in range(20)])
 
 
+def test_two_samples_of_one_worker_on_one_tick_count_it_once():
+    # a worker's wakes drift late: at 4.36 s and 4.4495 s both round to the 4.4 s tick
+    drifted = frame(workers=(101,), seconds=2)
+    drifted["second"] = [4.36, 4.4495]
+    ticks = chart.per_tick(drifted)
+    assert ticks["second"].tolist() == pytest.approx([4.4])
+    assert ticks["threads_busy"].tolist() == [1] and ticks["in_flight"].tolist() == [10]  # not 2 and 20
+
+
 def test_the_chart_draws_one_panel_per_gauge_under_the_throughput():
     history = pd.DataFrame({"second": [0, 1], "rps": [380.0, 400.0], "p95_ms": [200.0, 210.0], "failures": [0, 0]})
     fig = chart.over_time(frame(), title="40 threads borrowed, 40 requests waiting", history=history, threads=40)

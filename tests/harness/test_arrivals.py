@@ -79,6 +79,15 @@ def test_the_correction_restores_the_requests_a_stalled_closed_loop_never_sent()
         arrivals.corrected_percentiles(latencies, interval_ms=0)
 
 
+def test_the_correction_adds_no_request_shorter_than_the_interval():
+    # a reply 1.5 intervals long: the user missed no send (the next would have left 10 ms in, and waited 5): none
+    # added, and no reply under the interval, so the corrected median stays the recorded one
+    out = arrivals.corrected_percentiles([10.0] * 50 + [15.0] * 50, interval_ms=10.0)
+    assert out["counts"]["corrected"] == 100
+    assert out["corrected"][50] == pytest.approx(out["recorded"][50], rel=0.01)
+    assert arrivals.corrected_percentiles([35.0], interval_ms=10.0)["counts"]["corrected"] == 3  # 35, 25 and 15
+
+
 def test_by_third_reads_both_loops():
     open_loop = _schedule(100, 9, lambda t: 0.05 + 0.1 * t)
     closed = [[Record(t + 0.05, 50.0, True) for t in (0.5, 3.5, 6.5)]]
