@@ -393,7 +393,8 @@ ROWS = [
     Row(
         "A dependency or a streamed response that waits on a blocking library",
         "`async def` dependencies and async generators over an async library; a plain `def` one holds a thread",
-        "threads / S for every plain `def` that waits, endpoint or not; raise the 40 in the lifespan",
+        "threads / the seconds each holds its thread, for every plain `def` that waits, endpoint or not; raise the "
+        "40 in the lifespan",
         "all 40 thread tokens borrowed, requests waiting for a thread, the CPU idle",
         "`def` dependency under `async def` / (threads / io); `async def` dependency / `def` one",
         ("11",),
