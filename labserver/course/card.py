@@ -274,7 +274,7 @@ def abandoned(runs: pd.DataFrame) -> Measured:
     own = rows.loc[rows["cpu_n"] == 0, "server_ms"].median() if (rows["cpu_n"] == 0).any() else 0.0
     ratio = float((cost["watchful"] - own) / (cost["sequential"] - own))
     steps = _span(fib["tasks"])
-    return Measured(ratio, f"{ratio:.2f} of the CPU per abandoned request, checking between {steps} steps")
+    return Measured(ratio, f"{ratio:.2f} of the fib CPU per abandoned request, checking between {steps} steps")
 
 
 def slow_route(runs: pd.DataFrame) -> Measured:
@@ -288,8 +288,8 @@ def slow_route(runs: pd.DataFrame) -> Measured:
     loop, thread, process = (p95[w] for w in places)
     ratio = float(loop / process)
     return Measured(
-        ratio, f"a cheap request's p95: {loop:.0f} ms beside fib on the loop, {thread:.0f} in a thread, {process:.0f} "
-        f"in a process ({ratio:.0f}×)"
+        ratio, f"a cheap request's p95 round trip: {loop:.0f} ms beside fib on the loop, {thread:.0f} in a thread, "
+        f"{process:.0f} in a process ({ratio:.0f}×)"
     )  # fmt: skip
 
 

@@ -75,7 +75,7 @@ HORACEG_CLIENT_RPS = {
     100: {"loop": 15.84, "threadpool": 191.74},  # to a def endpoint
     1000: {"threadpool": 316.08, "aiohttp": 1031.05},  # to an async endpoint
 }
-# horaceg's, server side: aiohttp's 1,000 requests against one worker, then gunicorn with more.
+# horaceg's, server side: aiohttp's 1,000 requests against one worker, then gunicorn's 2 while one computes fib(42).
 HORACEG_WORKERS_RPS = {1: 1031.05, "more": 1275.48}
 
 # Speed up your server, part 3 (fib + sleep, ab): p95 latency read off its chart, one process vs a
@@ -274,8 +274,8 @@ def beside_workers(io_rps: pd.Series, gain: float) -> pd.DataFrame:
     horaceg, pena = HORACEG_WORKERS_RPS, PENA_IO_RPS  # req/s with 1 worker and with "more"
     rows = [
         (
-            "I/O-bound, 2 workers / 1 "
-            f"(horaceg: gunicorn, aiohttp client, {horaceg['more']:,.0f} / {horaceg[1]:,.0f} req/s)",
+            "I/O-bound, 2 workers / 1 (horaceg: gunicorn's 2, one of them computing fib(42), "
+            f"{horaceg['more']:,.0f} / one worker's {horaceg[1]:,.0f} req/s without fib; aiohttp client)",
             ratio(horaceg, "more", 1),
             io_rps.get(2, float("nan")) / io_rps.loc[1],
         ),

@@ -330,7 +330,7 @@ class Findings:
     pool_async_model: float  # ... and the model's, priced with that run's CPU
     aio: dict[str, float]  # aiohttp, `high` in flight, `big` requests: req/s per endpoint (pattern)
     aio_model: dict[str, float]  # ... and the model's
-    requests_ms: float  # client CPU per request with requests, in ms
+    requests_ms: float  # client CPU per request with requests (its thread pool), in ms, at the top load
     aiohttp_ms: float  # ... and with aiohttp
 
     @property
@@ -390,8 +390,9 @@ def findings(frame: pd.DataFrame, patterns: list[str], concurrency: list[int], c
         pool_async_model=pick(frame, "predicted_rps", client="threadpool", pattern="sequential", **top),
         aio={p: pick(frame, "rps", client="aiohttp", pattern=p, **top) for p in patterns},
         aio_model={p: pick(frame, "predicted_rps", client="aiohttp", pattern=p, **top) for p in patterns},
-        requests_ms=pick(frame, "client_ms", library="requests"),
-        aiohttp_ms=pick(frame, "client_ms", library="aiohttp"),
+        # both at the same load: a client's CPU per request falls as more requests share its wake-ups
+        requests_ms=pick(frame, "client_ms", client="threadpool", pattern="sequential", **top),
+        aiohttp_ms=pick(frame, "client_ms", client="aiohttp", pattern="sequential", **top),
     )
 
 

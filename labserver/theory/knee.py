@@ -88,6 +88,8 @@ def cpu_in_words(run: pd.Series) -> str:
 
 
 def generator_cost(frame: pd.DataFrame, heavy: str, light: str) -> float:
-    """How many times the CPU per request of client `heavy` the load generator spent, over `light`'s (medians)."""
-    per_request = frame.groupby("client")["locust_ms"].median()
-    return float(per_request[heavy] / per_request[light])
+    """How many times the CPU per request of client `heavy` the load generator spent, over `light`'s: the median over
+    the user counts both ran, each at equal users (a client's CPU per request falls as its load rises)."""
+    per_users = frame.pivot_table(index="users", columns="client", values="locust_ms", aggfunc="median")
+    both = per_users[[heavy, light]].dropna()
+    return float((both[heavy] / both[light]).median())

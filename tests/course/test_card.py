@@ -297,7 +297,7 @@ def test_clients_that_leave_are_read_checking_over_not_checking():
 
     got = card.abandoned(pd.DataFrame([run("sequential", 74.0), run("watchful", 38.0), run("sequential", 2.0, 0)]))
     assert got.ratio == pytest.approx(0.5)
-    assert got.text == "0.50 of the CPU per abandoned request, checking between 6 steps"
+    assert got.text == "0.50 of the fib CPU per abandoned request, checking between 6 steps"
     assert math.isnan(card.abandoned(RUNS).ratio)
 
 
@@ -309,7 +309,8 @@ def test_a_slow_route_is_read_as_the_cheap_route_s_p95_on_the_loop_over_in_a_pro
                          run("threadpool", "thread pool", 20.0), run("processpool", "process pool", 2.0)])  # fmt: skip
     got = card.slow_route(runs)
     assert got.ratio == pytest.approx(40.0)
-    assert got.text == "a cheap request's p95: 80 ms beside fib on the loop, 20 in a thread, 2 in a process (40×)"
+    loop = "a cheap request's p95 round trip: 80 ms beside fib on the loop"
+    assert got.text == f"{loop}, 20 in a thread, 2 in a process (40×)"
     assert math.isnan(card.slow_route(runs[runs["where"] != "thread pool"]).ratio)
     assert math.isnan(card.slow_route(RUNS).ratio)
 

@@ -75,7 +75,9 @@ def test_the_busiest_run_in_words():
     assert knee.cpu_in_words(unmeasured) == "At 4,000 req/s the worker uses 93% of a core, Locust 60%"
 
 
-def test_the_generators_cost_is_one_clients_median_cpu_per_request_over_anothers():
+def test_the_generators_cost_compares_the_two_clients_at_equal_users():
+    # FastHttpUser's CPU per request falls with the load (0.3 at 50 users, 0.1 at 800): a median over all its runs
+    # would set HttpUser's 50-user runs against its busiest; at equal users HttpUser costs 2× and 2.2×
     runs = pd.DataFrame({"client": ["HttpUser", "HttpUser", "FastHttpUser", "FastHttpUser", "FastHttpUser"],
-                         "locust_ms": [0.5, 0.7, 0.2, 0.3, 0.9]})  # fmt: skip
-    assert knee.generator_cost(runs, "HttpUser", "FastHttpUser") == pytest.approx(0.6 / 0.3)
+                         "users": [50, 100, 50, 100, 800], "locust_ms": [0.6, 0.55, 0.3, 0.25, 0.1]})  # fmt: skip
+    assert knee.generator_cost(runs, "HttpUser", "FastHttpUser") == pytest.approx((2.0 + 2.2) / 2)
