@@ -8,7 +8,6 @@ Every figure comes from run_parts' frames and calibrate's lone requests (`base`)
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 
@@ -115,12 +114,6 @@ class Sweep:
     def converged(self) -> int | None:
         """The depth from which the two stay within pools.CONVERGED of each other; None: nowhere in the sweep."""
         return pools.converges_at(self.ratios.to_dict())
-
-    @property
-    def takes_over(self) -> float:
-        """The shallowest depth at which fib costs more CPU than the rest of the request (NaN: none in the sweep)."""
-        depth = pools.cpu_takes_over([int(n) for n in self.runs["cpu_n"].unique()], self.overhead_ms)
-        return float(depth) if depth is not None else math.nan
 
     @property
     def edge_kept(self) -> float:

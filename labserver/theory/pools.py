@@ -22,7 +22,7 @@ from labserver.checks import choice
 from labserver.demo import cpus
 from labserver.demo.routes import SHOP as ENDPOINTS
 from labserver.demo.settings import DB_POOL_DEFAULT, THREADS_DEFAULT
-from labserver.theory.model import Bottleneck, Prediction, cpu_ms, loop_kept
+from labserver.theory.model import Bottleneck, Prediction, loop_kept
 
 QUERIES = {"select": 1, "simulation": 2}  # connections one request holds at once
 CONVERGED = 0.15  # async / sync within this of 1: the two versions serve alike
@@ -129,11 +129,6 @@ def edge_kept(ratios: Mapping[int, float]) -> float:
     shallow, deep = min(ratios), max(ratios)
     edge = ratios[shallow] - 1
     return (ratios[deep] - 1) / edge if edge > 0 else math.nan
-
-
-def cpu_takes_over(depths: list[int], overhead_ms: float) -> int | None:
-    """The shallowest depth at which fib(depth) costs more CPU than the rest of the request (`overhead_ms`)."""
-    return next((n for n in sorted(depths) if cpu_ms(n) >= overhead_ms), None)
 
 
 def pool_headroom(bounds: Mapping[str, float], rps: float) -> float:

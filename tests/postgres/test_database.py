@@ -369,15 +369,6 @@ def test_convergence_depth_is_where_the_gap_stays_closed():
     assert pools.converges_at({15: 1.8, 20: 1.4}) is None
 
 
-def test_cpu_takes_over_where_fib_outweighs_the_rest():
-    from labserver.theory.model import cpu_ms
-
-    depths = [10, 15, 20, 25]
-    assert pools.cpu_takes_over(depths, overhead_ms=0) == 10
-    assert pools.cpu_takes_over(depths, overhead_ms=cpu_ms(20) * 0.99) == 20  # cpu_ms is timed once, then cached
-    assert pools.cpu_takes_over(depths, overhead_ms=1e9) is None
-
-
 def test_fib_share_comes_from_the_servers_own_cpu_per_request():
     import pandas as pd
 
