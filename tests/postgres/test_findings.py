@@ -8,7 +8,6 @@ import pytest
 
 from labserver.demo.settings import Settings
 from labserver.postgres import findings, runs
-from labserver.theory import pools
 
 
 def base():
@@ -61,8 +60,7 @@ def sweep_runs(sync_rps=(300.0, 27.0), async_rps=(450.0, 30.0)):
 
 
 @pytest.fixture
-def sweep(monkeypatch):
-    monkeypatch.setattr(pools, "cpu_ms", lambda n: float(n))  # fib(n) costs n ms
+def sweep():
     frames = {"sweep": sweep_runs(), "sweep round 1": sweep_runs(sync_rps=(200.0, 20.0))}
     return findings.sweep(frames, base(), rounds=2)
 
