@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the client is the app's (calls.py)
     import httpx
 
 CALLS_IN_FLIGHT = 40  # what the other service is sized to take from one worker
-# One per worker process, shared by all its requests; since Python 3.10 it binds to the loop that first awaits it.
+# One per worker process, shared by all its requests; since Python 3.10 it binds to the loop that first waits on it.
 IN_FLIGHT = asyncio.Semaphore(CALLS_IN_FLIGHT)
 RESPONSES = calls.RESPONSES
 # the calls overlap, each holding one of the semaphore's places while it waits
