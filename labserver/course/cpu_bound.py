@@ -33,8 +33,20 @@ class FibAlone:
     busy: pd.Series  # per pattern, the least share of the cores left to it that it kept busy
 
 
+def quiet(runs: pd.DataFrame) -> pd.DataFrame:
+    """`runs` less each pattern's disturbed rounds, where the pattern has a round that nothing disturbed: a rule
+    read from the means holds on the undisturbed runs, and a pattern disturbed in every round keeps them all."""
+    if "disturbed" not in runs:
+        return runs
+    disturbed = runs["disturbed"].eq(True)
+    has_quiet = (~disturbed).groupby(runs["pattern"]).transform("any")
+    return runs[~(disturbed & has_quiet)]
+
+
 def fib_alone(runs: pd.DataFrame, one_core: list[str]) -> FibAlone:
-    """Read lesson 03's fib runs: `one_core` are the patterns the model holds to one core."""
+    """Read lesson 03's fib runs: `one_core` are the patterns the model holds to one core; each pattern's means over
+    the rounds that nothing disturbed, where it has any (`quiet`)."""
+    runs = quiet(runs)
     mean = runs.groupby("pattern")[["rps", "predicted_rps", "server_cpu"]].mean()
     one = runs.loc[runs["pattern"].isin(one_core), "rps"].mean()  # the model gives them the same core
     return FibAlone(
@@ -61,7 +73,8 @@ class WithSleep:
 
 
 def with_sleep(runs: pd.DataFrame, fib: FibAlone, one_core: list[str]) -> WithSleep:
-    """Read lesson 03's fib + sleep runs, beside the fib runs' reading `fib`."""
+    """Read lesson 03's fib + sleep runs, beside the fib runs' reading `fib`; over undisturbed rounds (`quiet`)."""
+    runs = quiet(runs)
     mean = runs.groupby("pattern")["rps"].mean()
     return WithSleep(
         factor=float(mean[POOL] / mean[one_core].mean()),

@@ -121,12 +121,12 @@ def beside_gather(article: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
 
 
 def beside_database(
-    fast: float, pinned: float, lone_cpu: float, sweep: pd.Series, converged: int | None
+    fast: float, pinned: float, priced_cpu: float, sweep: pd.Series, converged: int | None
 ) -> pd.DataFrame:
     """Carlos Pena's database figures beside lesson 07's, one row each.
 
     `fast`: async / sync req/s on the fast SELECT, and `pinned` on a server pinned to one core
-    (NaN: none); `lone_cpu`: sync / async CPU per lone request; `sweep`: async / sync req/s by
+    (NaN: none); `priced_cpu`: sync / async CPU per request priced before the runs; `sweep`: async / sync req/s by
     fib depth; `converged`: the depth from which the two stay close (None: nowhere).
     """
     shallow = int(sweep.index.min())
@@ -134,7 +134,7 @@ def beside_database(
     rows = [
         ("fast SELECT: async / sync", ratio(PENA_SELECT_RPS, "async", "sync"), fast),
         ("fast SELECT, server pinned to one core: async / sync", None, pinned),
-        ("fast SELECT: sync / async CPU per lone request (the model's price)", None, lone_cpu),
+        ("fast SELECT: sync / async CPU per request, priced before the runs", None, priced_cpu),
         (
             f"sweep: async / sync at fib({shallow})",
             async_over_sync(PENA_SWEEP_RPS).get(shallow, math.nan),

@@ -38,6 +38,7 @@ import psutil
 from labserver import protocol
 from labserver.demo import cpus
 from labserver.harness import procs, publish, validity
+from labserver.harness.launcher import LabServer
 from labserver.harness.meters import per_thread, tree_seconds
 from labserver.harness.plan import Before, Options, Stage
 from labserver.theory.demand import OneUser
@@ -160,6 +161,20 @@ def measure(stage: Stage) -> OneUser:
         neighbours_ms=(neighbours[1] - neighbours[0]) / n * 1000,
         seconds=time.perf_counter() - started,
     )
+
+
+def cpu_per_request_ms(server: LabServer, path: str) -> float:
+    """The CPU per request (ms) of the process tree serving `path` on `server`, priced as `measure` prices a run's
+    make-up: HOT_USERS users' requests back to back, after some not counted. For a lesson's own table before its
+    runs (lesson 07's), so that its table and the harness's before-predictions read one price."""
+    assert server.proc is not None, "start the server before pricing it"
+    root = server.proc.pid
+    readings: list[Threads] = []
+    busy = _send(
+        ("127.0.0.1", server.port), path, users=HOT_USERS, warm_s=WARM_S, read=lambda: readings.append(_threads(root))
+    )
+    spent = sum(max(0.0, s - readings[0].get(key, 0.0)) for key, s in readings[1].items())
+    return spent / len(busy.times) * 1000
 
 
 @dataclasses.dataclass

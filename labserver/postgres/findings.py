@@ -3,7 +3,7 @@
 Part 1, slow queries: each driver's throughput beside a connection's hold, alone and under load.
 Part 2, the fast SELECT: each driver's CPU per request, and how far the pools are from binding.
 Part 3, the fib sweep: async / sync by depth, where the two converge, and fib's share of the CPU.
-Every figure comes from run_parts' frames and calibrate's lone requests (`base`), never typed in.
+Every figure comes from run_parts' frames and calibrate's prices before the runs (`base`), never typed in.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Fast:
     """Part 2, the fast SELECT: its runs, one per driver, and what the model bounds the sync one by."""
 
     runs: pd.DataFrame  # one run per driver (runs.frame)
-    cpu_alone: pd.Series  # the worker's CPU per lone request (ms), by driver
+    cpu_priced: pd.Series  # the server's CPU per request priced before the runs (ms), by driver
     limits: dict[str, float]  # every bound the model puts on the sync SELECT (req/s), by name
 
     def rps(self, driver: str) -> float:
@@ -64,17 +64,17 @@ class Fast:
         return f"thread pool {threads:,.0f} req/s, connection pool {connections:,.0f} req/s"
 
     @property
-    def lone_cpu_ratio(self) -> float:
-        """sync / async CPU per lone request: the model's price of each."""
-        return float(self.cpu_alone["sync"] / self.cpu_alone["async"])
+    def priced_cpu_ratio(self) -> float:
+        """sync / async CPU per request as priced before the runs: the model's price of each."""
+        return float(self.cpu_priced["sync"] / self.cpu_priced["async"])
 
     def cpu_table(self) -> pd.DataFrame:
-        """Each driver's CPU per request alone and under load, and the cores its server kept busy."""
+        """Each driver's CPU per request priced before the runs and under load, and the cores its server kept busy."""
         under_load = self.runs.set_index("driver")
         users = int(under_load["users"].iloc[0])
         return pd.DataFrame(
             {
-                "CPU ms per request, alone": self.cpu_alone,
+                "CPU ms per request, priced before (2 users)": self.cpu_priced,
                 f"CPU ms per request, {users} users": under_load["server_ms"],
                 "server CPU (cores)": under_load["server_cpu"],
             }
@@ -82,7 +82,7 @@ class Fast:
 
 
 def fast(server: LabServer, base: pd.DataFrame, rows: pd.DataFrame) -> Fast:
-    """Part 2's findings from its runs (`rows`) on `server`, with calibrate's lone requests (`base`)."""
+    """Part 2's findings from its runs (`rows`) on `server`, with calibrate's prices (`base`)."""
     by = rows.set_index("driver")
     sync = by.loc["sync"]
     limits = runs.limits(server, sync["pattern"], int(sync["users"]), 0, 0, base)
@@ -94,7 +94,7 @@ class Sweep:
     """Part 3, the fib sweep: its runs, the rest of a request's CPU beside fib's, and its two ends' rounds."""
 
     runs: pd.DataFrame  # one run per depth (cpu_n) and driver (runs.frame)
-    overhead_ms: float  # the costlier version's CPU per lone request, fib aside
+    overhead_ms: float  # the costlier version's CPU per request priced before the runs, fib aside
     kept: list[float]  # what is left of the async edge at the deepest depth, round by round (runs.edge_rounds)
 
     @property

@@ -1,9 +1,11 @@
 """Lesson 07's runs: the database endpoints under Locust, each beside its prediction (theory.pools).
 
-`calibrate` sends lone requests to each endpoint (no load) to learn its service time and the
-worker's CPU per request; `sweep` then runs every endpoint × users × cpu_n through the lab's
-harness (`run_plan`) with the prediction built from those figures, the thread pool, the
-connection pool and the fib timing.
+`calibrate` sends lone requests to each endpoint (no load) to learn its service time, and prices
+the server's CPU per request as the harness prices every run before it (harness/pricing.py: two
+users back to back), so that the lesson's table before its runs and their before-predictions
+agree. `sweep` then runs every endpoint × users × cpu_n through the lab's harness (`run_plan`)
+with the prediction built from those figures, the thread pool, the connection pool and the fib
+timing.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from typing import TYPE_CHECKING, TypedDict
 import pandas as pd
 
 from labserver.demo.settings import Settings
+from labserver.harness import pricing
 from labserver.harness.launcher import LabServer
 from labserver.harness.load import DURATION_MAX_S, check_load, run_plan
-from labserver.harness.meters import tree_seconds
 from labserver.harness.plan import LoadOptions
 from labserver.postgres import data
 from labserver.theory import pools
@@ -35,24 +37,18 @@ if TYPE_CHECKING:
 CYCLES = 3  # requests per user a run measures at least, after its warm-up
 
 
-def lone_requests(url: str, path: str, n: int = 100, server_pid: int | None = None) -> dict:
-    """Send `n` requests one at a time: the median time of one (ms) and, with `server_pid`, the
-    server's CPU per request (ms), from psutil on its process tree."""
-
-    def cpu_s() -> float:
-        return tree_seconds(server_pid) if server_pid else 0.0
-
+def lone_requests(url: str, path: str, n: int = 100) -> dict:
+    """Send `n` requests one at a time: the median time of one (ms), and how long they took in all (s)."""
     for _ in range(max(3, n // 10)):  # warm-up, not timed
         urllib.request.urlopen(url + path, timeout=10).read()
     times = []
-    cpu_before, started = cpu_s(), time.perf_counter()
+    started = time.perf_counter()
     for _ in range(n):
         t = time.perf_counter()
         urllib.request.urlopen(url + path, timeout=10).read()
         times.append((time.perf_counter() - t) * 1000)
     wall = time.perf_counter() - started
-    cpu = (cpu_s() - cpu_before) / n * 1000 if server_pid else math.nan
-    return {"path": path, "service_ms": statistics.median(times), "cpu_ms": cpu, "wall_s": wall}
+    return {"path": path, "service_ms": statistics.median(times), "wall_s": wall}
 
 
 def held(url: str) -> tuple[float, int] | None:
@@ -73,18 +69,19 @@ def hold_ms(before: tuple[float, int] | None, after: tuple[float, int] | None) -
 
 
 def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataFrame:
-    """Per endpoint: median time of one request alone (`service_ms`), the worker's CPU for it (`cpu_ms`),
+    """Per endpoint: median time of one request alone (`service_ms`), the server's CPU per request with two users
+    back to back (`cpu_ms`, pricing.cpu_per_request_ms),
     and how long it held a pooled connection per query (`hold_ms`, its warm-up included; NaN if unknown)."""
     assert server.proc is not None, "start the server before calibrating it"
     rows = []
     for endpoint in endpoints:
         before = held(server.url)
-        alone = lone_requests(server.url, f"/{endpoint}", n=n, server_pid=server.proc.pid)
+        alone = lone_requests(server.url, f"/{endpoint}", n=n)
         rows.append(
             {
                 "pattern": endpoint,
                 "service_ms": alone["service_ms"],
-                "cpu_ms": alone["cpu_ms"],
+                "cpu_ms": pricing.cpu_per_request_ms(server, f"/{endpoint}"),
                 "hold_ms": hold_ms(before, held(server.url)),
             }
         )

@@ -71,3 +71,17 @@ def test_a_sweep_that_never_crossed_says_so():
 
 def test_pena_s_ratio_is_his_async_over_his_sync():
     assert cpu_bound.pena_async_over_sync() > 1  # his async served more at FIB=25, with two queries a request
+
+
+def test_a_disturbed_round_leaves_the_means_where_the_pattern_has_a_quiet_one():
+    runs = _runs(
+        {"threadpool": [100, 100], "sequential": [100, 100], "processpool": [190, 120], "hashed": [150, 90]},
+        {"threadpool": 1.0, "sequential": 1.0, "processpool": 1.8, "hashed": 1.8},
+    )
+    runs["disturbed"] = [False, False, False, False, False, True, False, True]
+    fib = cpu_bound.fib_alone(runs, ONE_CORE)
+    assert fib.factor == pytest.approx(1.9)  # the pool's quiet round alone: 190 / 100
+    # hashed was disturbed in its second round only; a pattern disturbed in every round keeps its rounds
+    assert fib.mean.loc["hashed", "rps"] == pytest.approx(150)
+    runs["disturbed"] = runs["pattern"].eq("hashed")
+    assert cpu_bound.fib_alone(runs, ONE_CORE).mean.loc["hashed", "rps"] == pytest.approx(120)

@@ -44,9 +44,13 @@ def test_fast_reads_the_ratio_the_pools_headroom_and_the_cpu_per_request():
     # 4 threads / 2 ms = 2,000 req/s; 2 connections / (2 − 1) ms = 2,000 req/s
     assert fast.bounds == "thread pool 2,000 req/s, connection pool 2,000 req/s"
     assert fast.headroom == pytest.approx(4.0)
-    assert fast.lone_cpu_ratio == pytest.approx(2.0)
+    assert fast.priced_cpu_ratio == pytest.approx(2.0)
     table = fast.cpu_table()
-    assert list(table.columns) == ["CPU ms per request, alone", "CPU ms per request, 8 users", "server CPU (cores)"]
+    assert list(table.columns) == [
+        "CPU ms per request, priced before (2 users)",
+        "CPU ms per request, 8 users",
+        "server CPU (cores)",
+    ]
     assert table.loc["async"].tolist() == [0.5, 1.1, 0.9]
 
 
