@@ -33,6 +33,9 @@ class Demand:
     # share of the window a worker's event loop was ready to run with no CPU free for it (mean of the
     # workers; NaN: not measured): the part of its core other processes took while it had work
     worker_waited: float = math.nan
+    # S, one request's time with nothing else in flight, measured before a run (NaN: not measured): what its calls
+    # to another service took then, beyond io_ms (lesson 12)
+    alone_ms: float = math.nan
     # the measurement window these figures come from (epoch s; None: not from a run), for a lesson's own
     # model that prices what happened in it (lesson 08: the share of it a stall held the loop)
     window: tuple[float, float] | None = None
@@ -113,4 +116,5 @@ class OneUser:
             generator_ms=generator_ms,
             generators=max(1, generators),
             db_hold_ms=self.held_ms,
+            alone_ms=self.service_ms,
         )

@@ -229,8 +229,8 @@ def _limits(
         limits[Bottleneck.EXECUTOR] = s.workers * executor_threads() / service
     if t.connection:  # and a pooled connection, for as long
         limits[Bottleneck.CONNECTION_POOL] = s.workers * s.db_pool / service
-    if t.calls and io > 0:  # each call to the other service holds one of the worker's `calls` for its io_ms
-        limits[Bottleneck.CALLS] = s.workers * t.calls / (w.tasks * io)
+    if t.calls and io > 0:  # each call to the other service holds one of the worker's `calls` while it runs
+        limits[Bottleneck.CALLS] = s.workers * t.calls / (w.tasks * _call_s(w, price))
     held = t.holds(Hold.LOOP)
     if held and held == len(t.waits):
         limits[Bottleneck.EVENT_LOOP] = s.workers / service  # the loop is held for the whole request
@@ -263,6 +263,17 @@ def _limits(
         # Every request also costs Locust, a database and the rest CPU, on the same cores.
         limits[Bottleneck.MACHINE] = cores / price.machine_s
     return limits
+
+
+def _call_s(w: Workload, price: _Price) -> float:
+    """How long a call to another service holds its slot (s): io_ms; or, where one request was timed alone before the
+    run, what its calls took then: its time less its CPU in the worker, a call's share where they run one by one."""
+    io = w.io_ms / 1000
+    alone = price.demand.alone_ms if price.demand is not None else math.nan
+    if not math.isfinite(alone):
+        return io
+    waited = alone / 1000 - price.in_worker_s
+    return max(io, waited if w.traits.overlaps else waited / w.tasks)
 
 
 def executor_threads() -> int:

@@ -250,3 +250,17 @@ e = client == "threadpool"  # a client's name, not a pattern's
 @pytest.mark.parametrize("path", sorted((ROOT / "labserver" / "theory").glob("*.py")), ids=lambda p: p.name)
 def test_the_theory_asks_traits_not_names(path: Path):
     assert name_tests(path.read_text()) == [], f"{path.name}: ask the pattern's traits (demo/traits.py) instead"
+
+
+@pytest.mark.parametrize(("pattern", "per_call_s"), [("fanoutbounded", 0.2035), ("callreused", 0.203)])
+def test_a_call_holds_its_slot_for_what_the_calls_took_alone(pattern, per_call_s):
+    # 4 calls of 200 ms, alone 207.5 ms at once or 816 ms one by one; 4 ms of either in the worker
+    tasks, alone_ms = 4, (816.0 if pattern == "callreused" else 207.5)
+    work = Workload(pattern, 400, tasks=tasks, io_ms=200)
+    slots = TRAITS[pattern].calls
+    p = model.predict(work, Settings(workers=1), cores=2.0, demand=Demand(worker_ms=4.0, alone_ms=alone_ms))
+    assert p.bottleneck == model.Bottleneck.CALLS
+    assert p.rps == pytest.approx(slots / (tasks * per_call_s))
+    # measured in a run (no time alone), each call holds its slot for io_ms
+    p = model.predict(work, Settings(workers=1), cores=2.0, demand=Demand(worker_ms=4.0))
+    assert p.rps == pytest.approx(slots / (tasks * 0.2))
