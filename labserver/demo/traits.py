@@ -50,6 +50,9 @@ class Traits:
     # each wait is a call to another service, through a limit the worker's requests share: at most this many
     # calls in flight per worker (the app's one client's connections, or a semaphore); 0: no shared limit
     calls: int = 0
+    # its CPU on the event loop comes before its wait, and its users move in step (lesson 12's new client): the loop
+    # computes every user's share, then every user waits, with nothing for the loop to do
+    loop_in_step: bool = False
 
     def holds(self, what: Hold) -> int:
         """How many of a sub-task's waits hold `what`."""

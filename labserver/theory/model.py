@@ -49,6 +49,7 @@ class Bottleneck(StrEnum):
     CORES = "cores"  # the process pool's, or the workers' where they outnumber the cores
     GIL = "GIL (one core per worker)"
     IN_STEP = "GIL (threads in step)"
+    LOOP_IN_STEP = "GIL (users in step on the event loop)"  # lesson 12's new client per request
     # lesson 10, and C code that lets go of the GIL: the scheduler's time slices in place of the GIL's turns
     SLICED = "cores (threads in step, in time slices)"
     WORKER_CPU = "CPU (one core per worker)"  # lesson 07; lesson 10's event loop without a GIL, still one thread
@@ -65,7 +66,7 @@ class Bottleneck(StrEnum):
 # Kinds of bottleneck, as sets: a `bottleneck` column (text) is tested with `isin`.
 MACHINE_BOUND = frozenset({Bottleneck.MACHINE, Bottleneck.MACHINE_AND_DATABASE})
 CORE_BOUND = frozenset(
-    {Bottleneck.CORES, Bottleneck.GIL, Bottleneck.IN_STEP, Bottleneck.SLICED, *MACHINE_BOUND}
+    {Bottleneck.CORES, Bottleneck.GIL, Bottleneck.IN_STEP, Bottleneck.LOOP_IN_STEP, Bottleneck.SLICED, *MACHINE_BOUND}
 )  # cores, or a GIL's
 CPU_BOUND = frozenset(
     {*CORE_BOUND, Bottleneck.WORKER_CPU, Bottleneck.SERVER_CPU, Bottleneck.GENERATOR, Bottleneck.CLIENT_CPU}
@@ -255,6 +256,10 @@ def _limits(
         shared = min(s.workers, cores) if gil else min(w.users, s.workers * s.threads, cores)
         step = Bottleneck.IN_STEP if gil else Bottleneck.SLICED
         limits[step] = in_step_rps(w.users, w.tasks * io, in_worker, shared)
+    elif t.loop_in_step and io > 0 and in_worker > 0:
+        # A round: the loop computes every user's CPU one after another, then their calls wait io together with
+        # nothing for the loop to do, and their replies start the next round together (lesson 12's new client)
+        limits[Bottleneck.LOOP_IN_STEP] = in_step_rps(w.users, w.tasks * io, in_worker, min(s.workers, cores))
     if price.generator_s:
         # The load generator is a station too: Locust runs all its users on one core per process,
         # so it sends at most processes / (its CPU per request), and near that its users queue for it.

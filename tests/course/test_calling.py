@@ -14,8 +14,9 @@ def test_only_the_new_client_pays_its_price_in_the_prediction():
     plan = lessons.calling_services(users=50, io_ms=200, calls=4, duration_s=3, cores=2).plan
     table = calling.predicted(plan, cores=2, new_client_ms=20.0).set_index(["part", "pattern"]).loc["a client"]
     assert table.loc["callreused", "predicted_rps"] == pytest.approx(50 / 0.2)  # users / io
-    assert table.loc["callnew", "predicted_rps"] == pytest.approx(1000 / 20.0)  # one core / the client's CPU
-    assert table.loc["callnew", "bottleneck"] == "GIL (one core per worker)"
+    # its users in step: a round is every user's client on the loop, then one io: 50 / (0.2 s + 50 × 20 ms)
+    assert table.loc["callnew", "predicted_rps"] == pytest.approx(50 / (0.2 + 50 * 0.020), abs=0.05)  # to 0.1
+    assert table.loc["callnew", "bottleneck"] == "GIL (users in step on the event loop)"
 
 
 def test_the_two_servers_the_plan_starts_call_one_another():

@@ -14,7 +14,8 @@ from labserver.demo.traits import Hold, Traits, Where
 from labserver.demo.work import Work, fib
 
 RESPONSES = calls.RESPONSES
-TRAITS = Traits(computes=Where.LOOP, waits=(Hold.NOTHING,))  # awaits the other service; a new client's CPU on the loop
+# awaits the other service; a new client's CPU on the loop, before the call: its users come back in step
+TRAITS = Traits(computes=Where.LOOP, waits=(Hold.NOTHING,), loop_in_step=True)
 
 
 async def endpoint(request: Request, work: Work = Depends(work_query)) -> dict:
