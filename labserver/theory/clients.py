@@ -235,8 +235,10 @@ def _cpu_walls(walls: dict[str, float], name: str, batch: _Batch, cost: Cost, co
     loop = name if b.in_flight / b.one < 1 / max(b.c, b.s) else cpu
     walls[loop] = max(walls.get(loop, 0.0), b.requests / steady)
     # Client and server on the same cores: where the process may use one CPU, they take turns on
-    # it, and every request costs c + s of it (on two, each side has a core and this binds nowhere).
-    walls[Bottleneck.MACHINE] = b.requests * (b.c + b.s) / cores + b.io
+    # it, and every request costs c + s of it. On two or more, each side has a core of its own
+    # (isolate.apart pins them apart), and its own CPU bounds it: no shared bound is set.
+    if cores < 2:
+        walls[Bottleneck.MACHINE] = b.requests * (b.c + b.s) / cores + b.io
     return walls
 
 

@@ -266,6 +266,10 @@ def test_on_one_usable_cpu_client_and_server_take_turns_on_it():
     # on two, each side has a core: the client's own CPU binds first, as before
     two = predict_client("threadpool", requests=1000, concurrency=100, io_ms=50, cost=cost, cores=2)
     assert two.bottleneck == Bottleneck.CLIENT_CPU and two.rps == pytest.approx(1000 / (1000 * 0.0011 + 0.05))
+    # a client and a server whose CPUs are near each other: their sum over two cores is not a bound either
+    near = Cost(client_ms=0.89, server_ms=0.46, alone_ms=52.3, send_share=0.71)
+    apart = predict_client("threadpool", requests=100, concurrency=100, io_ms=50, cost=near, cores=2)
+    assert apart.bottleneck != Bottleneck.MACHINE
 
 
 def test_an_unmeasured_cost_falls_back_to_the_concurrency_model():
