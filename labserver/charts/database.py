@@ -20,15 +20,16 @@ def held_by(bottleneck: Mapping[str, str]) -> str:
 
 
 def bounds_chart(panels: Mapping[str, pd.DataFrame], title: str) -> plt.Figure:
-    """Measured beside predicted req/s per driver, one panel per (panel title, runs), each pair over its bottleneck."""
+    """Measured beside predicted req/s per driver, one panel per (panel title, runs), each pair over its bottleneck:
+    the prediction made before each run and what bound it then, where the runs have one (else the explained one)."""
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.5), squeeze=False)
     for ax, (name, frame) in zip(axes[0], panels.items(), strict=True):
-        # the prediction priced with each run's own CPU: the bottleneck written under each pair is its
-        plots.bars(frame, title=name, x="driver", ax=ax, values=("rps", "predicted_rps"))
-        for i, run in enumerate(frame.itertuples()):
-            ax.annotate(
-                run.bottleneck, (i, 0), xytext=(0, 4), textcoords="offset points", ha="center", fontsize="small"
-            )
+        model, _ = plots.predicted_column(frame)
+        plots.bars(frame, title=name, x="driver", ax=ax)
+        before = model == "predicted_before_rps" and "before_bottleneck" in frame
+        bound = "before_bottleneck" if before else "bottleneck"
+        for i, said in enumerate(frame[bound]):
+            ax.annotate(said, (i, 0), xytext=(0, 4), textcoords="offset points", ha="center", fontsize="small")
     fig.suptitle(title, fontweight="bold")
     fig.tight_layout()
     return fig

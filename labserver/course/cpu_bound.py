@@ -97,8 +97,8 @@ class Sweep:
 
     agree: float  # the share of depths where the model names the measured bottleneck
     crossed: tuple[int, int] | None  # the deepest fib measured I/O-bound, the shallowest CPU-bound
-    knee_ms: float  # fib's cost where the two caps cross, users × cpu = io + cpu
-    knee_n: float  # the depth at that cost here (nan: no crossing to draw)
+    knee_ms: float  # a request's CPU where the two caps cross, users × cpu = io + cpu
+    knee_n: float  # the depth whose fib costs that, less the request's own CPU (nan: no crossing to draw)
     costs: str  # what each depth cost here, in words
 
     @property
@@ -112,11 +112,14 @@ def sweep(curve: pd.DataFrame, io_ms: int, users: int) -> Sweep:
     """Read lesson 03's sweep: async at `users` users and `io_ms` of sleep, over fib's depths."""
     depths = sorted(set(curve["cpu_n"]))
     knee_ms = cores.crossing_ms(io_ms, users)
+    # a request's own CPU beside its fib (HTTP, the framework): the shallowest depth's CPU less its fib
+    shallow = curve.loc[curve["cpu_n"] == depths[0]].iloc[0]
+    own_ms = max(0.0, shallow["server_cpu"] / shallow["rps"] * 1000 - cpu_ms(depths[0]))
     return Sweep(
         agree=float((cores.cpu_bound(curve) == cores.predicted_cpu_bound(curve)).mean()),
         crossed=cores.takeover(curve),
         knee_ms=knee_ms,
-        knee_n=cores.fib_depth(knee_ms, depths[-1], cpu_ms(depths[-1])),
+        knee_n=cores.fib_depth(knee_ms - own_ms, depths[-1], cpu_ms(depths[-1])),
         costs=", ".join(f"fib({n}) {cpu_ms(n):.2f} ms" for n in depths),
     )
 

@@ -81,10 +81,14 @@ def busiest_in_words(run: pd.Series) -> str:
 
 
 def cpu_in_words(run: pd.Series) -> str:
-    """Where `run`'s CPU went: the worker's share of a core (and its wait for one, Linux only), and Locust's."""
+    """Where `run`'s CPU went: the worker's share of a core (and its wait for one, Linux only), and Locust's, per
+    process where it ran several."""
     waited = run.get("worker_waited")
     wait = f" and waits {waited:.0%} for one" if pd.notna(waited) else ""
-    return f"At {run.rps:,.0f} req/s the worker uses {run.server_cpu:.0%} of a core{wait}, Locust {run.locust_cpu:.0%}"
+    given = run.get("processes", 1)
+    processes = max(1, int(given)) if pd.notna(given) else 1
+    locust = f"Locust {run.locust_cpu / processes:.0%}" + (f" in each of {processes}" if processes > 1 else "")
+    return f"At {run.rps:,.0f} req/s the worker uses {run.server_cpu:.0%} of a core{wait}, {locust}"
 
 
 def generator_cost(frame: pd.DataFrame, heavy: str, light: str) -> float:

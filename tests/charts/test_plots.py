@@ -58,7 +58,14 @@ def test_history_bars_and_generator_cpu(runs):
     assert plots.history({"gather": h}, title="t").axes[0].get_xlabel() == "time since the run started (s)"
     assert plots.bars(runs[runs.users == 80], title="t").axes[0].get_ylabel() == "throughput (req/s)"
     runs["client"] = "fast"
-    assert plots.generator_cpu(runs, title="t").axes[0].get_ylabel() == "Locust CPU (cores)"
+    assert plots.generator_cpu(runs, title="t").axes[0].get_ylabel() == "Locust CPU, per process (cores)"
+
+
+def test_two_locust_processes_are_drawn_against_saturation_one_at_a_time(runs):
+    # 0.79 of a core over two processes is 0.4 each: far from the 90% each is judged by
+    runs["client"], runs["locust_cpu"], runs["processes"] = "fast", [0.2, 0.3, 0.5, 0.79], [1, 1, 1, 2]
+    line = plots.generator_cpu(runs, title="t").axes[0].lines[0]
+    assert max(line.get_ydata()) == pytest.approx(0.5)
 
 
 def test_save_only_when_a_batch_asks(runs, tmp_path, monkeypatch):
@@ -103,7 +110,7 @@ def test_process_cpu_shows_the_server_and_locust_against_saturation(runs):
     runs["client"], runs["server_cpu"] = "fast", [0.1, 0.4, 0.1, 0.8]
     ax = plots.process_cpu(runs, title="t").axes[0]
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("measured throughput (req/s)", "CPU (cores)")
-    assert {"server (1 worker)", "Locust", "saturated (90% of a core)"} <= set(_labels(ax))
+    assert {"server (1 worker)", "Locust, per process", "saturated (90% of a core)"} <= set(_labels(ax))
     assert "server, busy or waiting for a CPU" not in _labels(ax)  # not measured: not drawn
 
 

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from labserver.course import cpu_bound
+from labserver.theory import cores
 
 ONE_CORE = ["threadpool", "sequential"]
 
@@ -60,6 +61,9 @@ def test_sweep_names_where_the_cpu_took_over():
     assert read.crossed == (15, 25)
     assert read.title == "The CPU takes over between fib(15) and fib(25)"
     assert read.knee_ms == pytest.approx(50 / 19)
+    # fib's share of the knee: a request's CPU less its own, 1 ms at fib(15) less fib(15)'s
+    own = 1.0 - cpu_bound.cpu_ms(15)
+    assert read.knee_n == pytest.approx(cores.fib_depth(50 / 19 - own, 25, cpu_bound.cpu_ms(25)))
     assert read.agree == 1.0
     assert "fib(15)" in read.costs and "fib(25)" in read.costs
 

@@ -73,6 +73,8 @@ def test_the_busiest_run_in_words():
     assert knee.cpu_in_words(BUSIEST) == "At 4,000 req/s the worker uses 93% of a core and waits 5% for one, Locust 60%"
     unmeasured = BUSIEST.drop("worker_waited")  # off Linux the wait is not measured
     assert knee.cpu_in_words(unmeasured) == "At 4,000 req/s the worker uses 93% of a core, Locust 60%"
+    two = pd.concat([BUSIEST, pd.Series({"processes": 2})])  # the sum of two Locust processes, 0.3 each
+    assert knee.cpu_in_words(two).endswith("Locust 30% in each of 2")
 
 
 def test_the_generators_cost_compares_the_two_clients_at_equal_users():
