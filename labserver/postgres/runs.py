@@ -24,7 +24,7 @@ from labserver.demo.settings import Settings
 from labserver.harness import pricing
 from labserver.harness.launcher import LabServer
 from labserver.harness.load import DURATION_MAX_S, check_load, run_plan
-from labserver.harness.plan import LoadOptions, Options, Stage
+from labserver.harness.plan import LoadOptions
 from labserver.postgres import data
 from labserver.theory import pools
 from labserver.theory.demand import Demand
@@ -137,26 +137,25 @@ def limits(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int,
 
 
 def predict_frame(
-    server: LabServer, base: pd.DataFrame, parts: list[tuple[list[str], int, int, list[int] | int]]
+    server: LabServer, base: pd.DataFrame, plan: list[tuple[list[str], int, int, list[int] | int]]
 ) -> pd.DataFrame:
-    """The prediction of every planned run, made before it as the harness makes it (pricing.foresee: one user's
-    prices on `server`, kept for the run itself, so that this table and its runs' before-predictions are one):
-    `parts` holds (endpoints, users, io_ms, cpu_n or depths) per part. `server` must be running."""
+    """The prediction of every planned run: `plan` holds (endpoints, users, io_ms, cpu_n or depths) per part."""
     rows = []
-    for endpoints, users, io_ms, cpu_n in parts:
-        for run in plan(server, endpoints, [users], base, io_ms=io_ms, cpu_n=cpu_n):
-            p = pricing.foresee(Stage.from_run(run, run["duration_s"], server), Options()).prediction
-            rows.append(
-                {
-                    "pattern": run["pattern"],
-                    "users": users,
-                    "io_ms": io_ms,
-                    "cpu_n": run["cpu_n"],
-                    "predicted_rps": p.rps,
-                    "predicted_ms": p.latency_ms,
-                    "bottleneck": p.bottleneck,
-                }
-            )
+    for endpoints, users, io_ms, cpu_n in plan:
+        for n in cpu_n if isinstance(cpu_n, list) else [cpu_n]:
+            for endpoint in endpoints:
+                p = predict(server, endpoint, users, io_ms, n, base)
+                rows.append(
+                    {
+                        "pattern": endpoint,
+                        "users": users,
+                        "io_ms": io_ms,
+                        "cpu_n": n,
+                        "predicted_rps": p.rps,
+                        "predicted_ms": p.latency_ms,
+                        "bottleneck": p.bottleneck,
+                    }
+                )
     return pd.DataFrame(rows)
 
 

@@ -16,11 +16,10 @@ import pandas as pd
 import pytest
 
 from labserver.demo.settings import Settings
-from labserver.harness import pricing
 from labserver.harness.load import DURATION_MAX_S
 from labserver.postgres import runs
 from labserver.theory import pools
-from labserver.theory.demand import Demand, OneUser
+from labserver.theory.demand import Demand
 
 
 @pytest.fixture
@@ -135,9 +134,7 @@ def test_predict_is_the_pool_model_of_the_same_figures(fib_ms):
     assert p.latency_ms == pytest.approx(32 / p.rps * 1000)
 
 
-def test_predict_frame_has_a_row_per_depth_and_endpoint_priced_as_its_run_will_be(fib_ms, monkeypatch):
-    one = OneUser(service_ms=3.0, loop_ms=0.4, threads_ms=0.8, pool_ms=0.0, requests=3, held_ms=1.5)
-    monkeypatch.setattr(pricing, "one_user", lambda stage: one)  # the harness's pricing, kept for the run
+def test_predict_frame_has_a_row_per_depth_and_endpoint(fib_ms):
     plan = [(["sync_select", "async_simulation"], 10, 0, [0, 10]), (["sync_select"], 5, 8, 0)]
     rows = runs.predict_frame(server(), base(), plan)
     assert list(zip(rows["pattern"], rows["users"], rows["io_ms"], rows["cpu_n"], strict=True)) == [
@@ -147,10 +144,8 @@ def test_predict_frame_has_a_row_per_depth_and_endpoint_priced_as_its_run_will_b
         ("async_simulation", 10, 0, 10),
         ("sync_select", 5, 8, 0),
     ]
-    # the before-prediction each run gets: the lesson's model priced with one user's CPU, not the lone requests'
-    last = runs.priced(runs._model_args(server(), "sync_select", 5, 8, 0, base()), one.demand(pricing.GENERATOR_MS))
+    last = runs.predict(server(), "sync_select", 5, 8, 0, base())
     assert (rows["predicted_rps"].iloc[-1], rows["bottleneck"].iloc[-1]) == (last.rps, last.bottleneck)
-    assert last != runs.predict(server(), "sync_select", 5, 8, 0, base())
 
 
 def test_plan_runs_every_endpoint_users_and_depth_on_the_server(fib_ms):
