@@ -59,7 +59,7 @@ def fib_sweep_title(converged: int | None, author: str, published: tuple[int, in
     """The sweep's finding: from which depth the two versions converge, beside where `author`'s sweep did."""
     where = f"from fib({converged}) on" if converged else "nowhere in this sweep"
     low, high = published
-    return f"The async edge shrinks as fib grows: the two converge {where} ({author}: FIB {low}–{high})"
+    return f"The async edge shrinks as fib grows: the two converge {where} ({author}: between FIB {low} and {high})"
 
 
 def fib_sweep_chart(
@@ -72,6 +72,7 @@ def fib_sweep_chart(
     """
     fig, (rps_ax, ratio_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
     plots.throughput(sweep, title="throughput against fib depth", x="cpu_n", hue="driver", ax=rps_ax)
+    rps_ax.set_xlabel("CPU work per request: fib(cpu_n)")  # one fib a request here, after its queries
     rps_ax.set_yscale("log")  # fib(n) grows about 1.6× per step: a log axis shows every depth
     rps_ax.set_ylim(sweep["rps"].min() / 2, sweep[["rps", "predicted_rps"]].max().max() * 2)
     ratio_ax.plot(ratios.index, ratios.values, "o-", label="this machine")

@@ -155,6 +155,7 @@ def title(ratios: pd.Series, medians: pd.Series, heads: pd.DataFrame) -> str:
     near = ((ratios - 1).abs() <= GOOD).mean()
     close = ((shown["ours / published"] > 1 / CLOSE) & (shown["ours / published"] < CLOSE)).sum()
     return (
-        f"{near:.0%} of {len(ratios)} valid runs land within ±{GOOD:.0%} of the model (median of the experiments "
+        f"{near:.0%} of {len(ratios)} valid runs land within ±{GOOD:.0%} of the model, explained after each run "
+        f"(median of the experiments "
         f"{medians.median():.2f});\n{close} of {len(shown)} headlines come out within {CLOSE:g}× of the published ones"
     )

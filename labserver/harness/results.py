@@ -195,6 +195,7 @@ COLUMNS = [
     "cpu_n",
     "workers",
     "rps",
+    "predicted_before_rps",  # the prediction made before the run; the next two explain it after, at its own CPU
     "predicted_rps",
     "ratio",
     "p50_ms",
@@ -217,6 +218,7 @@ def table(frame: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:
     return shown.round(
         {
             "rps": 1,
+            "predicted_before_rps": 1,
             "predicted_rps": 1,
             "ratio": 3,
             "p50_ms": 1,

@@ -135,6 +135,7 @@ def test_the_title_counts_runs_near_the_model_and_headlines_near_the_articles():
     medians = pd.Series([0.9, 1.1, 1.2])
     heads = pd.DataFrame({"ours": [1.0, 2.0, math.nan, 0.7], "ours / published": [1.4, 1.6, math.nan, 0.6]})
     assert summary.title(ratios, medians, heads) == (
-        "50% of 4 valid runs land within ±25% of the model (median of the experiments 1.10);\n"
+        "50% of 4 valid runs land within ±25% of the model, explained after each run "
+        "(median of the experiments 1.10);\n"
         "1 of 3 headlines come out within 1.5× of the published ones"
     )
