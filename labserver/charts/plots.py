@@ -98,7 +98,8 @@ def throughput(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "pa
         color = _color(key) if hue == "pattern" else None
         name = _name(key, hue)
         line = ax.plot(group[x], group["rps"], "o-", color=color, label=f"{name} measured")[0]
-        ax.plot(group[x], group[model], "--", color=line.get_color(), alpha=0.8, label=f"{name} {words}")
+        # a tick at each prediction: a run alone in its group (the busiest, say) has no line to draw, only its tick
+        ax.plot(group[x], group[model], "_--", ms=12, color=line.get_color(), alpha=0.8, label=f"{name} {words}")
     _mark_invalid(ax, frame, x, "rps")
     ax.set(title=title, xlabel=_label(x), ylabel="throughput (req/s)")
     ax.set_ylim(bottom=0)
