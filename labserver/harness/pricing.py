@@ -166,15 +166,14 @@ def measure(stage: Stage) -> OneUser:
 def cpu_per_request_ms(server: LabServer, path: str) -> float:
     """The CPU per request (ms) of the process tree serving `path` on `server`, priced as `measure` prices a run's
     make-up: HOT_USERS users' requests back to back, after some not counted. For a lesson's own table before its
-    runs (lesson 07's), so that its table and the harness's before-predictions read one price."""
+    runs (lesson 07's): the same price as its runs' before-predictions, taken a minute or two earlier."""
     assert server.proc is not None, "start the server before pricing it"
     root = server.proc.pid
     readings: list[Threads] = []
     busy = _send(
         ("127.0.0.1", server.port), path, users=HOT_USERS, warm_s=WARM_S, read=lambda: readings.append(_threads(root))
     )
-    spent = sum(max(0.0, s - readings[0].get(key, 0.0)) for key, s in readings[1].items())
-    return spent / len(busy.times) * 1000
+    return sum(_split(readings[0], readings[1], busy.pids)) / len(busy.times) * 1000
 
 
 @dataclasses.dataclass

@@ -2,10 +2,9 @@
 
 `calibrate` sends lone requests to each endpoint (no load) to learn its service time, and prices
 the server's CPU per request as the harness prices every run before it (harness/pricing.py: two
-users back to back), so that the lesson's table before its runs and their before-predictions
-agree. `sweep` then runs every endpoint × users × cpu_n through the lab's harness (`run_plan`)
-with the prediction built from those figures, the thread pool, the connection pool and the fib
-timing.
+users back to back; each run is priced again just before it). `sweep` then runs every endpoint ×
+users × cpu_n through the lab's harness (`run_plan`) with the prediction built from those figures,
+the thread pool, the connection pool and the fib timing.
 """
 
 from __future__ import annotations
