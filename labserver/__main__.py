@@ -5,6 +5,8 @@
 says who may now reach it. A lab on another machine measures it with
 `labserver.harness.remote.RemoteServer("http://HOST:PORT")`.
 
+`measure APP ROUTE...` points the lab at an app of one's own (labserver/yourapp/command.py).
+
 `worker` is a student's one command in classroom mode: it joins the run a lab's master plans
 (run_plan's `master`), sends the load it is given, reports its records and CPU back, and waits
 for the next run, until Ctrl-C (or `--runs`). It sends load only to the master's own host,
@@ -48,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="shed a request that would wait behind this many others for a thread (503); default: none is shed",
     )
+    from labserver.yourapp import command as measure  # its parser only: the rest is imported when it runs
+
+    measure.add_parser(sub)
     worker = sub.add_parser("worker", help="join a lab's runs as a Locust worker (Ctrl-C stops)")
     worker.add_argument("--master", required=True, help="HOST:PORT of the lab's Locust master, as the lab printed it")
     worker.add_argument(
@@ -66,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "worker":
         return join(parser, args.master, args.allow_target, args.runs)
+    if args.command == "measure":
+        from labserver.yourapp import command
+
+        return command.run(parser, args)
     return serve(parser, args)
 
 

@@ -222,6 +222,23 @@ GIL: Setting[bool] = Setting(
     show=lambda on: "1" if on else "0",
 )
 
+# An app of one's own (`python -m labserver measure`), from the command to every uvicorn worker (yourapp/wrap.py)
+YOUR_APP: Setting[str] = Setting(
+    name="LAB_APP",
+    default="",
+    meaning="the app `measure` serves in the lab's layer, as module:attribute",
+    parse=str,
+    form="module:attribute",
+)
+YOUR_APP_DIR: Setting[Path | None] = Setting(
+    name="LAB_APP_DIR",
+    default=None,
+    meaning="the folder that app's module is imported from (unset: the workers' current folder)",
+    parse=Path,
+    form="a folder",
+)
+
+
 SETTINGS: dict[str, Setting] = {
     s.name: s
     for s in (
@@ -231,6 +248,8 @@ SETTINGS: dict[str, Setting] = {
         BATCH_ID,
         PROGRESS,
         LIVE_EVERY_S,
+        YOUR_APP,
+        YOUR_APP_DIR,
         PG_BIN,
         FREETHREADED_PYTHON,
         CACHE_DIR,

@@ -55,6 +55,16 @@ def from_worker(name: str) -> bool:
 STAGE_KEYS = ("pattern", "users", "tasks", "io_ms", "cpu_n", "duration_s", "rate", "drain_s")
 
 
+class Route(TypedDict):
+    """A route of an app the lab did not write (`python -m labserver measure`): what each request of a stage sends."""
+
+    method: str  # GET, POST, ...
+    path: str  # with its query: /items?limit=20
+    label: str  # how runs and reports name it: "GET /items?limit=20"
+    body: NotRequired[str]  # the request's body, as sent
+    headers: NotRequired[dict[str, str]]
+
+
 class PlanStage(TypedDict):
     """One stage of a plan, as the harness writes it (STAGE_KEYS, and `host`) and the locustfile reads it.
 
@@ -71,6 +81,7 @@ class PlanStage(TypedDict):
     rate: NotRequired[float]  # an open loop's arrivals a second; missing or 0: a closed loop
     drain_s: NotRequired[float]  # an open loop's last seconds, with no new arrival
     host: NotRequired[str]  # the server's URL: requests go there, not to Locust's --host
+    route: NotRequired[Route]  # an app of one's own: the route its requests send; missing: the pattern's endpoint
 
 
 def write_plan(path: str | os.PathLike[str], stages: list[PlanStage]) -> None:
@@ -114,8 +125,16 @@ def stage_at(stage_ends: Sequence[float], elapsed_s: float) -> int | None:
 
 def request_path(stage: PlanStage) -> str:
     """The URL a stage's requests get: absolute when the stage names its server, so that a plan can take turns."""
+    route = stage.get("route")
+    if route is not None:
+        return stage.get("host", "") + route["path"]
     query = f"/{stage['pattern']}?tasks={stage['tasks']}&io_ms={stage['io_ms']}&cpu_n={stage['cpu_n']}"
     return stage.get("host", "") + query
+
+
+def answered(status: int) -> bool:
+    """Whether a reply counts as served: any 2xx (an app's POST answers 201), never a shed 503."""
+    return 200 <= status < 300
 
 
 class Record(NamedTuple):

@@ -43,7 +43,15 @@ def test_the_protocol_alone_imports_the_standard_library_only():
 
 
 def test_a_plan_stage_is_typed_with_the_keys_the_harness_writes():
-    assert list(typing.get_type_hints(protocol.PlanStage)) == [*protocol.STAGE_KEYS, "host"]
+    assert list(typing.get_type_hints(protocol.PlanStage)) == [*protocol.STAGE_KEYS, "host", "route"]
+
+
+def test_a_route_of_ones_own_is_requested_as_given_and_any_2xx_counts():
+    stage = protocol.PlanStage(pattern="sequential", users=1, tasks=1, io_ms=0, cpu_n=0, duration_s=1)
+    stage["host"] = "http://127.0.0.1:9000"
+    stage["route"] = protocol.Route(method="POST", path="/orders?x=1", label="POST /orders?x=1", body="{}")
+    assert protocol.request_path(stage) == "http://127.0.0.1:9000/orders?x=1"
+    assert [protocol.answered(s) for s in (200, 201, 204, 301, 404, 503)] == [True, True, True, False, False, False]
 
 
 def test_the_harness_writes_every_stage_key_the_locustfile_reads(tmp_path):

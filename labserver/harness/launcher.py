@@ -57,6 +57,7 @@ class Server:
     settings: Settings
     telemetry_dir: Path | None = None
     same_machine = True  # runs on this machine's kernel: its CPU is inside this machine's
+    info_path = "/info"  # its settings and gauges (demo/app.py's /info)
 
     def cores(self) -> float:
         """The CPUs its workers may use: the lab's own, for a server on this machine."""
@@ -89,7 +90,7 @@ class Server:
             return json.loads(response.read())
 
     def info(self) -> dict:
-        return self.get("/info")
+        return self.get(self.info_path)
 
     def log_tail(self, lines: int = 30) -> str:
         raise NotImplementedError
@@ -100,6 +101,9 @@ class Server:
 
 class LabServer(Server):
     """uvicorn serving `labserver.demo.app` in a subprocess on a free loopback port.
+
+    A subclass serves another app the same way (labserver/yourapp): its `app` factory, the path
+    that answers its health check, and the environment it adds (`app_env`).
 
     Parameters
     ----------
@@ -124,6 +128,9 @@ class LabServer(Server):
         (PYTHON_GIL=1 on a free-threaded one: the same build, the GIL on). A server asked to run without
         the GIL that has it on (an extension turned it back on at import) fails to start, naming the module.
     """
+
+    app = "labserver.demo.app:create_app"  # uvicorn's --factory target
+    health_path = "/health"  # answers {"pid": ...} once a worker is ready
 
     def __init__(
         self,
@@ -213,11 +220,12 @@ class LabServer(Server):
         # not in self.settings: the folder is this start's, the settings are the server's
         env = dataclasses.replace(self.settings, telemetry_dir=str(self.telemetry_dir or "")).to_env()
         env.update(self._interpreter_env())
+        env.update(self.app_env())
         cmd = [
             str(self.python.path),
             "-m",
             "uvicorn",
-            "labserver.demo.app:create_app",
+            self.app,
             "--factory",
             "--host",
             self.host,
@@ -246,6 +254,10 @@ class LabServer(Server):
         self.ready_s = time.perf_counter() - started
         return self
 
+    def app_env(self) -> dict[str, str]:
+        """What the app's processes need in their environment besides the lab's settings: nothing, for the demo."""
+        return {}
+
     def _interpreter_env(self) -> dict[str, str]:
         """PYTHON_GIL for a free-threaded Python (1: the GIL on; empty: its default, off); the lab on its path."""
         if self.python.path == Path(sys.executable):
@@ -256,7 +268,7 @@ class LabServer(Server):
 
     def _check_gil(self) -> None:
         """Raise ServerError where a server asked to run without the GIL has it on."""
-        if self.settings.gil or not self.get("/info").get("gil_enabled"):
+        if self.settings.gil or not self.info().get("gil_enabled"):
             return
         culprit = interpreters.gil_culprit(self.log_tail(200))
         raise ServerError(
@@ -276,7 +288,7 @@ class LabServer(Server):
             if not self.alive:
                 raise ServerError(f"the server exited during start-up (code {self.proc.returncode})\n{self.log_tail()}")
             try:
-                pid = self.get("/health", timeout=1)["pid"]
+                pid = self.get(self.health_path, timeout=1)["pid"]
                 # Only our own processes count: another notebook's server may have won the port.
                 if pid in {p.pid for p in procs.tree(self.proc.pid)}:
                     seen.add(pid)
@@ -289,7 +301,9 @@ class LabServer(Server):
             if first_ok is not None and (len(seen) >= self.settings.workers or time.monotonic() - first_ok > 3):
                 return
             time.sleep(0.05)
-        raise ServerError(f"the server did not answer /health within {self.ready_timeout_s:.0f} s\n{self.log_tail()}")
+        raise ServerError(
+            f"the server did not answer {self.health_path} within {self.ready_timeout_s:.0f} s\n{self.log_tail()}"
+        )
 
     def stop(self) -> None:
         # A server that started and is still running at stop has nothing to report: its log folder

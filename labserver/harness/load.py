@@ -330,8 +330,9 @@ def foreseen(stage: Stage, options: Options) -> model.Prediction:
 def foreseen_invalid(stages: list[Stage], options: Options) -> list[str]:
     """Why each run the model foresees invalid on this machine would be (harness/validity.py), said before any
     starts and never a refusal: the model may be wrong about a machine. None for what it does not price: open
-    loops, runs meant to time out, the database's routes."""
-    if options.expect_failures or any(s.workload.rate or s.workload.pattern not in PATTERNS for s in stages):
+    loops, runs meant to time out, the database's routes, and an app of one's own (priced only on its server)."""
+    unpriced = (s.workload.rate or s.workload.pattern not in PATTERNS or s.route is not None for s in stages)
+    if options.expect_failures or any(unpriced):
         return []
     # several Locust processes measure each run as a plan of its own (run_plan)
     plans = [[s] for s in stages] if options.processes > 1 else [stages]

@@ -31,7 +31,7 @@ REMEASURE_DEFAULT = 1  # how often a run the machine paused in is measured again
 UserClass = Literal["fast", "requests", "arrivals"]
 # A lesson's own prediction for a run: made before it, or from the run's measured Demand
 Predicted = Prediction | Callable[[Demand], Prediction] | None
-RUN_KEYS = (*(f.name for f in dataclasses.fields(Workload)), "predicted", "tags", "server")  # a run's dict
+RUN_KEYS = (*(f.name for f in dataclasses.fields(Workload)), "predicted", "tags", "server", "route")  # a run's dict
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,9 @@ class Stage:
     predicted: Predicted = None
     tags: dict[str, Any] = field(default_factory=dict)  # more columns for the run's row
     before: Before | None = None  # its prediction made before it starts (pricing.before); None: not made
+    # the route of an app of one's own that its requests send (labserver/yourapp); None: the pattern's endpoint, and
+    # the workload's pattern is then the one whose traits the model prices the route with
+    route: protocol.Route | None = None
 
     @classmethod
     def from_run(cls, run: dict, duration_s: int, server: Server) -> Stage:
@@ -64,7 +67,8 @@ class Stage:
             raise ValueError(f"unknown run keys {sorted(unknown)}; a run takes {', '.join(RUN_KEYS)}")
         given = {k: v for k, v in run.items() if v is not None}
         workload = Workload.of({"duration_s": duration_s, **given})
-        return cls(given.get("server") or server, workload, given.get("predicted"), given.get("tags", {}))
+        server = given.get("server") or server
+        return cls(server, workload, given.get("predicted"), given.get("tags", {}), route=given.get("route"))
 
     def prediction(
         self, options: Options, cores: float, demand: Demand | None = None, fib_ms: Callable[[], float] | None = None
@@ -87,7 +91,7 @@ class Stage:
     def locust(self) -> protocol.PlanStage:
         """What the locustfile needs of this stage (locustfiles/pattern.py, --plan-file)."""
         w = self.workload
-        return protocol.PlanStage(
+        stage = protocol.PlanStage(
             pattern=w.pattern,
             users=w.users,
             tasks=w.tasks,
@@ -98,6 +102,9 @@ class Stage:
             drain_s=w.drain_s,
             host=self.server.url,
         )
+        if self.route is not None:
+            stage["route"] = self.route
+        return stage
 
     # What the live view (feed.py), the plan's clock and its run ids read of a stage
     @property

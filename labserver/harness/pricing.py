@@ -102,10 +102,15 @@ def _cores(stage: Stage) -> float:
 
 
 def _key(stage: Stage) -> Hashable:
-    """What sets a one-user price: the server's settings, its Python and cores, and the pattern's work."""
+    """What sets a one-user price: the server's settings, its Python and cores, and the pattern's work (a route of
+    one's own: the route, on that server)."""
     s, w = stage.server, stage.workload
     python = getattr(getattr(s, "python", None), "path", None)
-    return (type(s).__name__, repr(getattr(s, "settings", None)), str(python), w.pattern, w.tasks, w.io_ms, w.cpu_n)
+    server = (type(s).__name__, repr(getattr(s, "settings", None)), str(python))
+    if stage.route is not None:  # a route of one's own: its work is its own, whatever the model reads it as
+        r = stage.route
+        return (*server, s.url, r["method"], r["path"], r.get("body"), tuple(r.get("headers", {}).items()))
+    return (*server, w.pattern, w.tasks, w.io_ms, w.cpu_n)
 
 
 def forget() -> None:
@@ -130,6 +135,9 @@ def measure(stage: Stage) -> OneUser:
     hot = dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, io_ms=0))
     hot_path = urllib.parse.urlsplit(protocol.request_path(hot.locust()))
     address = (url.hostname or "127.0.0.1", url.port)
+    # a route of one's own has no waits to leave out: its hot requests are its own
+    ask = Ask.of(stage.route, f"{url.path}?{url.query}".rstrip("?"))
+    hot_ask = Ask.of(stage.route, f"{hot_path.path}?{hot_path.query}".rstrip("?"))
     root = getattr(getattr(server, "proc", None), "pid", None)
     meter = None if root is not None else server.meter()
     readings: list[Threads] = []
@@ -141,8 +149,8 @@ def measure(stage: Stage) -> OneUser:
         if meter is not None:
             meter.sample()
 
-    busy = _send(address, f"{hot_path.path}?{hot_path.query}", users=HOT_USERS, warm_s=WARM_S, read=read)
-    alone = _send(address, f"{url.path}?{url.query}", users=1, warm_s=None, at_least=1, min_s=0.0)
+    busy = _send(address, hot_ask, users=HOT_USERS, warm_s=WARM_S, read=read)
+    alone = _send(address, ask, users=1, warm_s=None, at_least=1, min_s=0.0)
     n, window_s = len(busy.times), busy.t1 - busy.t0
     if root is not None:
         loop_s, threads_s, pool_s = _split(readings[0], readings[1], busy.pids)
@@ -171,9 +179,32 @@ def cpu_per_request_ms(server: LabServer, path: str) -> float:
     root = server.proc.pid
     readings: list[Threads] = []
     busy = _send(
-        ("127.0.0.1", server.port), path, users=HOT_USERS, warm_s=WARM_S, read=lambda: readings.append(_threads(root))
+        ("127.0.0.1", server.port),
+        Ask("GET", path),
+        users=HOT_USERS,
+        warm_s=WARM_S,
+        read=lambda: readings.append(_threads(root)),
     )
     return sum(_split(readings[0], readings[1], busy.pids)) / len(busy.times) * 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class Ask:
+    """One request as the pricing sends it: a pattern's GET, or a route of one's own with its body and headers."""
+
+    method: str
+    path: str  # with its query
+    body: bytes | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, route: protocol.Route | None, path: str) -> Ask:
+        """`route`'s request, or a GET of `path` where there is none."""
+        if route is None:
+            return cls("GET", path)
+        body = route.get("body")
+        headers = tuple(route.get("headers", {}).items())
+        return cls(route["method"], route["path"], None if body is None else body.encode(), headers)
 
 
 @dataclasses.dataclass
@@ -188,7 +219,7 @@ class _Sent:
 
 def _send(
     address: tuple[str, int | None],
-    path: str,
+    ask: Ask | str,
     *,
     users: int,
     warm_s: float | None = 0.0,
@@ -196,10 +227,12 @@ def _send(
     min_s: float = MIN_S,
     read: Callable[[], None] | None = None,
 ) -> _Sent:
-    """`users` users' requests for `path`, each user's in turn on a connection of its own. Unless `warm_s` is None,
-    first some not counted: one each, all at once (they start as many threads or pool processes as the counted
-    ones use), then more for `warm_s`, so that the cores run as a busy server's do. Then at least `at_least` and
-    `min_s`, at most MAX_S, counted, `read()` called as they start and end. The first error ends all, raised."""
+    """`users` users' requests `ask` (a path: its GET), each user's in turn on a connection of its own. Unless
+    `warm_s` is None, first some not counted: one each, all at once (they start as many threads or pool
+    processes as the counted ones use), then more for `warm_s`, so that the cores run as a busy server's do.
+    Then at least `at_least` and `min_s`, at most MAX_S, counted, `read()` called as they start and end. The
+    first error ends all, raised."""
+    ask = Ask("GET", ask) if isinstance(ask, str) else ask
     conns = [http.client.HTTPConnection(*address, timeout=REQUEST_TIMEOUT_S) for _ in range(users)]
     sent = _Sent([], set(), math.nan, math.nan)
     errors: list[BaseException] = []
@@ -214,11 +247,11 @@ def _send(
 
     def user(conn: http.client.HTTPConnection) -> None:
         try:
-            _warm(conn, path, warm_s)
+            _warm(conn, ask, warm_s)
             warmed.wait()
             while not errors:
                 at = time.perf_counter()
-                sent.pids.add(_get(conn, path))
+                sent.pids.add(_get(conn, ask))
                 sent.times.append(time.perf_counter() - at)
                 spent = time.perf_counter() - clock["started"]
                 if (len(sent.times) >= at_least and spent >= min_s) or spent >= MAX_S:
@@ -244,23 +277,23 @@ def _send(
     return sent
 
 
-def _warm(conn: http.client.HTTPConnection, path: str, warm_s: float | None) -> None:
+def _warm(conn: http.client.HTTPConnection, ask: Ask, warm_s: float | None) -> None:
     """Requests that are not counted: one, then more for `warm_s`; none where `warm_s` is None."""
     if warm_s is None:
         return
-    _get(conn, path)
+    _get(conn, ask)
     until = time.perf_counter() + warm_s
     while time.perf_counter() < until:
-        _get(conn, path)
+        _get(conn, ask)
 
 
-def _get(conn: http.client.HTTPConnection, path: str) -> int | None:
+def _get(conn: http.client.HTTPConnection, ask: Ask) -> int | None:
     """One request on `conn`, read to its end; the worker that answered (X-Worker-Pid)."""
-    conn.request("GET", path)
+    conn.request(ask.method, ask.path, body=ask.body, headers=dict(ask.headers))
     reply = conn.getresponse()
     reply.read()
-    if reply.status != 200:
-        raise PricingError(f"GET {path} answered {reply.status} {reply.reason}")
+    if not protocol.answered(reply.status):
+        raise PricingError(f"{ask.method} {ask.path} answered {reply.status} {reply.reason}")
     pid = reply.getheader("x-worker-pid")
     return int(pid) if pid and pid.isdigit() else None
 

@@ -1,0 +1,136 @@
+"""`python -m labserver measure APP ROUTE [ROUTE ...]`: the command, its options, its report and its exit code.
+
+Everything a user typed is checked before anything starts; a route that answers with an error
+when it is priced stops the command with that error, the app's log shown and nothing left running.
+Exit codes: 0, the routes measured; 1, a route under its `--at-least`; 2, bad input or an app that
+would not start or answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from labserver.demo.settings import THREADS_DEFAULT, Settings
+from labserver.theory.workload import DURATION_MAX_S, USERS_MAX
+
+USAGE_EXAMPLE = (
+    'python -m labserver measure labserver.yourapp.example:app "GET /items" "GET /report" "GET /digest" --users 32'
+)
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    measure = sub.add_parser(
+        "measure",
+        help="predict and measure each route of your own FastAPI app",
+        description=(
+            "Start APP the lab's way, price each ROUTE at one user, predict its ceiling and name what binds it "
+            "before any load, then check the prediction with a sweep of closed-loop Locust users on 127.0.0.1. "
+            f"Example: {USAGE_EXAMPLE}"
+        ),
+    )
+    measure.add_argument("app", help="the ASGI app as uvicorn takes it, module:attribute (main:app), from this folder")
+    measure.add_argument(
+        "routes", nargs="+", metavar="ROUTE", help='"GET /items?limit=20", or "POST /orders @order.json" (its body)'
+    )
+    measure.add_argument("--header", action="append", default=[], help='"Name: value", sent with every request')
+    measure.add_argument("--env", action="append", default=[], help="NAME=value in the app's environment")
+    measure.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default: 1)")
+    measure.add_argument(
+        "--threads", type=int, default=THREADS_DEFAULT, help="the thread limit per worker (default: 40, AnyIO's)"
+    )
+    measure.add_argument("--users", type=int, default=64, help="the sweep's most closed-loop users (default: 64)")
+    measure.add_argument("--duration-s", type=int, default=5, help="each run's length, in s (default: 5)")
+    measure.add_argument(
+        "--at-least",
+        action="append",
+        default=[],
+        metavar='"METHOD /path=REQ_PER_S"',
+        help="exit 1 when that route's predicted or measured ceiling is below REQ_PER_S",
+    )
+    measure.add_argument("--predict-only", action="store_true", help="price and predict, without the sweep")
+    measure.add_argument("--json", action="store_true", help="print the verdicts as JSON, for scripts")
+    return measure
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The command: checked input, then the app started, priced, predicted and swept; the report; the exit code."""
+    from labserver.yourapp import routes as parse  # late: `--help` pays for nothing
+
+    folder = Path.cwd()
+    try:
+        sent = parse.headers(args.header)
+        routes = [parse.parse(text, sent, folder) for text in args.routes]
+        env = parse.env(args.env)
+        floors = parse.at_least(args.at_least, [r["label"] for r in routes])
+        Settings(workers=args.workers, threads=args.threads, procs=0).check()
+        _check_range("--users", args.users, 1, USERS_MAX)
+        _check_range("--duration-s", args.duration_s, 1, DURATION_MAX_S)
+        if ":" not in args.app:
+            raise ValueError(f"APP is module:attribute, as uvicorn takes it (main:app), got {args.app!r}")
+    except ValueError as e:
+        parser.error(str(e))
+    say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
+    try:
+        # with --json, stdout holds the verdicts alone: what the harness says on the way goes to stderr
+        with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+            verdicts = measure(args, routes, env, folder, say)
+    except (RuntimeError, OSError) as e:  # ServerError, PricingError: the message carries the app's log
+        print(f"labserver measure: {e}", file=sys.stderr)
+        return 2
+    below = {v.route: v.ceiling() for v in verdicts if v.route in floors and not v.ceiling() >= floors[v.route]}
+    if args.json:
+        print(json.dumps([v.as_dict() for v in verdicts], indent=2, default=str))
+    for route, ceiling in below.items():
+        print(
+            f"labserver measure: {route} reaches {ceiling:,.0f} req/s, under --at-least {floors[route]:,.0f}",
+            file=sys.stderr if args.json else sys.stdout,
+        )
+    return 1 if below else 0
+
+
+def _check_range(name: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+
+
+def measure(args: argparse.Namespace, routes: list, env: dict[str, str], folder: Path, say: Any) -> list:
+    """Start the app, price and predict every route before any load, then sweep each one unless predict-only."""
+    from labserver.yourapp import measure as m
+
+    server = m.AppServer(args.app, folder=folder, env=env, workers=args.workers, threads=args.threads)
+    with server:
+        say(f"{args.app}: {args.workers} worker(s), {args.threads} threads each, on {server.url}")
+        priced = []
+        for route in routes:
+            verdict, stage = m.price(server, route, args.duration_s)
+            one = m.pricing.one_user(stage)
+            verdict.predicted_rps, verdict.bound = m.predict(stage, one, args.users)
+            priced.append((verdict, stage))
+            say(_predicted(verdict, args.users))
+        if args.predict_only:
+            return [v for v, _ in priced]
+        for verdict, stage in priced:
+            say(f"{verdict.route}: measuring, 1 to {args.users} users, {args.duration_s} s each")
+            m.sweep(stage, verdict, args.users, progress=False, say=say)
+            say(_measured(verdict))
+    return [v for v, _ in priced]
+
+
+def _predicted(v: Any, users: int) -> str:
+    return (
+        f"{v.route} ({v.endpoint or 'endpoint not found'}, runs on the {v.runs_on}): S {v.service_ms:.1f} ms alone, "
+        f"CPU {v.loop_ms:.2f} ms on the loop + {v.threads_ms:.2f} ms in threads per request\n"
+        f"  predicted before any load: {v.predicted_rps:,.0f} req/s at {users} users, bound by {v.bound}"
+    )
+
+
+def _measured(v: Any) -> str:
+    measured = v.measured_rps
+    ratio = measured / v.predicted_rps if math.isfinite(measured) and v.predicted_rps else math.nan
+    return f"  {v.route}: measured up to {measured:,.0f} req/s ({ratio:.2f} of the prediction); {v.stopped}"

@@ -1,0 +1,193 @@
+"""An app of one's own, measured: each route priced at one user, its ceiling predicted and its bound named before
+any load, then a sweep of users that checks the prediction.
+
+The lab's own parts do all of it: the launcher starts the app (AppServer, wrapped as wrap.py says),
+the pricing measures one request's time alone S and its CPU on the event loop and in the thread
+pool (harness/pricing.py), the model predicts every run from those prices (theory/model.py), and
+`run_plan` measures each run with Locust, its folder under data/runs/ like a lesson's. The model
+reads a route as one of the demo's patterns with the same traits: an `async def` endpoint as
+`sequential` (it computes on the event loop, and its waits hold nothing), a `def` one as
+`threadpool` (it holds one of the pool's threads for the whole request). The time a request spends
+not computing, S less its CPU, stands for the pattern's `io_ms`.
+
+The sweep doubles the users from 1 up to `users`, one run at a time, and stops once a run gains
+less than a tenth on the one before (the throughput flattened) or its p95 passes P95_STOP × S.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from labserver import config, protocol
+from labserver.demo.settings import THREADS_DEFAULT
+from labserver.harness import load, pricing
+from labserver.harness.launcher import LabServer
+from labserver.harness.plan import Options, Stage
+from labserver.theory.demand import OneUser
+from labserver.theory.workload import Workload
+from labserver.yourapp.wrap import PREFIX
+
+USERS_DEFAULT = 64
+DURATION_DEFAULT_S = 5
+FLAT = 1.10  # a run that serves less than this times the one before: the throughput has flattened
+P95_STOP = 10  # ... or whose p95 passes this many times S: the users queue far past the knee
+# How the model reads a route, by where its endpoint runs: the demo pattern with the same traits
+STAND_IN = {"event loop": "sequential", "thread pool": "threadpool"}
+
+
+class AppServer(LabServer):
+    """uvicorn serving an app of one's own (`module:attribute`, imported from `folder`) in the lab's layer."""
+
+    app = "labserver.yourapp.wrap:create_app"
+    health_path = f"{PREFIX}/health"
+    info_path = f"{PREFIX}/info"
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        folder: Path,
+        env: dict[str, str] | None = None,
+        workers: int = 1,
+        threads: int = THREADS_DEFAULT,
+    ):
+        super().__init__(workers=workers, threads=threads, procs=0)
+        self.target = target
+        self.folder = folder
+        self.env = dict(env or {})
+
+    def app_env(self) -> dict[str, str]:
+        return {**self.env, config.YOUR_APP.name: self.target, config.YOUR_APP_DIR.name: str(self.folder)}
+
+    def endpoint(self, route: protocol.Route) -> dict[str, Any]:
+        """What wrap.endpoint_of says of `route`: where its endpoint runs, and its name."""
+        query = urllib.parse.urlencode({"method": route["method"], "path": route["path"]})
+        return self.get(f"{PREFIX}/route?{query}")
+
+
+@dataclass
+class Verdict:
+    """One route: its prices, the model's ceiling and bound before any load, and what the sweep measured."""
+
+    route: str
+    endpoint: str | None
+    runs_on: str  # "event loop" or "thread pool" (as the model reads it)
+    service_ms: float  # S, one request alone
+    loop_ms: float  # the server's CPU per request on the event loop
+    threads_ms: float  # ... in the pool's threads
+    predicted_rps: float  # at the sweep's most users, before any load
+    bound: str  # what the model says binds it there
+    runs: list[dict[str, Any]] = field(default_factory=list)  # each run: users, predicted and measured
+    stopped: str = ""  # why the sweep stopped
+
+    @property
+    def measured_rps(self) -> float:
+        """The most any valid run served (NaN: none was valid)."""
+        served = [r["rps"] for r in self.runs if r["valid"]]
+        return max(served) if served else math.nan
+
+    def ceiling(self) -> float:
+        """The lower of the predicted and the measured ceilings: what `--at-least` holds the route to."""
+        return min(self.predicted_rps, self.measured_rps) if self.runs else self.predicted_rps
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "measured_rps": self.measured_rps}
+
+
+def stand_in(runs_on: str | None) -> str:
+    """The demo pattern the model reads a route as; an app that is not Starlette's is read as `async def`."""
+    return STAND_IN.get(runs_on or "event loop", "sequential")
+
+
+def io_ms(one: OneUser) -> int:
+    """The part of S that is not the server's CPU: what the route waits for, as the model's `io_ms`."""
+    return max(0, round(one.service_ms - one.worker_ms - one.pool_ms))
+
+
+def users_steps(most: int) -> list[int]:
+    """1, 2, 4, ... up to `most`, which is always the last."""
+    steps = [2**i for i in range(int(math.log2(most)) + 1) if 2**i < most]
+    return [*steps, most]
+
+
+def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Verdict, Stage]:
+    """`route` priced at one user on `server`, and the stage the model and the sweep read it as."""
+    where = server.endpoint(route)
+    runs_on = where["runs_on"] if where.get("found") else "event loop"
+    pattern = stand_in(runs_on)
+    stage = Stage(server, Workload(pattern=pattern, users=1, duration_s=duration_s), route=route)
+    one = pricing.one_user(stage)
+    stage = dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, io_ms=io_ms(one)))
+    verdict = Verdict(
+        route=route["label"],
+        endpoint=where.get("endpoint"),
+        runs_on=runs_on,
+        service_ms=one.service_ms,
+        loop_ms=one.loop_ms,
+        threads_ms=one.threads_ms,
+        predicted_rps=math.nan,
+        bound="",
+    )
+    return verdict, stage
+
+
+def predict(stage: Stage, one: OneUser, users: int) -> tuple[float, str]:
+    """The model's throughput at `users` and what binds it, from the one-user prices alone."""
+    at = dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, users=users))
+    options = Options()
+    cores = stage.server.cores()
+    p = at.prediction(options, cores, demand=one.demand(pricing.GENERATOR_MS, options.processes))
+    return p.rps, p.bottleneck
+
+
+def sweep(
+    stage: Stage,
+    verdict: Verdict,
+    most: int,
+    *,
+    progress: bool | None = None,
+    say: Callable[[str], None] = print,
+) -> None:
+    """Runs of `stage` at 1, 2, 4, ... users up to `most`, one Locust plan each, until the throughput flattens or
+    the p95 passes P95_STOP × S; each run's row (users, predicted before, measured) into `verdict.runs`."""
+    tags = {"route": verdict.route}
+    for users in users_steps(most):
+        run = {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route, "tags": tags}
+        [result] = load.run_plan(stage.server, [run], duration_s=stage.workload.duration_s, progress=progress)
+        row = result.row
+        verdict.runs.append(
+            {
+                "users": users,
+                "predicted_rps": row["predicted_before_rps"],
+                "bound": row["before_bottleneck"],
+                "rps": row["rps"],
+                "p95_ms": row["p95_ms"],
+                "ratio": row["ratio_before"],
+                "valid": bool(row["valid"]),
+                "problems": row["problems"],
+                "run": str(result.path),
+            }
+        )
+        say(_line(verdict.runs[-1]))
+        before = verdict.runs[-2]["rps"] if len(verdict.runs) > 1 else math.nan
+        if row["rps"] < FLAT * before:
+            verdict.stopped = f"flattened at {users} users: {row['rps']:,.0f} req/s, {before:,.0f} at {users // 2}"
+            return
+        if row["p95_ms"] > P95_STOP * verdict.service_ms:
+            verdict.stopped = f"p95 {row['p95_ms']:,.0f} ms at {users} users, past {P95_STOP} × S"
+            return
+    verdict.stopped = f"reached {most} users (--users)"
+
+
+def _line(run: dict[str, Any]) -> str:
+    mark = "" if run["valid"] else f"  INVALID: {run['problems']}"
+    return (
+        f"  {run['users']:>5} users  predicted {run['predicted_rps']:>9,.1f} req/s  measured {run['rps']:>9,.1f}"
+        f"  ({run['ratio']:.2f})  p95 {run['p95_ms']:>8,.1f} ms  {run['bound']}{mark}"
+    )

@@ -1,0 +1,155 @@
+"""An app of one's own, served the lab's way: what uvicorn runs as `labserver.yourapp.wrap:create_app`.
+
+The app named by LAB_APP (`module:attribute`, imported from the folder the lab was started in, as
+uvicorn imports it) is wrapped in one ASGI layer that changes nothing it answers:
+
+- every reply names the worker that served it (X-Worker-Pid), and requests in flight are counted,
+  as on the demo server (demo/app.py's InFlight);
+- the thread limit is set to the lab's `threads` when the app starts, and each worker samples its
+  gauges (requests in flight, thread tokens borrowed and waited for, the event loop's lag) into the
+  run's telemetry folder, as the demo's workers do;
+- the lab's own paths, under PREFIX, answer its health check, its /info and which endpoint a route
+  reaches: where it runs (the event loop or the thread pool) and its `def` dependencies.
+
+The app's own lifespan runs as it would under uvicorn alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import sys
+import urllib.parse
+from typing import Any
+
+import anyio.to_thread
+
+from labserver import config
+from labserver.demo import telemetry
+from labserver.demo.app import InFlight
+from labserver.demo.settings import Settings
+
+PREFIX = "/__lab__"  # the lab's own paths: far from any route an app is likely to have
+Scope = dict[str, Any]
+
+
+def load(target: str, folder: str | None = None) -> Any:
+    """The ASGI app `target` names (`module:attribute`, the attribute may be dotted), imported from `folder`."""
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"an app is named module:attribute, as uvicorn takes it (main:app), got {target!r}")
+    if folder is not None and folder not in sys.path:
+        sys.path.insert(0, folder)
+    app: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        if not hasattr(app, part):
+            raise ValueError(f"module {module_name!r} has no attribute {attribute!r} (from {target!r})")
+        app = getattr(app, part)
+    return app
+
+
+def endpoint_of(app: Any, method: str, path: str) -> dict[str, Any]:
+    """Where the route `method path` of a Starlette or FastAPI `app` runs: its endpoint's name, whether it runs on
+    the event loop (`async def`) or in the thread pool (`def`), and how many of its dependencies are `def` (each
+    takes a thread of the pool too). `found` is False where no route matches, or the app is not Starlette's."""
+    from starlette.routing import Match
+
+    scope = {"type": "http", "method": method.upper(), "path": urllib.parse.urlsplit(path).path, "root_path": ""}
+    for route in getattr(app, "routes", []):
+        match, _ = route.matches(scope)
+        if match is Match.FULL:
+            endpoint = getattr(route, "endpoint", None)
+            dependant = getattr(route, "dependant", None)
+            calls = [d.call for d in _dependencies(dependant)] if dependant is not None else []
+            return {
+                "found": endpoint is not None,
+                "endpoint": getattr(endpoint, "__qualname__", repr(endpoint)),
+                "runs_on": "event loop" if _is_async(endpoint) else "thread pool",
+                "def_dependencies": sum(not _is_async(c) for c in calls if c is not None),
+            }
+    return {"found": False, "endpoint": None, "runs_on": None, "def_dependencies": 0}
+
+
+def _dependencies(dependant: Any) -> list[Any]:
+    found = []
+    for d in getattr(dependant, "dependencies", []):
+        found += [d, *_dependencies(d)]
+    return found
+
+
+def _is_async(call: Any) -> bool:
+    """Whether FastAPI runs `call` on the event loop (an `async def`, an async generator, or an instance whose
+    __call__ is one of them), not in the thread pool."""
+    target = call if inspect.isroutine(call) or inspect.isclass(call) else type(call).__call__
+    return inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target)
+
+
+class LabLayer:
+    """The app, counted and sampled, with the lab's paths beside it (the module's docstring)."""
+
+    def __init__(self, app: Any, settings: Settings):
+        self.inner = app
+        self.app = InFlight(app)  # counts requests and names the worker, as the demo's
+        self.settings = settings
+        self.sampler: Any = None
+        self.started = False
+        self.gauges = telemetry.Gauges(in_flight=lambda: self.app.in_flight, pool=lambda: None)
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            return await self.inner(scope, receive, self._lifespan_send(send))
+        if not self.started:  # an app that has no lifespan: the lab's part starts with the first request
+            await self._started()
+        if scope["type"] == "http" and scope["path"].startswith(PREFIX + "/"):
+            return await self._answer(scope, send)
+        return await self.app(scope, receive, send)
+
+    def _lifespan_send(self, send: Any) -> Any:
+        async def relay(message: dict) -> None:
+            if message["type"] == "lifespan.startup.complete":
+                await self._started()
+            elif message["type"].startswith("lifespan.shutdown."):
+                await telemetry.stop(self.sampler)
+                self.sampler = None
+            await send(message)
+
+        return relay
+
+    async def _started(self) -> None:
+        """Once the app's own startup is done: the lab's thread limit, and this worker's sampling."""
+        self.started = True
+        anyio.to_thread.current_default_thread_limiter().total_tokens = self.settings.threads
+        if self.settings.telemetry_dir:
+            self.sampler = telemetry.start(self.settings.telemetry_dir, self.gauges)
+
+    async def _answer(self, scope: Scope, send: Any) -> None:
+        what = scope["path"][len(PREFIX) + 1 :]
+        query = dict(urllib.parse.parse_qsl(scope.get("query_string", b"").decode()))
+        if what == "health":
+            body: Any = {"status": "ok", "pid": os.getpid()}
+        elif what == "info":
+            limiter = anyio.to_thread.current_default_thread_limiter()
+            body = {"pid": os.getpid(), "workers": self.settings.workers, "threads": int(limiter.total_tokens)}
+            body |= self.gauges.read() | {"served": self.app.served}
+        elif what == "route":
+            body = endpoint_of(self.inner, query.get("method", "GET"), query.get("path", "/"))
+        else:
+            return await _reply(send, 404, {"detail": f"no lab path {scope['path']}"})
+        await _reply(send, 200, body)
+
+
+async def _reply(send: Any, status: int, body: Any) -> None:
+    data = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+def create_app() -> LabLayer:
+    """uvicorn's factory: LAB_APP's app, imported from LAB_APP_DIR, inside the lab's layer."""
+    settings = Settings.from_env()
+    settings.check()
+    folder = config.YOUR_APP_DIR.read()
+    return LabLayer(load(config.YOUR_APP.read(), str(folder) if folder else os.getcwd()), settings)

@@ -1,0 +1,69 @@
+import os
+
+from fastapi import Depends, FastAPI
+from fastapi.testclient import TestClient
+
+from labserver.demo.settings import Settings
+from labserver.yourapp import example, wrap
+
+
+def test_each_route_says_where_its_endpoint_runs():
+    assert wrap.endpoint_of(example.app, "GET", "/items?limit=3") == {
+        "found": True,
+        "endpoint": "items",
+        "runs_on": "event loop",
+        "def_dependencies": 0,
+    }
+    assert wrap.endpoint_of(example.app, "GET", "/report")["runs_on"] == "thread pool"
+    assert wrap.endpoint_of(example.app, "POST", "/orders")["endpoint"] == "orders"
+    assert wrap.endpoint_of(example.app, "GET", "/nowhere")["found"] is False
+    assert wrap.endpoint_of(example.app, "POST", "/items")["found"] is False  # the path, not the method
+
+
+def test_def_dependencies_are_counted_however_deep():
+    app = FastAPI()
+
+    def settings() -> dict:
+        return {}
+
+    async def user(s: dict = Depends(settings)) -> str:
+        return "me"
+
+    class Limiter:
+        async def __call__(self) -> None:
+            return None
+
+    @app.get("/me")
+    async def me(u: str = Depends(user), _: None = Depends(Limiter())) -> str:
+        return u
+
+    assert wrap.endpoint_of(app, "GET", "/me")["def_dependencies"] == 1  # settings; user and Limiter are awaited
+
+
+def test_the_layer_changes_no_reply_and_names_the_worker(tmp_path):
+    layer = wrap.LabLayer(example.app, Settings(threads=7, procs=0, telemetry_dir=str(tmp_path)))
+    with TestClient(layer) as client:
+        reply = client.get("/items?limit=2")
+        assert reply.json() == [{"id": 0}, {"id": 1}]
+        assert reply.headers["x-worker-pid"] == str(os.getpid())
+        assert client.post("/orders", json={"item": "tea"}).status_code == 201
+        assert client.get("/__lab__/health").json()["pid"] == os.getpid()
+        info = client.get("/__lab__/info").json()
+        assert info["threads"] == 7  # the lab's thread limit, set once the app started
+        assert info["served"] == 2  # the app's requests, not the lab's own
+        assert client.get("/__lab__/route", params={"path": "/report"}).json()["runs_on"] == "thread pool"
+        assert client.get("/__lab__/nothing").status_code == 404
+        assert layer.sampler is not None and not layer.sampler.done()  # the worker samples its gauges meanwhile
+    assert layer.sampler is None  # ... until the app stops
+
+
+def test_an_app_is_loaded_as_uvicorn_names_it(tmp_path):
+    (tmp_path / "mine.py").write_text("class Box:\n    app = 'the app'\n")
+    assert wrap.load("mine:Box.app", str(tmp_path)) == "the app"
+    for target, says in [("mine", "module:attribute"), ("mine:nothing", "no attribute")]:
+        try:
+            wrap.load(target, str(tmp_path))
+        except ValueError as e:
+            assert says in str(e)
+        else:
+            raise AssertionError(f"{target} loaded")
