@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from labserver import config, protocol
 from labserver.demo.settings import THREADS_DEFAULT
-from labserver.harness import load, pricing
+from labserver.harness import load, pricing, telemetry
 from labserver.harness.launcher import LabServer
 from labserver.harness.plan import Options, Stage
 from labserver.theory.demand import OneUser
@@ -172,6 +174,7 @@ def sweep(
                 "valid": bool(row["valid"]),
                 "problems": row["problems"],
                 "run": str(result.path),
+                **saturation(result, row),
             }
         )
         say(_line(verdict.runs[-1]))
@@ -185,9 +188,25 @@ def sweep(
     verdict.stopped = f"reached {most} users (--users)"
 
 
+def saturation(result: Any, row: dict[str, Any]) -> dict[str, float]:
+    """What the run's telemetry says of each resource the model can name: the share of the window the workers'
+    event loops ran (`worker_loop`, near 1: the loop is busy), the pool's threads borrowed on average and at most
+    (near the thread limit: the threads bind), and the cores the server kept busy."""
+    samples = telemetry.load(result)
+    threads = samples["threads_busy"] if len(samples) else pd.Series(dtype=float)
+    return {
+        "loop_busy": float(row.get("worker_loop", math.nan)),
+        "threads_busy_mean": float(threads.mean()) if len(threads) else math.nan,
+        "threads_busy_max": float(threads.max()) if len(threads) else math.nan,
+        "server_cores": float(row.get("server_cpu", math.nan)),
+    }
+
+
 def _line(run: dict[str, Any]) -> str:
     mark = "" if run["valid"] else f"  INVALID: {run['problems']}"
     return (
         f"  {run['users']:>5} users  predicted {run['predicted_rps']:>9,.1f} req/s  measured {run['rps']:>9,.1f}"
-        f"  ({run['ratio']:.2f})  p95 {run['p95_ms']:>8,.1f} ms  {run['bound']}{mark}"
+        f"  ({run['ratio']:.2f})  p95 {run['p95_ms']:>8,.1f} ms  {run['bound']}{mark}\n"
+        f"{'':14}loop busy {run['loop_busy']:.2f}  threads borrowed {run['threads_busy_mean']:.1f} on average,"
+        f" {run['threads_busy_max']:.0f} at most  server {run['server_cores']:.2f} cores"
     )
