@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from labserver import checks
+from labserver import checks, protocol
 from labserver.course import calling, leaving, sizing
 from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT, Settings
@@ -25,11 +25,13 @@ from labserver.harness.load import check_arrivals, check_load, check_sweep
 from labserver.harness.plan import mirrored
 from labserver.harness.probes import Probes
 from labserver.harness.procs import free_port
+from labserver.paths import NOTEBOOKS
 from labserver.postgres import runs as database_runs
 from labserver.theory import clients as client_model
 from labserver.theory import cores as core_model
 from labserver.theory import model
-from labserver.theory.workload import Workload
+from labserver.theory.workload import USERS_MAX, Workload
+from labserver.yourapp import routes as your_routes
 
 BLOCKING_CONTRAST = (
     "mixed",
@@ -674,3 +676,30 @@ def one_slow_route(
     runs += [{**work, "pattern": p, "cpu_n": cpu_n} for p in patterns]
     plan = sizing.fit(sizing.Plan(runs, servers, duration_s), cores)
     return OneSlowRoute(fib_ms, plan, Probes(every_s=probe_every_ms / 1000))
+
+
+class YourOwnApp(NamedTuple):
+    """Lesson 15's checked parameters: the routes as the lab sends them, and the sweep's users."""
+
+    sent: list[protocol.Route]  # the routes, as the lab sends them
+    least: int  # the sweep's first users
+    most: int  # ... and its last
+
+
+def your_own_app(
+    *, app: str, routes: list[str], users: list[int], duration_s: int, workers: int, threads: int
+) -> YourOwnApp:
+    """Lesson 15: `app` (module:attribute) on `workers` workers of `threads` threads, each of `routes` priced, then
+    swept from users[0] up to users[1] users, `duration_s` s a run."""
+    if not isinstance(app, str) or ":" not in app:
+        raise ValueError(f"app is module:attribute, as uvicorn takes it (main:app), got {app!r}")
+    routes = checks.parameter("routes", routes, list[str])
+    if not routes:
+        raise ValueError("routes must name at least one route, such as 'GET /items'")
+    users = checks.parameter("users", users, list[int])
+    if len(users) != 2 or not 1 <= users[0] <= users[1]:
+        raise ValueError(f"users is [least, most], the sweep's first and last users, least ≤ most, got {users!r}")
+    checks.whole("users", users[1], 1, USERS_MAX)
+    checks.whole("duration_s", duration_s, 1, 60)
+    Settings(workers=workers, threads=threads, procs=0).check()
+    return YourOwnApp([your_routes.parse(r, folder=NOTEBOOKS) for r in routes], users[0], users[1])

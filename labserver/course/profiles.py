@@ -118,6 +118,12 @@ PROFILES: dict[str, dict[str, dict]] = {
         "full": {"duration_s": 20},
         "smoke": {"io_ms": 20, "cpu_n": 20, "probe_every_ms": 20, "duration_s": 2},
     },
+    "15_your_own_app": {
+        "quick": {},
+        "live": {"users": [8, 64], "duration_s": 2},
+        "full": {"users": [1, 256], "duration_s": 10},
+        "smoke": {"routes": ["GET /report"], "users": [2, 4], "duration_s": 2},
+    },
     # 99 only reads the runs on disk: nothing to size.
     "99_summary": {"quick": {}, "live": {}, "full": {}, "smoke": {}},
 }

@@ -25,7 +25,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from labserver.checks import whole
 from labserver.demo import cpus
@@ -41,6 +41,9 @@ PORT_ATTEMPTS = 3
 # typo (workers=100) cannot fork a laptop into swap.
 PROCESSES_MAX = 64
 STOP_GRACE_S = 2.0
+
+
+Kept = TypeVar("Kept", bound="LabServer")  # a LabServer, or a subclass's (yourapp's AppServer), kept as it is
 
 
 class ServerError(RuntimeError):
@@ -364,11 +367,16 @@ _named: dict[str, LabServer] = _owned.named
 
 def serve(name: str = "default", **settings: Any) -> LabServer:
     """Start a server that lives across notebook cells; re-running replaces the one of the same name."""
+    return keep(name, LabServer(**settings))
+
+
+def keep(name: str, server: Kept) -> Kept:
+    """`server` started, to live across notebook cells under `name`: the one kept under it before is stopped first,
+    and every one is stopped at exit."""
     old = _named.pop(name, None)
     if old is not None:
         old.stop()
-    server = LabServer(**settings).start()
-    _named[name] = server
+    _named[name] = server.start()
     return server
 
 

@@ -106,20 +106,15 @@ def measure(args: argparse.Namespace, routes: list, env: dict[str, str], folder:
     server = m.AppServer(args.app, folder=folder, env=env, workers=args.workers, threads=args.threads)
     with server:
         say(f"{args.app}: {args.workers} worker(s), {args.threads} threads each, on {server.url}")
-        priced = []
-        for route in routes:
-            verdict, stage = m.price(server, route, args.duration_s)
-            one = m.pricing.one_user(stage)
-            verdict.predicted_rps, verdict.bound = m.predict(stage, one, args.users)
-            priced.append((verdict, stage))
-            say(_predicted(verdict, args.users))
-        if args.predict_only:
-            return [v for v, _ in priced]
-        for verdict, stage in priced:
-            say(f"{verdict.route}: measuring, 1 to {args.users} users, {args.duration_s} s each")
-            m.sweep(stage, verdict, args.users, progress=False, say=say)
-            say(_measured(verdict))
-    return [v for v, _ in priced]
+        priced = m.predict_all(server, routes, args.users, args.duration_s)
+        for each in priced:
+            say(_predicted(each.verdict, args.users))
+        if not args.predict_only:
+            for each in priced:
+                say(f"{each.verdict.route}: measuring, 1 to {args.users} users, {args.duration_s} s each")
+                m.sweep(each.stage, each.verdict, args.users, progress=False, say=say)
+                say(_measured(each.verdict))
+    return [each.verdict for each in priced]
 
 
 def _predicted(v: Any, users: int) -> str:

@@ -5,7 +5,7 @@
 - `GET /items` awaits a 50 ms call (an async database driver, say): the users bind it.
 - `GET /report` is a `def` endpoint that blocks 50 ms (a synchronous driver): it holds one of the
   thread pool's 40 threads for the whole request, so the threads bind it, at 40 / 0.05 s.
-- `GET /digest` computes about 2 ms of pure Python on the event loop: the loop's one core binds it.
+- `GET /digest` hashes for a few ms on the event loop: the loop's one core binds it.
 - `POST /orders` takes a JSON body, as `@order.json` sends one, and awaits a 20 ms call.
 """
 
@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 app = FastAPI(title="An app of one's own")
 WAIT_S = 0.05
-ROUNDS = 2_000  # hashes of a small string, one after another: pure Python's loop around C, about 2 ms
+ROUNDS = 20_000  # hashes of a small digest, one after another: a few ms of Python's loop around C
 
 
 class Order(BaseModel):

@@ -21,6 +21,7 @@ import math
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,9 @@ from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness import load, pricing, telemetry
 from labserver.harness.launcher import LabServer
 from labserver.harness.plan import Options, Stage
+from labserver.theory.cores import SATURATED
 from labserver.theory.demand import OneUser
+from labserver.theory.model import Bottleneck
 from labserver.theory.workload import Workload
 from labserver.yourapp.wrap import PREFIX
 
@@ -112,9 +115,9 @@ def io_ms(one: OneUser) -> int:
     return max(0, round(one.service_ms - one.worker_ms - one.pool_ms))
 
 
-def users_steps(most: int) -> list[int]:
-    """1, 2, 4, ... up to `most`, which is always the last."""
-    steps = [2**i for i in range(int(math.log2(most)) + 1) if 2**i < most]
+def users_steps(most: int, least: int = 1) -> list[int]:
+    """`least`, twice it, four times it, ... up to `most`, which is always the last."""
+    steps = [least * 2**i for i in range(int(math.log2(most / least)) + 1) if least * 2**i < most]
     return [*steps, most]
 
 
@@ -148,20 +151,44 @@ def predict(stage: Stage, one: OneUser, users: int) -> tuple[float, str]:
     return p.rps, p.bottleneck
 
 
+def predict_all(server: AppServer, routes: list[protocol.Route], users: int, duration_s: int) -> list[Priced]:
+    """Every route priced at one user on `server`, and the model's throughput and bound at `users`, before any
+    load."""
+    priced = []
+    for route in routes:
+        verdict, stage = price(server, route, duration_s)
+        verdict.predicted_rps, verdict.bound = predict(stage, pricing.one_user(stage), users)
+        priced.append(Priced(verdict, stage))
+    return priced
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A route as priced before any load: its verdict so far, and the stage the model and the sweep read it as."""
+
+    verdict: Verdict
+    stage: Stage
+
+
 def sweep(
     stage: Stage,
     verdict: Verdict,
     most: int,
     *,
+    least: int = 1,
+    lesson: str | None = None,
     progress: bool | None = None,
     say: Callable[[str], None] = print,
 ) -> None:
-    """Runs of `stage` at 1, 2, 4, ... users up to `most`, one Locust plan each, until the throughput flattens or
-    the p95 passes P95_STOP × S; each run's row (users, predicted before, measured) into `verdict.runs`."""
+    """Runs of `stage` at `least`, twice as many, ... users up to `most`, one Locust plan each, until the
+    throughput flattens or the p95 passes P95_STOP × S; each run's row (users, predicted before, measured, the
+    saturation its telemetry saw) into `verdict.runs`."""
     tags = {"route": verdict.route}
-    for users in users_steps(most):
+    for users in users_steps(most, least):
         run = {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route, "tags": tags}
-        [result] = load.run_plan(stage.server, [run], duration_s=stage.workload.duration_s, progress=progress)
+        [result] = load.run_plan(
+            stage.server, [run], duration_s=stage.workload.duration_s, progress=progress, lesson=lesson
+        )
         row = result.row
         verdict.runs.append(
             {
@@ -180,7 +207,7 @@ def sweep(
         say(_line(verdict.runs[-1]))
         before = verdict.runs[-2]["rps"] if len(verdict.runs) > 1 else math.nan
         if row["rps"] < FLAT * before:
-            verdict.stopped = f"flattened at {users} users: {row['rps']:,.0f} req/s, {before:,.0f} at {users // 2}"
+            verdict.stopped = f"flattened at {users} users: {row['rps']:,.0f} req/s, {before:,.0f} before"
             return
         if row["p95_ms"] > P95_STOP * verdict.service_ms:
             verdict.stopped = f"p95 {row['p95_ms']:,.0f} ms at {users} users, past {P95_STOP} × S"
@@ -210,3 +237,94 @@ def _line(run: dict[str, Any]) -> str:
         f"{'':14}loop busy {run['loop_busy']:.2f}  threads borrowed {run['threads_busy_mean']:.1f} on average,"
         f" {run['threads_busy_max']:.0f} at most  server {run['server_cores']:.2f} cores"
     )
+
+
+class Resource(StrEnum):
+    """What binds a route, as its telemetry can show it saturated."""
+
+    USERS = "the users"  # nothing saturated: each user waits on its own request
+    THREADS = "the thread pool"  # every token borrowed
+    LOOP = "the event loop's core"  # each worker's loop thread busy all the time
+    CORES = "the cores"  # the server's processes keep the usable cores busy
+
+
+# The model's bounds by the resource they name: the rest (a pool of connections, calls in flight) the telemetry
+# of an app of one's own cannot see
+NAMED = {
+    Bottleneck.USERS: Resource.USERS,
+    Bottleneck.THREADS: Resource.THREADS,
+    Bottleneck.EVENT_LOOP: Resource.LOOP,
+    Bottleneck.GIL: Resource.LOOP,
+    Bottleneck.IN_STEP: Resource.LOOP,
+    Bottleneck.WORKER_CPU: Resource.LOOP,
+    Bottleneck.CORES: Resource.CORES,
+    Bottleneck.MACHINE: Resource.CORES,
+}
+
+
+def named(bound: str) -> Resource | None:
+    """The resource a bound the model named is (None: one the telemetry cannot see)."""
+    return NAMED.get(Bottleneck(bound)) if bound in set(Bottleneck) else None
+
+
+def seen(run: dict[str, Any], threads: int, cores: float) -> set[Resource]:
+    """The resources a run's telemetry saw saturated (SATURATED of their capacity or more); none: the users bind."""
+    full = {
+        Resource.THREADS: run["threads_busy_mean"] >= SATURATED * threads,
+        Resource.LOOP: run["loop_busy"] >= SATURATED,
+        Resource.CORES: run["server_cores"] >= SATURATED * cores,
+    }
+    return {r for r, yes in full.items() if yes} or {Resource.USERS}
+
+
+def agrees(verdict: Verdict, threads: int, cores: float) -> bool:
+    """Whether the bound the model named before the route's last run is a resource its telemetry saw saturated."""
+    last = verdict.runs[-1]
+    return named(last["bound"]) in seen(last, threads, cores)
+
+
+def table(verdicts: list[Verdict]) -> pd.DataFrame:
+    """Every run of every route, one row each: its users, the prediction made before it, what it measured and the
+    saturation its telemetry saw (the columns plots.throughput draws)."""
+    rows = [{"route": v.route, **run} for v in verdicts for run in v.runs]
+    return pd.DataFrame(rows).rename(columns={"predicted_rps": "predicted_before_rps", "ratio": "ratio_before"})
+
+
+def busiest(verdicts: list[Verdict], threads: int, cores: float) -> pd.DataFrame:
+    """Each route's last run (its busiest): the bound the model named before it, each resource's share of its
+    capacity that the telemetry saw used, what it saw saturated, and whether the two agree."""
+    rows = []
+    for v in verdicts:
+        last = v.runs[-1]
+        rows.append(
+            {
+                "route": v.route,
+                "users": last["users"],
+                "named": str(named(last["bound"]) or last["bound"]),
+                "threads": last["threads_busy_mean"] / threads,
+                "loop": last["loop_busy"],
+                "cores": last["server_cores"] / cores,
+                "seen saturated": ", ".join(sorted(seen(last, threads, cores))),
+                "agree": agrees(v, threads, cores),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
+    """Each route as priced at one user, and the model's throughput and bound at `users`, before any load."""
+    return pd.DataFrame(
+        [
+            {
+                "route": v.route,
+                "endpoint": v.endpoint,
+                "runs on": v.runs_on,
+                "S alone (ms)": v.service_ms,
+                "CPU on the loop (ms)": v.loop_ms,
+                "CPU in threads (ms)": v.threads_ms,
+                f"predicted at {users} users (req/s)": v.predicted_rps,
+                "bound": v.bound,
+            }
+            for v in (each.verdict for each in priced)
+        ]
+    ).round(2)

@@ -31,6 +31,7 @@ LESSONS = [
     "12_calling_services",
     "13_clients_that_leave",
     "14_one_slow_route",
+    "15_your_own_app",
     "98_the_instrument",
     "99_summary",
 ]

@@ -13,6 +13,8 @@ def test_the_sweep_doubles_the_users_up_to_its_most():
     assert measure.users_steps(1) == [1]
     assert measure.users_steps(8) == [1, 2, 4, 8]
     assert measure.users_steps(50) == [1, 2, 4, 8, 16, 32, 50]
+    assert measure.users_steps(64, least=4) == [4, 8, 16, 32, 64]
+    assert measure.users_steps(4, least=4) == [4]
 
 
 def test_a_route_waits_for_what_its_time_alone_does_not_compute():
@@ -78,3 +80,38 @@ def test_a_route_that_answers_an_error_is_not_priced(tmp_path):
     done = subprocess.run([*cmd, "--predict-only"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 2
     assert "GET /nowhere answered 404" in done.stderr
+
+
+def _run(bound: str, threads: float, loop: float, cores: float) -> dict:
+    return {"users": 64, "bound": bound, "threads_busy_mean": threads, "loop_busy": loop, "server_cores": cores}
+
+
+def test_the_bound_named_is_checked_against_the_resource_seen_full():
+    v = measure.Verdict("GET /r", "r", "thread pool", 51.0, 0.6, 0.1, predicted_rps=780.0, bound="threads")
+    v.runs = [_run("threads", 39.8, 0.25, 0.3)]
+    assert measure.seen(v.runs[-1], threads=40, cores=2.0) == {measure.Resource.THREADS}
+    assert measure.agrees(v, threads=40, cores=2.0)
+    v.runs = [_run("users", 39.8, 0.25, 0.3)]  # named the users, yet every thread was borrowed
+    assert not measure.agrees(v, threads=40, cores=2.0)
+    assert measure.seen(_run("users", 3, 0.2, 0.1), 40, 2.0) == {measure.Resource.USERS}
+    assert measure.named("GIL (one core per worker)") is measure.Resource.LOOP
+    assert measure.named("connection pool") is None  # a bound the telemetry of an app of one's own cannot see
+
+
+def test_each_routes_busiest_run_is_its_last():
+    a = measure.Verdict(
+        "GET /a", "a", "event loop", 5.0, 5.0, 0.0, predicted_rps=190.0, bound="GIL (one core per worker)"
+    )
+    a.runs = [_run("users", 0, 0.6, 0.3), _run("GIL (one core per worker)", 0, 0.99, 0.5)]
+    [row] = measure.busiest([a], threads=40, cores=2.0).to_dict("records")
+    assert row["named"] == "the event loop's core" and row["agree"] and row["cores"] == 0.25
+
+
+def test_the_saturation_chart_draws_a_group_per_route():
+    from labserver.charts import yourapp
+
+    frame = measure.busiest([], threads=40, cores=2.0)
+    frame = frame.reindex(columns=["route", "named", "threads", "loop", "cores"])
+    frame.loc[0] = ["GET /a", "the users", 0.0, 0.2, 0.1]
+    fig = yourapp.saturation(frame, "title")
+    assert len(fig.axes[0].patches) >= 3  # three bars for the one route

@@ -1,0 +1,29 @@
+"""Lesson 15's saturation chart: for each route's busiest run, how full each resource the model can name was."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from labserver.charts.plots import axes
+from labserver.theory.cores import SATURATED
+
+
+def saturation(frame: pd.DataFrame, title: str, ax=None) -> plt.Figure:
+    """One group of bars per route (`route`): the share of the thread pool borrowed, of the event loop's time busy
+    and of the usable cores the server kept busy (columns `threads`, `loop`, `cores`, each 0 to 1), the bound the
+    model named before the run (`named`) under the route's name, and a line at SATURATED."""
+    fig, ax = axes(ax)
+    shares = {"threads": "thread pool borrowed", "loop": "event loop busy", "cores": "usable cores busy"}
+    tidy = frame.assign(where=frame["route"] + "\nnamed:\n" + frame["named"]).melt(
+        id_vars=["where"], value_vars=list(shares), var_name="resource", value_name="share"
+    )
+    tidy["resource"] = tidy["resource"].map(shares)
+    sns.barplot(tidy, x="where", y="share", hue="resource", ax=ax, palette="colorblind")
+    ax.axhline(SATURATED, color="grey", ls=":", lw=1, label=f"saturated ({SATURATED:.0%})")
+    ax.set(title=title, xlabel="route, and the bound the model named before its busiest run", ylabel="share of it")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.set_figwidth(max(fig.get_figwidth(), 3.2 * len(frame)))  # room for each route's three-line name
+    return fig
