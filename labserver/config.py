@@ -230,6 +230,13 @@ YOUR_APP: Setting[str] = Setting(
     parse=str,
     form="module:attribute",
 )
+YOUR_APP_THREADS: Setting[int | None] = Setting(
+    name="LAB_APP_THREADS",
+    default=None,
+    meaning="the thread limit the lab sets in each worker once that app has started (unset: the app's own)",
+    parse=int,
+    form="a whole number",
+)
 YOUR_APP_DIR: Setting[Path | None] = Setting(
     name="LAB_APP_DIR",
     default=None,
@@ -250,6 +257,7 @@ SETTINGS: dict[str, Setting] = {
         LIVE_EVERY_S,
         YOUR_APP,
         YOUR_APP_DIR,
+        YOUR_APP_THREADS,
         PG_BIN,
         FREETHREADED_PYTHON,
         CACHE_DIR,

@@ -1,4 +1,5 @@
-"""The service time S of the thread-pool endpoint, measured once per kernel (lessons 08 and 09).
+"""What the lab measures once per kernel before the runs that need it: the service time S of the thread-pool
+endpoint (lessons 08 and 09), and the load generator's price per request (`generator_price`, pricing.py).
 
 Every open-loop prediction needs S: how long a request holds one of the `threads` slots when
 nothing queues. A closed loop of fewer users than threads measures it: its mean latency is the
@@ -10,11 +11,13 @@ calibration.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from labserver.harness import results
 from labserver.harness.launcher import LabServer
 from labserver.harness.load import run_plan
+from labserver.theory.model import Prediction
 
 SHARE = 0.6  # users per thread in the calibrating closed loop: fewer than the threads, so nothing queues
 
@@ -64,3 +67,48 @@ def service_time(
     else:
         print(f"{_measured[key]}; measured earlier in this kernel (fresh=True measures again)")
     return _measured[key]
+
+
+# Users of the generator's pricing run: enough requests in flight that Locust reads several replies per wake-up,
+# as it does in the busy runs whose prediction its price decides (a few thousand req/s)
+GENERATOR_USERS = 200
+GENERATOR_S = 2
+
+
+@dataclass(frozen=True)
+class GeneratorPrice:
+    """What one FastHttpUser Locust process costs per request when kept busy, and what the rest of the machine (the
+    kernel's loopback networking) costs meanwhile, measured by a short run on a server of the lab's own."""
+
+    locust_ms: float
+    rest_ms: float
+    rps: float
+    run_id: str
+
+
+_generator: list[GeneratorPrice] = []
+
+
+def generator_price(*, fresh: bool = False) -> GeneratorPrice:
+    """The load generator's price, measured once per kernel (a Locust start and GENERATOR_S s of load): the server's
+    event loop computes all the time, so Locust sends as fast as one loop answers, and reads its replies in bunches
+    as it does in a busy run."""
+    if fresh or not _generator:
+        with LabServer(procs=0) as server:
+            run = run_plan(
+                server,
+                [
+                    {
+                        "pattern": "sequential",
+                        "users": GENERATOR_USERS,
+                        "io_ms": 0,
+                        "predicted": Prediction(math.nan, math.nan, "not modelled: the run prices the load generator"),
+                    }
+                ],
+                duration_s=GENERATOR_S,
+                progress=False,
+            )[0]
+        row = run.row
+        rest = max(0.0, float(row["other_cpu"])) / row["rps"] * 1000 if row["rps"] > 0 else math.nan
+        _generator[:] = [GeneratorPrice(float(row["locust_ms"]), rest, float(row["rps"]), str(row["run_id"]))]
+    return _generator[0]

@@ -32,6 +32,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING
 
 import psutil
 
@@ -42,7 +43,10 @@ from labserver.harness.launcher import LabServer
 from labserver.harness.meters import per_thread, tree_seconds
 from labserver.harness.plan import Before, Options, Stage
 from labserver.theory.demand import OneUser
-from labserver.theory.model import Prediction
+
+if TYPE_CHECKING:
+    from labserver.harness import calibrate
+from labserver.theory.model import MACHINE_BOUND, Bottleneck, Prediction
 
 # The CPU's price needs at least this many counted requests and this long, and stops at the first past both; at
 # most this long in all, however few came: a lesson's pricing stays within a tenth of its runs' time. S is one
@@ -59,6 +63,9 @@ WARM_S = 0.05
 REQUEST_TIMEOUT_S = 10.0  # one request alone; a pattern slower than this is not priced
 # What the load generator pays per request, priced beforehand: one FastHttpUser process on its core
 GENERATOR_MS = 1000 / validity.GENERATOR_RPS
+# ... which is measured (calibrate.generator_price) where it decides a prediction: the least a process sends on its
+# core (GENERATOR_RPS) names it, or it is this share or more of the server's CPU per request on shared cores
+GENERATOR_SHARE = 0.1
 NOT_PRICED = "not priced"
 
 _priced: dict[Hashable, OneUser] = {}
@@ -91,9 +98,30 @@ def foresee(stage: Stage, options: Options) -> Before:
         one = one_user(stage)
     except (PricingError, OSError, http.client.HTTPException) as e:
         return Before(Prediction(math.nan, math.nan, f"{NOT_PRICED}: {e}"), None, NOT_PRICED)
-    demand = one.demand(GENERATOR_MS, options.processes)
-    p = stage.prediction(options, _cores(stage), demand=demand)
-    return Before(p, one, "lesson" if callable(given) else "one user", GENERATOR_MS)
+    generator_ms, rest_ms = GENERATOR_MS, 0.0
+    p = stage.prediction(options, _cores(stage), demand=one.demand(generator_ms, options.processes))
+    if _generator_decides(p, one, options):
+        price = _generator_price()
+        generator_ms, rest_ms = price.locust_ms, price.rest_ms
+        p = stage.prediction(options, _cores(stage), demand=one.demand(generator_ms, options.processes, rest_ms))
+    return Before(p, one, "lesson" if callable(given) else "one user", generator_ms)
+
+
+def _generator_decides(p: Prediction, one: OneUser, options: Options) -> bool:
+    """Whether the load generator's price decides a prediction made with GENERATOR_MS: it names the generator, or the
+    machine's shared cores with the generator a tenth or more of what each request costs them. Not where the
+    generators run on other machines (classroom mode): their cores are not this machine's."""
+    if options.master is not None or not math.isfinite(p.rps):
+        return False
+    if p.bottleneck == Bottleneck.GENERATOR:
+        return True
+    return p.bottleneck in MACHINE_BOUND and GENERATOR_SHARE * (one.worker_ms + one.pool_ms) <= GENERATOR_MS
+
+
+def _generator_price() -> calibrate.GeneratorPrice:
+    from labserver.harness import calibrate  # it measures with run_plan, whose module imports this one
+
+    return calibrate.generator_price()
 
 
 def _cores(stage: Stage) -> float:

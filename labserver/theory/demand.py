@@ -107,12 +107,13 @@ class OneUser:
         """CPU per request in the workers, under each worker's GIL: its loop's and its threads'."""
         return self.loop_ms + self.threads_ms
 
-    def demand(self, generator_ms: float, generators: int = 1) -> Demand:
-        """These prices as the model's Demand, with the load generator's CPU per request priced beforehand."""
+    def demand(self, generator_ms: float, generators: int = 1, rest_ms: float = 0.0) -> Demand:
+        """These prices as the model's Demand, with the load generator's CPU per request priced beforehand, and the
+        rest of the machine's (`rest_ms`: the kernel's networking, where it was priced)."""
         return Demand(
             worker_ms=self.worker_ms,
             pool_ms=self.pool_ms,
-            others_ms=generator_ms + self.neighbours_ms,
+            others_ms=generator_ms + self.neighbours_ms + rest_ms,
             generator_ms=generator_ms,
             generators=max(1, generators),
             db_hold_ms=self.held_ms,

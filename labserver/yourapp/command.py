@@ -42,7 +42,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     measure.add_argument("--env", action="append", default=[], help="NAME=value in the app's environment")
     measure.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default: 1)")
     measure.add_argument(
-        "--threads", type=int, default=THREADS_DEFAULT, help="the thread limit per worker (default: 40, AnyIO's)"
+        "--threads",
+        type=int,
+        default=None,
+        help="set the thread limit per worker once the app has started (default: the app's own, AnyIO's 40 unless "
+        "its lifespan sets another)",
     )
     measure.add_argument("--users", type=int, default=64, help="the sweep's most closed-loop users (default: 64)")
     measure.add_argument("--duration-s", type=int, default=5, help="each run's length, in s (default: 5)")
@@ -68,7 +72,9 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         routes = [parse.parse(text, sent, folder) for text in args.routes]
         env = parse.env(args.env)
         floors = parse.at_least(args.at_least, [r["label"] for r in routes])
-        Settings(workers=args.workers, threads=args.threads, procs=0).check()
+        Settings(
+            workers=args.workers, threads=THREADS_DEFAULT if args.threads is None else args.threads, procs=0
+        ).check()
         _check_range("--users", args.users, 1, USERS_MAX)
         _check_range("--duration-s", args.duration_s, 1, DURATION_MAX_S)
         if ":" not in args.app:
@@ -105,7 +111,7 @@ def measure(args: argparse.Namespace, routes: list, env: dict[str, str], folder:
 
     server = m.AppServer(args.app, folder=folder, env=env, workers=args.workers, threads=args.threads)
     with server:
-        say(f"{args.app}: {args.workers} worker(s), {args.threads} threads each, on {server.url}")
+        say(f"{args.app}: {args.workers} worker(s), {server.settings.threads} threads each, on {server.url}")
         priced = m.predict_all(server, routes, args.users, args.duration_s)
         for each in priced:
             say(_predicted(each.verdict, args.users))
@@ -118,10 +124,14 @@ def measure(args: argparse.Namespace, routes: list, env: dict[str, str], folder:
 
 
 def _predicted(v: Any, users: int) -> str:
+    from labserver.yourapp import measure as m
+
+    deps = f", {v.def_dependencies} def dependencies in the thread pool" if v.def_dependencies else ""
     return (
-        f"{v.route} ({v.endpoint or 'endpoint not found'}, runs on the {v.runs_on}): S {v.service_ms:.1f} ms alone, "
+        f"{v.route} ({v.endpoint or 'endpoint not found: read as async def'}, runs on the {v.runs_on}"
+        f"{deps}): S {v.service_ms:.1f} ms alone, "
         f"CPU {v.loop_ms:.2f} ms on the loop + {v.threads_ms:.2f} ms in threads per request\n"
-        f"  predicted before any load: {v.predicted_rps:,.0f} req/s at {users} users, bound by {v.bound}"
+        f"  predicted before any load: {v.predicted_rps:,.0f} req/s at {users} users, bound by {m.words(v.bound)}"
     )
 
 

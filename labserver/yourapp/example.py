@@ -4,9 +4,10 @@
 
 - `GET /items` awaits a 50 ms call (an async database driver, say): the users bind it.
 - `GET /report` is a `def` endpoint that blocks 50 ms (a synchronous driver): it holds one of the
-  thread pool's 40 threads for the whole request, so the threads bind it, at 40 / 0.05 s.
-- `GET /digest` hashes for a few ms on the event loop: the loop's one core binds it.
-- `POST /orders` takes a JSON body, as `@order.json` sends one, and awaits a 20 ms call.
+  thread pool's 40 threads while it runs, so the threads bind it, at about 40 / 0.05 s.
+- `GET /digest` hashes for about 5 ms of CPU on the event loop: the loop's one core binds it.
+- `POST /orders` takes a JSON body, as `"POST /orders @order.json"` sends notebooks/order.json from
+  the notebooks folder, and awaits a 20 ms call.
 """
 
 from __future__ import annotations

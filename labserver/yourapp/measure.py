@@ -60,15 +60,23 @@ class AppServer(LabServer):
         folder: Path,
         env: dict[str, str] | None = None,
         workers: int = 1,
-        threads: int = THREADS_DEFAULT,
+        threads: int | None = None,
     ):
-        super().__init__(workers=workers, threads=threads, procs=0)
+        super().__init__(workers=workers, threads=THREADS_DEFAULT if threads is None else threads, procs=0)
         self.target = target
         self.folder = folder
         self.env = dict(env or {})
+        self.threads = threads  # None: the app's own limit, read once it runs
 
     def app_env(self) -> dict[str, str]:
-        return {**self.env, config.YOUR_APP.name: self.target, config.YOUR_APP_DIR.name: str(self.folder)}
+        given = {config.YOUR_APP_THREADS.name: config.YOUR_APP_THREADS.text(self.threads)}
+        return {**self.env, **given, config.YOUR_APP.name: self.target, config.YOUR_APP_DIR.name: str(self.folder)}
+
+    def start(self) -> AppServer:
+        """The app started, and its settings holding the thread limit it runs with: the model prices that one."""
+        super().start()
+        self.settings = dataclasses.replace(self.settings, threads=int(self.info()["threads"]))
+        return self
 
     def endpoint(self, route: protocol.Route) -> dict[str, Any]:
         """What wrap.endpoint_of says of `route`: where its endpoint runs, and its name."""
@@ -83,6 +91,7 @@ class Verdict:
     route: str
     endpoint: str | None
     runs_on: str  # "event loop" or "thread pool" (as the model reads it)
+    def_dependencies: int  # of its dependencies, those FastAPI runs in the thread pool (the model leaves them out)
     service_ms: float  # S, one request alone
     loop_ms: float  # the server's CPU per request on the event loop
     threads_ms: float  # ... in the pool's threads
@@ -133,6 +142,7 @@ def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Ve
         route=route["label"],
         endpoint=where.get("endpoint"),
         runs_on=runs_on,
+        def_dependencies=int(where.get("def_dependencies", 0)),
         service_ms=one.service_ms,
         loop_ms=one.loop_ms,
         threads_ms=one.threads_ms,
@@ -233,7 +243,7 @@ def _line(run: dict[str, Any]) -> str:
     mark = "" if run["valid"] else f"  INVALID: {run['problems']}"
     return (
         f"  {run['users']:>5} users  predicted {run['predicted_rps']:>9,.1f} req/s  measured {run['rps']:>9,.1f}"
-        f"  ({run['ratio']:.2f})  p95 {run['p95_ms']:>8,.1f} ms  {run['bound']}{mark}\n"
+        f"  ({run['ratio']:.2f})  p95 {run['p95_ms']:>8,.1f} ms  {words(run['bound'])}{mark}\n"
         f"{'':14}loop busy {run['loop_busy']:.2f}  threads borrowed {run['threads_busy_mean']:.1f} on average,"
         f" {run['threads_busy_max']:.0f} at most  server {run['server_cores']:.2f} cores"
     )
@@ -267,6 +277,11 @@ def named(bound: str) -> Resource | None:
     return NAMED.get(Bottleneck(bound)) if bound in set(Bottleneck) else None
 
 
+def words(bound: str) -> str:
+    """A bound as this lesson and the command name it: the resource (the event loop's core, not the GIL's words)."""
+    return str(named(bound) or bound)
+
+
 def seen(run: dict[str, Any], threads: int, cores: float) -> set[Resource]:
     """The resources a run's telemetry saw saturated (SATURATED of their capacity or more); none: the users bind."""
     full = {
@@ -286,7 +301,7 @@ def agrees(verdict: Verdict, threads: int, cores: float) -> bool:
 def table(verdicts: list[Verdict]) -> pd.DataFrame:
     """Every run of every route, one row each: its users, the prediction made before it, what it measured and the
     saturation its telemetry saw (the columns plots.throughput draws)."""
-    rows = [{"route": v.route, **run} for v in verdicts for run in v.runs]
+    rows = [{"route": v.route, **run, "bound": words(run["bound"])} for v in verdicts for run in v.runs]
     return pd.DataFrame(rows).rename(columns={"predicted_rps": "predicted_before_rps", "ratio": "ratio_before"})
 
 
@@ -300,7 +315,7 @@ def busiest(verdicts: list[Verdict], threads: int, cores: float) -> pd.DataFrame
             {
                 "route": v.route,
                 "users": last["users"],
-                "named": str(named(last["bound"]) or last["bound"]),
+                "named": words(last["bound"]),
                 "threads": last["threads_busy_mean"] / threads,
                 "loop": last["loop_busy"],
                 "cores": last["server_cores"] / cores,
@@ -322,8 +337,9 @@ def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
                 "S alone (ms)": v.service_ms,
                 "CPU on the loop (ms)": v.loop_ms,
                 "CPU in threads (ms)": v.threads_ms,
+                "def dependencies": v.def_dependencies,
                 f"predicted at {users} users (req/s)": v.predicted_rps,
-                "bound": v.bound,
+                "bound": words(v.bound),
             }
             for v in (each.verdict for each in priced)
         ]

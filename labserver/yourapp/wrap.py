@@ -5,9 +5,10 @@ uvicorn imports it) is wrapped in one ASGI layer that changes nothing it answers
 
 - every reply names the worker that served it (X-Worker-Pid), and requests in flight are counted,
   as on the demo server (demo/app.py's InFlight);
-- the thread limit is set to the lab's `threads` when the app starts, and each worker samples its
-  gauges (requests in flight, thread tokens borrowed and waited for, the event loop's lag) into the
-  run's telemetry folder, as the demo's workers do;
+- where the lab is given a thread limit, it is set once the app has started (else the app's own
+  stays, whatever its lifespan set), and each worker samples its gauges (requests in flight,
+  thread tokens borrowed and waited for, the event loop's lag) into the run's telemetry folder,
+  as the demo's workers do;
 - the lab's own paths, under PREFIX, answer its health check, its /info and which endpoint a route
   reaches: where it runs (the event loop or the thread pool) and its `def` dependencies.
 
@@ -17,7 +18,6 @@ The app's own lifespan runs as it would under uvicorn alone.
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import os
 import sys
@@ -51,25 +51,38 @@ def load(target: str, folder: str | None = None) -> Any:
 
 
 def endpoint_of(app: Any, method: str, path: str) -> dict[str, Any]:
-    """Where the route `method path` of a Starlette or FastAPI `app` runs: its endpoint's name, whether it runs on
-    the event loop (`async def`) or in the thread pool (`def`), and how many of its dependencies are `def` (each
-    takes a thread of the pool too). `found` is False where no route matches, or the app is not Starlette's."""
+    """Where the route `method path` of a Starlette or FastAPI `app` runs: its endpoint's name, whether FastAPI runs
+    it on the event loop (`async def`) or in the thread pool (`def`), by FastAPI's own rule, and how many of its
+    dependencies take a thread of the pool too (a `def`, or a `def` with `yield`). Routes under a mounted app are
+    found where the mount leads. `found` is False where no route matches, or the app is not Starlette's."""
+    scope = {"type": "http", "method": method.upper(), "path": urllib.parse.urlsplit(path).path, "root_path": ""}
+    route = _route(app, scope)
+    endpoint = getattr(route, "endpoint", None)
+    if endpoint is None:
+        return {"found": False, "endpoint": None, "runs_on": None, "def_dependencies": 0}
+    dependant = getattr(route, "dependant", None)
+    calls = [d.call for d in _dependencies(dependant)] if dependant is not None else []
+    return {
+        "found": True,
+        "endpoint": getattr(endpoint, "__qualname__", repr(endpoint)),
+        "runs_on": "event loop" if _on_loop(endpoint) else "thread pool",
+        "def_dependencies": sum(not _on_loop(c) for c in calls if c is not None),
+    }
+
+
+def _route(app: Any, scope: Scope) -> Any:
+    """The route of `app` that matches `scope` in full, through any mounted app on the way; None if none does."""
     from starlette.routing import Match
 
-    scope = {"type": "http", "method": method.upper(), "path": urllib.parse.urlsplit(path).path, "root_path": ""}
     for route in getattr(app, "routes", []):
-        match, _ = route.matches(scope)
-        if match is Match.FULL:
-            endpoint = getattr(route, "endpoint", None)
-            dependant = getattr(route, "dependant", None)
-            calls = [d.call for d in _dependencies(dependant)] if dependant is not None else []
-            return {
-                "found": endpoint is not None,
-                "endpoint": getattr(endpoint, "__qualname__", repr(endpoint)),
-                "runs_on": "event loop" if _is_async(endpoint) else "thread pool",
-                "def_dependencies": sum(not _is_async(c) for c in calls if c is not None),
-            }
-    return {"found": False, "endpoint": None, "runs_on": None, "def_dependencies": 0}
+        match, child = route.matches(scope)
+        if match is not Match.FULL:
+            continue
+        inner = getattr(route, "app", None)
+        if getattr(route, "endpoint", None) is None and hasattr(inner, "routes"):  # a Mount: look inside
+            return _route(inner, {**scope, **child})
+        return route
+    return None
 
 
 def _dependencies(dependant: Any) -> list[Any]:
@@ -79,11 +92,12 @@ def _dependencies(dependant: Any) -> list[Any]:
     return found
 
 
-def _is_async(call: Any) -> bool:
-    """Whether FastAPI runs `call` on the event loop (an `async def`, an async generator, or an instance whose
-    __call__ is one of them), not in the thread pool."""
-    target = call if inspect.isroutine(call) or inspect.isclass(call) else type(call).__call__
-    return inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target)
+def _on_loop(call: Any) -> bool:
+    """Whether FastAPI runs `call` on the event loop (awaited, or an async generator) rather than in its thread pool:
+    FastAPI's own test, which sees through functools.partial and functools.wraps."""
+    from fastapi.dependencies.models import _is_async_gen_callable, _is_coroutine_callable
+
+    return _is_coroutine_callable(call) or _is_async_gen_callable(call)
 
 
 class LabLayer:
@@ -118,9 +132,12 @@ class LabLayer:
         return relay
 
     async def _started(self) -> None:
-        """Once the app's own startup is done: the lab's thread limit, and this worker's sampling."""
+        """Once the app's own startup is done: the lab's thread limit where it was given one (else the app's own
+        stays), and this worker's sampling."""
         self.started = True
-        anyio.to_thread.current_default_thread_limiter().total_tokens = self.settings.threads
+        threads = config.YOUR_APP_THREADS.read()
+        if threads is not None:
+            anyio.to_thread.current_default_thread_limiter().total_tokens = threads
         if self.settings.telemetry_dir:
             self.sampler = telemetry.start(self.settings.telemetry_dir, self.gauges)
 

@@ -199,3 +199,50 @@ def test_a_generator_cheaper_than_its_price_is_named_where_its_price_bound_the_r
     assert "Locust" not in collect._miss_cause(1.3, ONE, users, figures)
     dear = {**figures, "locust_ms": 0.5}  # dearer: it takes cores from any run
     assert "Locust CPU/request 0.50 ms, priced 0.33" in collect._miss_cause(0.7, ONE, users, dear)
+
+
+def test_the_generators_price_is_measured_only_where_it_decides_the_prediction(monkeypatch):
+    asked = []
+
+    def measured():
+        asked.append(1)
+        return SimpleNamespace(locust_ms=0.12, rest_ms=0.01)
+
+    monkeypatch.setattr(pricing, "_generator_price", measured)
+    fast = dataclasses.replace(ONE, loop_ms=0.13, threads_ms=0.0, service_ms=100.2)
+    monkeypatch.setattr(pricing, "one_user", lambda stage: fast)
+    server = SimpleNamespace(settings=Settings(workers=1, threads=40, procs=0), same_machine=True)
+    busy = pricing.foresee(Stage(server, Workload("sequential", 800, io_ms=100)), Options())
+    assert asked and busy.generator_ms == 0.12  # at GENERATOR_RPS the generator would bind: its price decides
+    assert busy.prediction.bottleneck != Bottleneck.GENERATOR  # one process busy sends far more than 3,000 req/s
+    asked.clear()
+    few = pricing.foresee(Stage(server, Workload("sequential", 25, io_ms=100)), Options())
+    assert not asked and few.generator_ms == pricing.GENERATOR_MS  # the users bind: the price changes nothing
+    classroom = pricing.foresee(Stage(server, Workload("sequential", 800, io_ms=100)), Options(master="0.0.0.0:5557"))
+    assert not asked and classroom.generator_ms == pricing.GENERATOR_MS  # the generators run on other machines
+
+
+def test_the_generators_price_is_measured_once_per_kernel(monkeypatch):
+    from labserver.harness import calibrate
+
+    runs = []
+    row = {"locust_ms": 0.125, "other_cpu": 0.05, "rps": 6000.0, "run_id": "r"}
+
+    class Server:
+        def __init__(self, **settings):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+    monkeypatch.setattr(calibrate, "LabServer", Server)
+    monkeypatch.setattr(calibrate, "run_plan", lambda *a, **k: runs.append(a) or [SimpleNamespace(row=row)])
+    monkeypatch.setattr(calibrate, "_generator", [])
+    first = calibrate.generator_price()
+    assert calibrate.generator_price() is first and len(runs) == 1
+    assert first.locust_ms == 0.125 and first.rest_ms == pytest.approx(0.05 / 6000 * 1000)
+    [[_, [run]]] = runs
+    assert isinstance(run["predicted"], Prediction)  # priced by no one: its own prediction would ask for this price

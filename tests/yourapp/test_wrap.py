@@ -40,8 +40,9 @@ def test_def_dependencies_are_counted_however_deep():
     assert wrap.endpoint_of(app, "GET", "/me")["def_dependencies"] == 1  # settings; user and Limiter are awaited
 
 
-def test_the_layer_changes_no_reply_and_names_the_worker(tmp_path):
-    layer = wrap.LabLayer(example.app, Settings(threads=7, procs=0, telemetry_dir=str(tmp_path)))
+def test_the_layer_changes_no_reply_and_names_the_worker(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_APP_THREADS", "7")
+    layer = wrap.LabLayer(example.app, Settings(procs=0, telemetry_dir=str(tmp_path)))
     with TestClient(layer) as client:
         reply = client.get("/items?limit=2")
         assert reply.json() == [{"id": 0}, {"id": 1}]
@@ -67,3 +68,55 @@ def test_an_app_is_loaded_as_uvicorn_names_it(tmp_path):
             assert says in str(e)
         else:
             raise AssertionError(f"{target} loaded")
+
+
+def test_fastapis_own_rule_sees_through_partials_wrappers_and_mounts():
+    import functools
+
+    app, sub = FastAPI(), FastAPI()
+
+    async def fetch(n: int = 1) -> int:
+        return n
+
+    def logged(f):
+        @functools.wraps(f)
+        def call(*a, **k):
+            return f(*a, **k)
+
+        return call
+
+    def sync_gen():
+        yield 1
+
+    @sub.get("/wrapped")
+    @logged
+    async def wrapped(_: int = Depends(sync_gen)) -> int:
+        return 1
+
+    @sub.get("/blocking")
+    def blocking() -> int:
+        return 1
+
+    app.add_api_route("/partial", functools.partial(fetch, n=2))
+    app.mount("/v1", sub)
+    assert wrap.endpoint_of(app, "GET", "/partial")["runs_on"] == "event loop"
+    inside = wrap.endpoint_of(app, "GET", "/v1/wrapped")
+    assert inside["found"] and inside["runs_on"] == "event loop"  # FastAPI awaits what functools.wraps wraps
+    assert inside["def_dependencies"] == 1  # a def with yield runs in the pool too
+    assert wrap.endpoint_of(app, "GET", "/v1/blocking")["runs_on"] == "thread pool"
+
+
+def test_without_a_limit_of_the_labs_the_apps_own_stays(tmp_path, monkeypatch):
+    from contextlib import asynccontextmanager
+
+    import anyio.to_thread
+
+    @asynccontextmanager
+    async def lifespan(app):
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 100  # as the decision card advises
+        yield
+
+    app = FastAPI(lifespan=lifespan)
+    monkeypatch.delenv("LAB_APP_THREADS", raising=False)
+    with TestClient(wrap.LabLayer(app, Settings(procs=0))) as client:
+        assert client.get("/__lab__/info").json()["threads"] == 100

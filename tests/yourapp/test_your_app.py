@@ -26,7 +26,7 @@ def test_a_route_waits_for_what_its_time_alone_does_not_compute():
 
 
 def test_the_ceiling_held_to_is_the_lower_of_the_predicted_and_the_measured():
-    v = measure.Verdict("GET /a", "a", "event loop", 50.0, 0.5, 0.0, predicted_rps=900.0, bound="users")
+    v = measure.Verdict("GET /a", "a", "event loop", 0, 50.0, 0.5, 0.0, predicted_rps=900.0, bound="users")
     assert v.ceiling() == 900.0
     v.runs = [{"rps": 700.0, "valid": True}, {"rps": 990.0, "valid": False}]
     assert v.ceiling() == 700.0  # the invalid run measured something else
@@ -87,7 +87,7 @@ def _run(bound: str, threads: float, loop: float, cores: float) -> dict:
 
 
 def test_the_bound_named_is_checked_against_the_resource_seen_full():
-    v = measure.Verdict("GET /r", "r", "thread pool", 51.0, 0.6, 0.1, predicted_rps=780.0, bound="threads")
+    v = measure.Verdict("GET /r", "r", "thread pool", 0, 51.0, 0.6, 0.1, predicted_rps=780.0, bound="threads")
     v.runs = [_run("threads", 39.8, 0.25, 0.3)]
     assert measure.seen(v.runs[-1], threads=40, cores=2.0) == {measure.Resource.THREADS}
     assert measure.agrees(v, threads=40, cores=2.0)
@@ -100,7 +100,7 @@ def test_the_bound_named_is_checked_against_the_resource_seen_full():
 
 def test_each_routes_busiest_run_is_its_last():
     a = measure.Verdict(
-        "GET /a", "a", "event loop", 5.0, 5.0, 0.0, predicted_rps=190.0, bound="GIL (one core per worker)"
+        "GET /a", "a", "event loop", 0, 5.0, 5.0, 0.0, predicted_rps=190.0, bound="GIL (one core per worker)"
     )
     a.runs = [_run("users", 0, 0.6, 0.3), _run("GIL (one core per worker)", 0, 0.99, 0.5)]
     [row] = measure.busiest([a], threads=40, cores=2.0).to_dict("records")
