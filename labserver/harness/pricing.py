@@ -61,6 +61,7 @@ HOT_USERS = 2
 # caches), and one request's CPU read on it comes out up to a fifth dearer than a busy server's
 WARM_S = 0.05
 REQUEST_TIMEOUT_S = 10.0  # one request alone; a pattern slower than this is not priced
+BODY_SHOWN = 300  # bytes of an error reply's body its PricingError shows (a 422's detail names the field)
 # What the load generator pays per request, priced beforehand: one FastHttpUser process on its core
 GENERATOR_MS = 1000 / validity.GENERATOR_RPS
 # ... which is measured (calibrate.generator_price) where it decides a prediction: the least a process sends on its
@@ -193,6 +194,7 @@ def measure(stage: Stage) -> OneUser:
         threads_ms=threads_s / n * 1000,
         pool_ms=pool_s / n * 1000,
         requests=len(alone.times),
+        busy_ms=sum(busy.times) / n * 1000,
         held_ms=held((alone.t0, alone.t1)) if held is not None else math.nan,
         neighbours_ms=(neighbours[1] - neighbours[0]) / n * 1000,
         seconds=time.perf_counter() - started,
@@ -319,9 +321,10 @@ def _get(conn: http.client.HTTPConnection, ask: Ask) -> int | None:
     """One request on `conn`, read to its end; the worker that answered (X-Worker-Pid)."""
     conn.request(ask.method, ask.path, body=ask.body, headers=dict(ask.headers))
     reply = conn.getresponse()
-    reply.read()
+    body = reply.read()
     if not protocol.answered(reply.status):
-        raise PricingError(f"{ask.method} {ask.path} answered {reply.status} {reply.reason}")
+        said = body[:BODY_SHOWN].decode(errors="replace")
+        raise PricingError(f"{ask.method} {ask.path} answered {reply.status} {reply.reason}: {said}".rstrip(": "))
     pid = reply.getheader("x-worker-pid")
     return int(pid) if pid and pid.isdigit() else None
 

@@ -101,6 +101,9 @@ class OneUser:
     held_ms: float = math.nan
     neighbours_ms: float = 0.0  # CPU per request of the processes that serve the server: a database's
     seconds: float = math.nan  # how long the pricing took
+    # one request's time while the CPU was priced: HOT_USERS users each sending the next as the last came back.
+    # About S where the requests overlap; about HOT_USERS × S where they take turns (a held event loop)
+    busy_ms: float = math.nan
 
     @property
     def worker_ms(self) -> float:

@@ -112,7 +112,10 @@ def measure(args: argparse.Namespace, routes: list, env: dict[str, str], folder:
     server = m.AppServer(args.app, folder=folder, env=env, workers=args.workers, threads=args.threads)
     with server:
         say(f"{args.app}: {args.workers} worker(s), {server.settings.threads} threads each, on {server.url}")
-        priced = m.predict_all(server, routes, args.users, args.duration_s)
+        try:
+            priced = m.predict_all(server, routes, args.users, args.duration_s)
+        except m.pricing.PricingError as e:  # the app's log says why a route failed: shown before it stops
+            raise m.pricing.PricingError(f"{e}\n--- the app's log ---\n{server.log_tail()}") from None
         for each in priced:
             say(_predicted(each.verdict, args.users))
         if not args.predict_only:
@@ -131,7 +134,8 @@ def _predicted(v: Any, users: int) -> str:
         f"{v.route} ({v.endpoint or 'endpoint not found: read as async def'}, runs on the {v.runs_on}"
         f"{deps}): S {v.service_ms:.1f} ms alone, "
         f"CPU {v.loop_ms:.2f} ms on the loop + {v.threads_ms:.2f} ms in threads per request\n"
-        f"  predicted before any load: {v.predicted_rps:,.0f} req/s at {users} users, bound by {m.words(v.bound)}"
+        f"  predicted before any load: {v.predicted_rps:,.0f} req/s at {users} users, bound by {m.words(v.bound)}\n"
+        f"  what moves it: {v.change}"
     )
 
 

@@ -1,11 +1,15 @@
-"""The shipped example of an app of one's own: three routes, each bound by something else.
+"""The shipped example of an app of one's own: routes written as real apps write them, each bound by something else.
 
-    python -m labserver measure labserver.yourapp.example:app "GET /items" "GET /report" "GET /digest"
+    python -m labserver measure labserver.yourapp.example:app "GET /items" "GET /report" "GET /legacy"
 
 - `GET /items` awaits a 50 ms call (an async database driver, say): the users bind it.
 - `GET /report` is a `def` endpoint that blocks 50 ms (a synchronous driver): it holds one of the
   thread pool's 40 threads while it runs, so the threads bind it, at about 40 / 0.05 s.
+- `GET /legacy` calls the same blocking function inside `async def`: it holds the event loop for its
+  50 ms, and no other request on that worker moves meanwhile; the loop binds it, at 1 / 0.05 s.
 - `GET /digest` hashes for about 5 ms of CPU on the event loop: the loop's one core binds it.
+- `GET /catalog` returns 300 pydantic items: FastAPI validates and serialises them on the event
+  loop, a few ms of CPU, and the loop's core binds it.
 - `POST /orders` takes a JSON body, as `"POST /orders @order.json"` sends notebooks/order.json from
   the notebooks folder, and awaits a 20 ms call.
 """
@@ -29,6 +33,16 @@ class Order(BaseModel):
     quantity: int = 1
 
 
+class Product(BaseModel):
+    id: int
+    name: str
+    tags: list[str]
+    price: float
+
+
+CATALOG = [Product(id=i, name=f"product {i}", tags=["tea", f"batch-{i % 7}"], price=i / 10) for i in range(300)]
+
+
 @app.get("/items")
 async def items(limit: int = 20) -> list[dict]:
     await asyncio.sleep(WAIT_S)
@@ -39,6 +53,17 @@ async def items(limit: int = 20) -> list[dict]:
 def report() -> dict:
     time.sleep(WAIT_S)
     return {"rows": 3}
+
+
+@app.get("/legacy")
+async def legacy() -> dict:
+    time.sleep(WAIT_S)  # a synchronous driver's call, inside async def
+    return {"rows": 3}
+
+
+@app.get("/catalog")
+async def catalog() -> list[Product]:
+    return CATALOG
 
 
 @app.get("/digest")

@@ -32,6 +32,7 @@ from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness import load, pricing, telemetry
 from labserver.harness.launcher import LabServer
 from labserver.harness.plan import Options, Stage
+from labserver.theory import model
 from labserver.theory.cores import SATURATED
 from labserver.theory.demand import OneUser
 from labserver.theory.model import Bottleneck
@@ -43,7 +44,11 @@ DURATION_DEFAULT_S = 5
 FLAT = 1.10  # a run that serves less than this times the one before: the throughput has flattened
 P95_STOP = 10  # ... or whose p95 passes this many times S: the users queue far past the knee
 # How the model reads a route, by where its endpoint runs: the demo pattern with the same traits
-STAND_IN = {"event loop": "sequential", "thread pool": "threadpool"}
+HELD = "event loop, held while it waits"  # an `async def` route whose wait blocks: a sync call inside it
+STAND_IN = {"event loop": "sequential", "thread pool": "threadpool", HELD: "blocking"}
+# Requests priced back to back (pricing.HOT_USERS of them) that took this many times S or more took turns: where
+# the route's CPU is under half of S, what they took turns for is its wait, which holds the loop
+IN_TURN = 1.5
 
 
 class AppServer(LabServer):
@@ -97,6 +102,8 @@ class Verdict:
     threads_ms: float  # ... in the pool's threads
     predicted_rps: float  # at the sweep's most users, before any load
     bound: str  # what the model says binds it there
+    change: str = ""  # what moves the ceiling (advice)
+    change_rps: float = math.nan  # ... and the model's throughput once it is made
     runs: list[dict[str, Any]] = field(default_factory=list)  # each run: users, predicted and measured
     stopped: str = ""  # why the sweep stopped
 
@@ -130,14 +137,22 @@ def users_steps(most: int, least: int = 1) -> list[int]:
     return [*steps, most]
 
 
+def holds_loop(one: OneUser) -> bool:
+    """Whether an `async def` route holds the event loop while it waits (a blocking call inside it): its requests
+    priced back to back took turns, though its CPU is under half of S."""
+    return one.busy_ms >= IN_TURN * one.service_ms and one.worker_ms < one.service_ms / 2
+
+
 def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Verdict, Stage]:
     """`route` priced at one user on `server`, and the stage the model and the sweep read it as."""
     where = server.endpoint(route)
     runs_on = where["runs_on"] if where.get("found") else "event loop"
-    pattern = stand_in(runs_on)
-    stage = Stage(server, Workload(pattern=pattern, users=1, duration_s=duration_s), route=route)
+    stage = Stage(server, Workload(pattern=stand_in(runs_on), users=1, duration_s=duration_s), route=route)
     one = pricing.one_user(stage)
-    stage = dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, io_ms=io_ms(one)))
+    if runs_on == "event loop" and holds_loop(one):
+        runs_on = HELD
+    workload = dataclasses.replace(stage.workload, pattern=stand_in(runs_on), io_ms=io_ms(one))
+    stage = dataclasses.replace(stage, workload=workload)
     verdict = Verdict(
         route=route["label"],
         endpoint=where.get("endpoint"),
@@ -152,13 +167,55 @@ def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Ve
     return verdict, stage
 
 
-def predict(stage: Stage, one: OneUser, users: int) -> tuple[float, str]:
-    """The model's throughput at `users` and what binds it, from the one-user prices alone."""
+def predict(stage: Stage, users: int) -> tuple[float, str]:
+    """The model's throughput at `users` and what binds it, from the one-user prices alone: the prediction each run
+    of the sweep is given before it starts (pricing.foresee, the load generator priced where it decides it)."""
     at = dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, users=users))
-    options = Options()
-    cores = stage.server.cores()
-    p = at.prediction(options, cores, demand=one.demand(pricing.GENERATOR_MS, options.processes))
+    p = pricing.foresee(at, Options()).prediction
     return p.rps, p.bottleneck
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What moves a route's ceiling, and what the model predicts once it is done (NaN: no figure to give)."""
+
+    change: str
+    rps: float
+
+
+def advice(priced: Priced, users: int) -> Advice:
+    """The change that moves the ceiling of the route the model read as `priced`, by the resource that binds it at
+    `users`, with the model's throughput once it is made, from the same one-user prices."""
+    v, stage = priced.verdict, priced.stage
+    settings, work, cores = stage.server.settings, stage.workload, stage.server.cores()
+    resource = named(v.bound)
+
+    def then(workload: Workload = work, **changed: Any) -> float:
+        one = pricing.one_user(stage)
+        at = dataclasses.replace(workload, users=users)
+        demand = one.demand(pricing.GENERATOR_MS)
+        return model.predict(
+            at, dataclasses.replace(settings, **changed), cores=cores, demand=demand, queueing=True
+        ).rps
+
+    if v.runs_on == HELD:
+        rps = then(dataclasses.replace(work, pattern=STAND_IN["thread pool"]))
+        return Advice("await an async call instead of the blocking one, or make the endpoint a plain `def` "
+                      f"(FastAPI then runs it in a thread): as a `def`, {rps:,.0f} req/s", rps)  # fmt: skip
+    if resource is Resource.THREADS:
+        more = 2 * settings.threads
+        rps = then(threads=more)
+        return Advice(f"raise the thread limit to {more} (`--threads {more}`), or await an async driver in "
+                      f"`async def`: with {more} threads, {rps:,.0f} req/s", rps)  # fmt: skip
+    if resource is Resource.LOOP and math.floor(cores) > settings.workers:
+        workers = math.floor(cores)
+        rps = then(workers=workers)
+        return Advice(f"run {workers} workers (`--workers {workers}`, one a core), or move the CPU work to a "
+                      f"process pool: with {workers} workers, {rps:,.0f} req/s", rps)  # fmt: skip
+    if resource is Resource.USERS:
+        rps = then(dataclasses.replace(work, users=2 * users))
+        return Advice(f"nothing yet: the server has room; at {2 * users} users, {rps:,.0f} req/s", rps)
+    return Advice("less CPU per request, or more cores: every core this server may use is busy", math.nan)
 
 
 def predict_all(server: AppServer, routes: list[protocol.Route], users: int, duration_s: int) -> list[Priced]:
@@ -167,8 +224,11 @@ def predict_all(server: AppServer, routes: list[protocol.Route], users: int, dur
     priced = []
     for route in routes:
         verdict, stage = price(server, route, duration_s)
-        verdict.predicted_rps, verdict.bound = predict(stage, pricing.one_user(stage), users)
-        priced.append(Priced(verdict, stage))
+        verdict.predicted_rps, verdict.bound = predict(stage, users)
+        each = Priced(verdict, stage)
+        told = advice(each, users)
+        verdict.change, verdict.change_rps = told.change, told.rps
+        priced.append(each)
     return priced
 
 
@@ -227,12 +287,20 @@ def sweep(
 
 def saturation(result: Any, row: dict[str, Any]) -> dict[str, float]:
     """What the run's telemetry says of each resource the model can name: the share of the window the workers'
-    event loops ran (`worker_loop`, near 1: the loop is busy), the pool's threads borrowed on average and at most
-    (near the thread limit: the threads bind), and the cores the server kept busy."""
+    event loops ran (`worker_loop`, near 1: the loop is busy) and were held by a blocking call (where the sampler
+    waited half a wait or more past its tick), the pool's threads borrowed on average and at most (near the thread
+    limit: the threads bind), and the cores the server kept busy."""
     samples = telemetry.load(result)
     threads = samples["threads_busy"] if len(samples) else pd.Series(dtype=float)
+    lag = samples["loop_lag_ms"] if len(samples) else pd.Series(dtype=float)
+    wait_ms, lag_max = float(row.get("io_ms", math.nan)), float(lag.max()) if len(lag) else math.nan
+    # a loop held through whole waits (its sampler kept waiting half a wait or more) is in use for each request's
+    # wait: the utilisation law, U = X × the wait
+    held = wait_ms >= HELD_WAIT_MS and lag_max >= wait_ms / 2
     return {
         "loop_busy": float(row.get("worker_loop", math.nan)),
+        "loop_held": row["rps"] * wait_ms / 1000 / int(row.get("workers", 1)) if held else 0.0,
+        "loop_lag_max_ms": lag_max,
         "threads_busy_mean": float(threads.mean()) if len(threads) else math.nan,
         "threads_busy_max": float(threads.max()) if len(threads) else math.nan,
         "server_cores": float(row.get("server_cpu", math.nan)),
@@ -244,7 +312,7 @@ def _line(run: dict[str, Any]) -> str:
     return (
         f"  {run['users']:>5} users  predicted {run['predicted_rps']:>9,.1f} req/s  measured {run['rps']:>9,.1f}"
         f"  ({run['ratio']:.2f})  p95 {run['p95_ms']:>8,.1f} ms  {words(run['bound'])}{mark}\n"
-        f"{'':14}loop busy {run['loop_busy']:.2f}  threads borrowed {run['threads_busy_mean']:.1f} on average,"
+        f"{'':14}loop busy or held {loop_share(run):.2f}  threads borrowed {run['threads_busy_mean']:.1f} on average,"
         f" {run['threads_busy_max']:.0f} at most  server {run['server_cores']:.2f} cores"
     )
 
@@ -258,6 +326,7 @@ class Resource(StrEnum):
     CORES = "the cores"  # the server's processes keep the usable cores busy
 
 
+HELD_WAIT_MS = 10  # a wait this long or longer, held on the loop, shows in its sampler's lag (every 100 ms)
 # The model's bounds by the resource they name: the rest (a pool of connections, calls in flight) the telemetry
 # of an app of one's own cannot see
 NAMED = {
@@ -282,11 +351,16 @@ def words(bound: str) -> str:
     return str(named(bound) or bound)
 
 
+def loop_share(run: dict[str, Any]) -> float:
+    """The share of its time a worker's event loop was in use: computing, or held by a blocking call."""
+    return max(run["loop_busy"], run.get("loop_held", 0.0))
+
+
 def seen(run: dict[str, Any], threads: int, cores: float) -> set[Resource]:
     """The resources a run's telemetry saw saturated (SATURATED of their capacity or more); none: the users bind."""
     full = {
         Resource.THREADS: run["threads_busy_mean"] >= SATURATED * threads,
-        Resource.LOOP: run["loop_busy"] >= SATURATED,
+        Resource.LOOP: loop_share(run) >= SATURATED,
         Resource.CORES: run["server_cores"] >= SATURATED * cores,
     }
     return {r for r, yes in full.items() if yes} or {Resource.USERS}
@@ -317,7 +391,7 @@ def busiest(verdicts: list[Verdict], threads: int, cores: float) -> pd.DataFrame
                 "users": last["users"],
                 "named": words(last["bound"]),
                 "threads": last["threads_busy_mean"] / threads,
-                "loop": last["loop_busy"],
+                "loop": loop_share(last),
                 "cores": last["server_cores"] / cores,
                 "seen saturated": ", ".join(sorted(seen(last, threads, cores))),
                 "agree": agrees(v, threads, cores),
@@ -340,6 +414,7 @@ def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
                 "def dependencies": v.def_dependencies,
                 f"predicted at {users} users (req/s)": v.predicted_rps,
                 "bound": words(v.bound),
+                "what moves it": v.change,
             }
             for v in (each.verdict for each in priced)
         ]

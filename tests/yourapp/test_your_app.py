@@ -115,3 +115,80 @@ def test_the_saturation_chart_draws_a_group_per_route():
     frame.loc[0] = ["GET /a", "the users", 0.0, 0.2, 0.1]
     fig = yourapp.saturation(frame, "title")
     assert len(fig.axes[0].patches) >= 3  # three bars for the one route
+
+
+def test_an_async_route_whose_priced_requests_took_turns_holds_the_loop():
+    held = OneUser(service_ms=50.6, loop_ms=0.3, threads_ms=0.0, pool_ms=0.0, requests=1, busy_ms=101.0)
+    awaited = OneUser(service_ms=50.6, loop_ms=0.3, threads_ms=0.0, pool_ms=0.0, requests=1, busy_ms=50.9)
+    computes = OneUser(service_ms=5.4, loop_ms=5.2, threads_ms=0.0, pool_ms=0.0, requests=1, busy_ms=10.7)
+    assert measure.holds_loop(held)
+    assert not measure.holds_loop(awaited)
+    assert not measure.holds_loop(computes)  # they took turns for its CPU, not for a wait
+    assert measure.stand_in(measure.HELD) == "blocking"
+
+
+def test_a_held_loop_is_in_use_for_each_requests_wait():
+    run = {**_run("event loop", 0, 0.02, 0.03), "loop_held": 0.98}
+    assert measure.loop_share(run) == 0.98
+    assert measure.seen(run, threads=40, cores=2.0) == {measure.Resource.LOOP}
+
+
+def test_the_advice_is_priced_with_the_same_model(monkeypatch):
+    from types import SimpleNamespace
+
+    from labserver.demo.settings import Settings
+    from labserver.harness import pricing
+    from labserver.harness.plan import Stage
+    from labserver.theory.workload import Workload
+
+    one = OneUser(service_ms=51.0, loop_ms=0.5, threads_ms=0.1, pool_ms=0.0, requests=1)
+    monkeypatch.setattr(pricing, "one_user", lambda stage: one)
+    server = SimpleNamespace(settings=Settings(threads=40, procs=0), cores=lambda: 2.0)
+    stage = Stage(server, Workload("threadpool", 1, io_ms=50))
+    v = measure.Verdict("GET /r", "r", "thread pool", 0, 51.0, 0.5, 0.1, predicted_rps=780.0, bound="threads")
+    told = measure.advice(measure.Priced(v, stage), users=64)
+    assert "--threads 80" in told.change and 1.5 * 780 < told.rps <= 64 / 0.051  # the users bind it then
+    v.runs_on, v.bound = measure.HELD, "event loop"
+    assert "plain `def`" in measure.advice(measure.Priced(v, stage), users=64).change
+
+
+SHOP = """
+import time
+
+from fastapi import FastAPI
+
+app = FastAPI()
+
+
+@app.get("/slow")
+def slow() -> dict:
+    time.sleep(0.02)
+    return {"ok": True}
+
+
+@app.get("/broken")
+async def broken() -> dict:
+    raise RuntimeError("the shop's own bug")
+"""
+
+
+@pytest.mark.slow
+def test_an_app_it_has_never_seen_is_measured_from_its_own_folder(tmp_path):
+    (tmp_path / "shop.py").write_text(SHOP)  # nothing in it knows the lab
+    cmd = [sys.executable, "-m", "labserver", "measure", "shop:app"]
+    done = subprocess.run(
+        [*cmd, "GET /slow", "--users", "2", "--duration-s", "2", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    [verdict] = json.loads(done.stdout)
+    assert verdict["runs_on"] == "thread pool" and verdict["endpoint"] == "slow"
+    assert [r["users"] for r in verdict["runs"]][:1] == [1] and verdict["change"]
+    broken = subprocess.run(
+        [*cmd, "GET /broken", "--predict-only"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert broken.returncode == 2
+    assert "GET /broken answered 500" in broken.stderr and "the shop's own bug" in broken.stderr  # the app's log
