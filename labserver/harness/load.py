@@ -330,8 +330,15 @@ def foreseen(stage: Stage, options: Options) -> model.Prediction:
 def foreseen_invalid(stages: list[Stage], options: Options) -> list[str]:
     """Why each run the model foresees invalid on this machine would be (harness/validity.py), said before any
     starts and never a refusal: the model may be wrong about a machine. None for what it does not price: open
-    loops, runs meant to time out, the database's routes, and an app of one's own (priced only on its server)."""
-    unpriced = (s.workload.rate or s.workload.pattern not in PATTERNS or s.route is not None for s in stages)
+    loops, runs meant to time out, the database's routes, an app of one's own (priced only on its server), and a
+    run whose own prediction says it is not modelled (the load generator's pricing run)."""
+    unpriced = (
+        s.workload.rate
+        or s.workload.pattern not in PATTERNS
+        or s.route is not None
+        or (isinstance(s.predicted, model.Prediction) and not math.isfinite(s.predicted.rps))  # its own, unmodelled
+        for s in stages
+    )
     if options.expect_failures or any(unpriced):
         return []
     # several Locust processes measure each run as a plan of its own (run_plan)

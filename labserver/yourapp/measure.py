@@ -104,6 +104,7 @@ class Verdict:
     bound: str  # what the model says binds it there
     change: str = ""  # what moves the ceiling (advice)
     change_rps: float = math.nan  # ... and the model's throughput once it is made
+    change_settings: dict[str, int] = field(default_factory=dict)  # ... the server's settings it changes
     runs: list[dict[str, Any]] = field(default_factory=list)  # each run: users, predicted and measured
     stopped: str = ""  # why the sweep stopped
 
@@ -181,6 +182,7 @@ class Advice:
 
     change: str
     rps: float
+    settings: dict[str, int] = field(default_factory=dict)  # the server's settings it changes (none: a code change)
 
 
 def advice(priced: Priced, users: int) -> Advice:
@@ -190,10 +192,14 @@ def advice(priced: Priced, users: int) -> Advice:
     settings, work, cores = stage.server.settings, stage.workload, stage.server.cores()
     resource = named(v.bound)
 
+    # the load generator priced as the route's own prediction priced it (measured, where it decides it)
+    at_users = dataclasses.replace(stage, workload=dataclasses.replace(work, users=users))
+    generator_ms = pricing.foresee(at_users, Options()).generator_ms
+
     def then(workload: Workload = work, **changed: Any) -> float:
         one = pricing.one_user(stage)
         at = dataclasses.replace(workload, users=users)
-        demand = one.demand(pricing.GENERATOR_MS)
+        demand = one.demand(generator_ms if math.isfinite(generator_ms) else pricing.GENERATOR_MS)
         return model.predict(
             at, dataclasses.replace(settings, **changed), cores=cores, demand=demand, queueing=True
         ).rps
@@ -206,12 +212,12 @@ def advice(priced: Priced, users: int) -> Advice:
         more = 2 * settings.threads
         rps = then(threads=more)
         return Advice(f"raise the thread limit to {more} (`--threads {more}`), or await an async driver in "
-                      f"`async def`: with {more} threads, {rps:,.0f} req/s", rps)  # fmt: skip
+                      f"`async def`: with {more} threads, {rps:,.0f} req/s", rps, {"threads": more})  # fmt: skip
     if resource is Resource.LOOP and math.floor(cores) > settings.workers:
         workers = math.floor(cores)
         rps = then(workers=workers)
         return Advice(f"run {workers} workers (`--workers {workers}`, one a core), or move the CPU work to a "
-                      f"process pool: with {workers} workers, {rps:,.0f} req/s", rps)  # fmt: skip
+                      f"process pool: with {workers} workers, {rps:,.0f} req/s", rps, {"workers": workers})  # fmt: skip
     if resource is Resource.USERS:
         rps = then(dataclasses.replace(work, users=2 * users))
         return Advice(f"nothing yet: the server has room; at {2 * users} users, {rps:,.0f} req/s", rps)
@@ -227,7 +233,7 @@ def predict_all(server: AppServer, routes: list[protocol.Route], users: int, dur
         verdict.predicted_rps, verdict.bound = predict(stage, users)
         each = Priced(verdict, stage)
         told = advice(each, users)
-        verdict.change, verdict.change_rps = told.change, told.rps
+        verdict.change, verdict.change_rps, verdict.change_settings = told.change, told.rps, told.settings
         priced.append(each)
     return priced
 
@@ -419,3 +425,29 @@ def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
             for v in (each.verdict for each in priced)
         ]
     ).round(2)
+
+
+def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str, Any] | None:
+    """The change `advice` proposed for a route, made where it is a setting (the thread limit, the workers): the app
+    started again with it, and one run at `users` beside the model's figure for it, made before (None: the change
+    is one of code)."""
+    v, stage = priced.verdict, priced.stage
+    if not v.change_settings:
+        return None
+    old = stage.server
+    assert isinstance(old, AppServer), "a change is made to an app of one's own"
+    workers = v.change_settings.get("workers", old.settings.workers)
+    threads = v.change_settings.get("threads", old.threads)
+    with AppServer(old.target, folder=old.folder, env=old.env, workers=workers, threads=threads) as server:
+        run = {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route}
+        run["tags"] = {"route": v.route, "change": ", ".join(f"{k} {n}" for k, n in v.change_settings.items())}
+        [result] = load.run_plan(server, [run], duration_s=stage.workload.duration_s, progress=False, lesson=lesson)
+    row = result.row
+    return {
+        "route": v.route,
+        "change": run["tags"]["change"],
+        "predicted before (req/s)": v.change_rps,
+        "measured (req/s)": row["rps"],
+        "measured / predicted": row["rps"] / v.change_rps if v.change_rps else math.nan,
+        "valid": bool(row["valid"]),
+    }
