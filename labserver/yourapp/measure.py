@@ -196,9 +196,9 @@ def advice(priced: Priced, users: int) -> Advice:
     at_users = dataclasses.replace(stage, workload=dataclasses.replace(work, users=users))
     generator_ms = pricing.foresee(at_users, Options()).generator_ms
 
-    def then(workload: Workload = work, **changed: Any) -> float:
+    def then(workload: Workload = work, at_users: int = users, **changed: Any) -> float:
         one = pricing.one_user(stage)
-        at = dataclasses.replace(workload, users=users)
+        at = dataclasses.replace(workload, users=at_users)
         demand = one.demand(generator_ms if math.isfinite(generator_ms) else pricing.GENERATOR_MS)
         return model.predict(
             at, dataclasses.replace(settings, **changed), cores=cores, demand=demand, queueing=True
@@ -219,8 +219,11 @@ def advice(priced: Priced, users: int) -> Advice:
         return Advice(f"run {workers} workers (`--workers {workers}`, one a core), or move the CPU work to a "
                       f"process pool: with {workers} workers, {rps:,.0f} req/s", rps, {"workers": workers})  # fmt: skip
     if resource is Resource.USERS:
-        rps = then(dataclasses.replace(work, users=2 * users))
-        return Advice(f"nothing yet: the server has room; at {2 * users} users, {rps:,.0f} req/s", rps)
+        more = 2 * users
+        rps = then(at_users=more)
+        bound = predict(dataclasses.replace(stage, workload=dataclasses.replace(work, users=more)), more)[1]
+        return Advice(f"nothing yet: the server has room; at {more} users, {rps:,.0f} req/s, bound by {words(bound)}",
+                      rps)  # fmt: skip
     return Advice("less CPU per request, or more cores: every core this server may use is busy", math.nan)
 
 

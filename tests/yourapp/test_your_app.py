@@ -150,6 +150,10 @@ def test_the_advice_is_priced_with_the_same_model(monkeypatch):
     assert "--threads 80" in told.change and 1.5 * 780 < told.rps <= 64 / 0.051  # the users bind it then
     v.runs_on, v.bound = measure.HELD, "event loop"
     assert "plain `def`" in measure.advice(measure.Priced(v, stage), users=64).change
+    v.runs_on, v.bound = "thread pool", "users"
+    room = measure.advice(measure.Priced(v, stage), users=32)
+    assert "at 64 users" in room.change and "bound by the thread pool" in room.change  # 64 users, 40 threads
+    assert room.rps == pytest.approx(40 / 0.0506, rel=0.05)
 
 
 SHOP = """
