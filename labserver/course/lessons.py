@@ -689,8 +689,8 @@ class YourOwnApp(NamedTuple):
 def your_own_app(
     *, app: str, routes: list[str], users: list[int], duration_s: int, workers: int, threads: int
 ) -> YourOwnApp:
-    """Lesson 15: `app` (module:attribute) on `workers` workers of `threads` threads, each of `routes` priced, then
-    swept from users[0] up to users[1] users, `duration_s` s a run."""
+    """Lesson 15: `app` (module:attribute) on `workers` workers of `threads` threads (0: the app's own limit), each
+    of `routes` priced, then swept from users[0] up to users[1] users, `duration_s` s a run."""
     if not isinstance(app, str) or ":" not in app:
         raise ValueError(f"app is module:attribute, as uvicorn takes it (main:app), got {app!r}")
     routes = checks.parameter("routes", routes, list[str])
@@ -701,5 +701,6 @@ def your_own_app(
         raise ValueError(f"users is [least, most], the sweep's first and last users, least ≤ most, got {users!r}")
     checks.whole("users", users[1], 1, USERS_MAX)
     checks.whole("duration_s", duration_s, 1, 60)
-    Settings(workers=workers, threads=threads, procs=0).check()
+    checks.whole("threads", threads, 0, 10_000)  # 0: the app's own limit
+    Settings(workers=workers, threads=threads or THREADS_DEFAULT, procs=0).check()
     return YourOwnApp([your_routes.parse(r, folder=NOTEBOOKS) for r in routes], users[0], users[1])

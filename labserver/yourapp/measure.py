@@ -34,7 +34,7 @@ from labserver.harness.launcher import LabServer
 from labserver.harness.plan import Options, Stage
 from labserver.theory import model
 from labserver.theory.cores import SATURATED
-from labserver.theory.demand import OneUser
+from labserver.theory.demand import Demand, OneUser
 from labserver.theory.model import Bottleneck
 from labserver.theory.workload import Workload
 from labserver.yourapp.wrap import PREFIX
@@ -211,8 +211,12 @@ def advice(priced: Priced, users: int) -> Advice:
     if resource is Resource.THREADS:
         more = 2 * settings.threads
         rps = then(threads=more)
-        return Advice(f"raise the thread limit to {more} (`--threads {more}`), or await an async driver in "
-                      f"`async def`: with {more} threads, {rps:,.0f} req/s", rps, {"threads": more})  # fmt: skip
+        change = (
+            f"where threads, not a connection pool, are the scarcer slot (lesson 11): raise the thread limit to "
+            f"{more} (`total_tokens` in the lifespan; here `--threads {more}`), or await an async driver in "
+            f"`async def`: with {more} threads, {rps:,.0f} req/s"
+        )
+        return Advice(change, rps, {"threads": more})
     if resource is Resource.LOOP and math.floor(cores) > settings.workers:
         workers = math.floor(cores)
         rps = then(workers=workers)
@@ -280,6 +284,11 @@ def sweep(
                 "valid": bool(row["valid"]),
                 "problems": row["problems"],
                 "run": str(result.path),
+                # what the run measured per request where its work ran: the demand a change is priced with
+                "worker_ms": row["worker_ms"],
+                "pool_ms": row["pool_ms"],
+                "others_ms": row["others_ms"],
+                "locust_ms": row["locust_ms"],
                 **saturation(result, row),
             }
         )
@@ -409,6 +418,11 @@ def busiest(verdicts: list[Verdict], threads: int, cores: float) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
+def changes(priced: list[Priced]) -> str:
+    """What moves each route's ceiling, a line per route, in full."""
+    return "\n".join(f"{each.verdict.route}: {each.verdict.change}" for each in priced)
+
+
 def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
     """Each route as priced at one user, and the model's throughput and bound at `users`, before any load."""
     return pd.DataFrame(
@@ -423,7 +437,6 @@ def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
                 "def dependencies": v.def_dependencies,
                 f"predicted at {users} users (req/s)": v.predicted_rps,
                 "bound": words(v.bound),
-                "what moves it": v.change,
             }
             for v in (each.verdict for each in priced)
         ]
@@ -432,15 +445,19 @@ def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
 
 def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str, Any] | None:
     """The change `advice` proposed for a route, made where it is a setting (the thread limit, the workers): the app
-    started again with it, and one run at `users` beside the model's figure for it, made before (None: the change
-    is one of code)."""
+    started again with it, and one run at `users` beside the model's figure for it, priced before that run from
+    what the route's busiest run measured per request (its CPU under load, Locust's included): None where the
+    change is one of code, or the route has no valid run."""
     v, stage = priced.verdict, priced.stage
-    if not v.change_settings:
+    busiest = [r for r in v.runs if r["valid"]]
+    if not v.change_settings or not busiest:
         return None
     old = stage.server
     assert isinstance(old, AppServer), "a change is made to an app of one's own"
     workers = v.change_settings.get("workers", old.settings.workers)
     threads = v.change_settings.get("threads", old.threads)
+    changed = dataclasses.replace(old.settings, workers=workers, threads=threads or old.settings.threads)
+    figure = changed_rps(stage, busiest[-1], users, changed)
     with AppServer(old.target, folder=old.folder, env=old.env, workers=workers, threads=threads) as server:
         run = {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route}
         run["tags"] = {"route": v.route, "change": ", ".join(f"{k} {n}" for k, n in v.change_settings.items())}
@@ -449,8 +466,21 @@ def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str,
     return {
         "route": v.route,
         "change": run["tags"]["change"],
-        "predicted before (req/s)": v.change_rps,
+        "the model's figure (req/s)": figure,
         "measured (req/s)": row["rps"],
-        "measured / predicted": row["rps"] / v.change_rps if v.change_rps else math.nan,
+        "measured / predicted": row["rps"] / figure if figure else math.nan,
         "valid": bool(row["valid"]),
     }
+
+
+def changed_rps(stage: Stage, busiest: dict[str, Any], users: int, settings: Any) -> float:
+    """The model's throughput at `users` on `settings`, priced with what `busiest` (a run of the route's sweep)
+    measured per request: known before the change's run, and closer to a busy server's than one user's prices."""
+    demand = Demand(
+        worker_ms=busiest["worker_ms"],
+        pool_ms=busiest["pool_ms"],
+        others_ms=busiest["others_ms"],
+        generator_ms=busiest["locust_ms"],
+    )
+    workload = dataclasses.replace(stage.workload, users=users)
+    return model.predict(workload, settings, cores=stage.server.cores(), demand=demand, queueing=True).rps
