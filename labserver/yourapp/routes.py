@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from labserver import protocol
@@ -43,23 +43,23 @@ def parse(text: str, headers: Mapping[str, str] = {}, folder: Path | None = None
 
 def headers(given: Iterable[str]) -> dict[str, str]:
     """`--header "Name: value"` options as a dict."""
-    found = {}
-    for text in given:
-        name, sep, value = text.partition(":")
-        if not sep or not name.strip():
-            raise ValueError(f'a header is "Name: value", got {text!r}')
-        found[name.strip()] = value.strip()
-    return found
+    return _pairs(given, ":", lambda name: bool(name.strip()), 'a header is "Name: value"', strip=True)
 
 
 def env(given: Iterable[str]) -> dict[str, str]:
     """`--env NAME=value` options, for the app's processes, as a dict."""
+    return _pairs(given, "=", str.isidentifier, "an --env is NAME=value")
+
+
+def _pairs(given: Iterable[str], sep: str, named: Callable[[str], bool], form: str, strip: bool = False) -> dict:
+    """Options of the form NAME<sep>value as a dict; one without `sep`, or whose name fails `named`, a ValueError
+    that says the form."""
     found = {}
     for text in given:
-        name, sep, value = text.partition("=")
-        if not sep or not name.isidentifier():
-            raise ValueError(f"an --env is NAME=value, got {text!r}")
-        found[name] = value
+        name, split, value = text.partition(sep)
+        if not split or not named(name):
+            raise ValueError(f"{form}, got {text!r}")
+        found[name.strip() if strip else name] = value.strip() if strip else value
     return found
 
 
