@@ -39,8 +39,6 @@ from labserver.theory.model import Bottleneck
 from labserver.theory.workload import Workload
 from labserver.yourapp.wrap import PREFIX
 
-USERS_DEFAULT = 64
-DURATION_DEFAULT_S = 5
 FLAT = 1.10  # a run that serves less than this times the one before: the throughput has flattened
 P95_STOP = 10  # ... or whose p95 passes this many times S: the users queue far past the knee
 # How the model reads a route, by where its endpoint runs: the demo pattern with the same traits

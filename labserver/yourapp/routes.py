@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -83,7 +82,3 @@ def describe(route: protocol.Route) -> str:
     """The route as a report names it, its body's size beside it."""
     body = route.get("body")
     return route["label"] + (f" ({len(body.encode())} B body)" if body is not None else "")
-
-
-def as_json(value: object) -> str:
-    return json.dumps(value, indent=2, default=float)
