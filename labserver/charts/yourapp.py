@@ -11,11 +11,17 @@ from labserver.theory.cores import SATURATED
 
 
 def saturation(frame: pd.DataFrame, title: str, ax=None) -> plt.Figure:
-    """One group of bars per route (`route`): the share of the thread pool borrowed, of the event loop's time busy
-    and of the usable cores the server kept busy (columns `threads`, `loop`, `cores`, each 0 to 1), the bound the
-    model named before the run (`named`) under the route's name, and a line at SATURATED."""
+    """One group of bars per route (`route`): the share of the thread pool borrowed, of the event loop's time busy,
+    of each worker's one core and of the usable cores the server kept busy (columns `threads`, `loop`, `worker`,
+    `cores`, each 0 to 1), the bound the model named before the run (`named`) under the route's name, and a line at
+    SATURATED."""
     fig, ax = axes(ax)
-    shares = {"threads": "thread pool borrowed", "loop": "event loop busy or held", "cores": "usable cores busy"}
+    shares = {
+        "threads": "thread pool borrowed",
+        "loop": "event loop busy or held",
+        "worker": "each worker's core busy",
+        "cores": "usable cores busy",
+    }
     tidy = frame.assign(where=frame["route"] + "\nnamed:\n" + frame["named"]).melt(
         id_vars=["where"], value_vars=list(shares), var_name="resource", value_name="share"
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import NamedTuple
 
 import pandas as pd
@@ -25,13 +26,14 @@ from labserver.harness.load import check_arrivals, check_load, check_sweep
 from labserver.harness.plan import mirrored
 from labserver.harness.probes import Probes
 from labserver.harness.procs import free_port
-from labserver.paths import NOTEBOOKS
+from labserver.paths import ROOT
 from labserver.postgres import runs as database_runs
 from labserver.theory import clients as client_model
 from labserver.theory import cores as core_model
 from labserver.theory import model
 from labserver.theory.workload import USERS_MAX, Workload
 from labserver.yourapp import routes as your_routes
+from labserver.yourapp import wrap
 
 BLOCKING_CONTRAST = (
     "mixed",
@@ -684,13 +686,15 @@ class YourOwnApp(NamedTuple):
     sent: list[protocol.Route]  # the routes, as the lab sends them
     least: int  # the sweep's first users
     most: int  # ... and its last
+    source: ModuleType  # the app's module, imported as uvicorn will import it: one that does not import stops here
 
 
 def your_own_app(
     *, app: str, routes: list[str], users: list[int], duration_s: int, workers: int, threads: int
 ) -> YourOwnApp:
-    """Lesson 15: `app` (module:attribute) on `workers` workers of `threads` threads (0: the app's own limit), each
-    of `routes` priced, then swept from users[0] up to users[1] users, `duration_s` s a run."""
+    """Lesson 15: `app` (module:attribute, from the lab's folder) on `workers` workers of `threads` threads (0: the
+    app's own limit), each of `routes` priced, then swept from users[0] up to users[1] users, `duration_s` s a
+    run."""
     if not isinstance(app, str) or ":" not in app:
         raise ValueError(f"app is module:attribute, as uvicorn takes it (main:app), got {app!r}")
     routes = checks.parameter("routes", routes, list[str])
@@ -703,4 +707,6 @@ def your_own_app(
     checks.whole("duration_s", duration_s, 1, 60)
     checks.whole("threads", threads, 0, 10_000)  # 0: the app's own limit
     Settings(workers=workers, threads=threads or THREADS_DEFAULT, procs=0).check()
-    return YourOwnApp([your_routes.parse(r, folder=NOTEBOOKS) for r in routes], users[0], users[1])
+    sent = [your_routes.parse(r, folder=ROOT) for r in routes]
+    wrap.load(app, str(ROOT))
+    return YourOwnApp(sent, users[0], users[1], sys.modules[app.partition(":")[0]])

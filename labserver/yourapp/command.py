@@ -19,9 +19,7 @@ from typing import Any
 from labserver.demo.settings import THREADS_DEFAULT, Settings
 from labserver.theory.workload import DURATION_MAX_S, USERS_MAX
 
-USAGE_EXAMPLE = (
-    'python -m labserver measure labserver.yourapp.example:app "GET /items" "GET /report" "GET /digest" --users 32'
-)
+USAGE_EXAMPLE = 'python -m labserver measure examples.shop:app "GET /items" "GET /report" "GET /catalog" --users 32'
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -142,4 +140,12 @@ def _predicted(v: Any, users: int) -> str:
 def _measured(v: Any) -> str:
     measured = v.measured_rps
     ratio = measured / v.predicted_rps if math.isfinite(measured) and v.predicted_rps else math.nan
-    return f"  {v.route}: measured up to {measured:,.0f} req/s ({ratio:.2f} of the prediction); {v.stopped}"
+    law, fitted = v.law(), ""
+    if math.isfinite(law.lam):
+        top = (
+            f"peaks at {law.peak_rps:,.0f} req/s with {law.peak_users:,.0f} users"
+            if math.isfinite(law.peak_users)
+            else f"flattens at {law.peak_rps:,.0f} req/s"
+        )
+        fitted = f"\n  the Universal Scalability Law on these runs: σ {law.sigma:.3f}, κ {law.kappa:.5f}; it {top}"
+    return f"  {v.route}: measured up to {measured:,.0f} req/s ({ratio:.2f} of the prediction); {v.stopped}{fitted}"

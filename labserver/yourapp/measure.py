@@ -32,7 +32,7 @@ from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness import load, pricing, telemetry
 from labserver.harness.launcher import LabServer
 from labserver.harness.plan import Options, Stage
-from labserver.theory import model
+from labserver.theory import model, usl
 from labserver.theory.cores import SATURATED
 from labserver.theory.demand import Demand, OneUser
 from labserver.theory.model import Bottleneck
@@ -43,7 +43,10 @@ FLAT = 1.10  # a run that serves less than this times the one before: the throug
 P95_STOP = 10  # ... or whose p95 passes this many times S: the users queue far past the knee
 # How the model reads a route, by where its endpoint runs: the demo pattern with the same traits
 HELD = "event loop, held while it waits"  # an `async def` route whose wait blocks: a sync call inside it
-STAND_IN = {"event loop": "sequential", "thread pool": "threadpool", HELD: "blocking"}
+# an `async def` route with a plain `def` dependency: FastAPI runs the dependency in the thread pool, and its
+# thread is held while it waits; the model reads the whole request as holding one (at most what it holds)
+DEPENDENCY = "event loop, its def dependency in the thread pool"
+STAND_IN = {"event loop": "sequential", "thread pool": "threadpool", HELD: "blocking", DEPENDENCY: "threadpool"}
 # Requests priced back to back (pricing.HOT_USERS of them) that took this many times S or more took turns: where
 # the route's CPU is under half of S, what they took turns for is its wait, which holds the loop
 IN_TURN = 1.5
@@ -93,8 +96,8 @@ class Verdict:
 
     route: str
     endpoint: str | None
-    runs_on: str  # "event loop" or "thread pool" (as the model reads it)
-    def_dependencies: int  # of its dependencies, those FastAPI runs in the thread pool (the model leaves them out)
+    runs_on: str  # "event loop", "thread pool", HELD or DEPENDENCY (as the model reads it)
+    def_dependencies: int  # of its dependencies, those FastAPI runs in the thread pool
     service_ms: float  # S, one request alone
     loop_ms: float  # the server's CPU per request on the event loop
     threads_ms: float  # ... in the pool's threads
@@ -116,8 +119,15 @@ class Verdict:
         """The lower of the predicted and the measured ceilings: what `--at-least` holds the route to."""
         return min(self.predicted_rps, self.measured_rps) if self.runs else self.predicted_rps
 
+    def law(self) -> usl.Fit:
+        """The Universal Scalability Law fitted to the sweep's valid runs (usl.NO_FIT under three)."""
+        valid = [r for r in self.runs if r["valid"]]
+        return usl.fit([r["users"] for r in valid], [r["rps"] for r in valid])
+
     def as_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "measured_rps": self.measured_rps}
+        law = self.law()
+        fitted = {"sigma": law.sigma, "kappa": law.kappa, "peak_users": law.peak_users, "peak_rps": law.peak_rps}
+        return {**dataclasses.asdict(self), "measured_rps": self.measured_rps, "usl": fitted}
 
 
 def stand_in(runs_on: str | None) -> str:
@@ -147,9 +157,14 @@ def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Ve
     where = server.endpoint(route)
     runs_on = where["runs_on"] if where.get("found") else "event loop"
     stage = Stage(server, Workload(pattern=stand_in(runs_on), users=1, duration_s=duration_s), route=route)
+    # a route's first requests pay what it builds once (validators, caches, lazy imports): priced and left out,
+    # else the first route priced on a new server reads up to half dearer than it runs
+    pricing.measure(stage)
     one = pricing.one_user(stage)
     if runs_on == "event loop" and holds_loop(one):
         runs_on = HELD
+    elif runs_on == "event loop" and where.get("def_dependencies", 0):
+        runs_on = DEPENDENCY
     workload = dataclasses.replace(stage.workload, pattern=stand_in(runs_on), io_ms=io_ms(one))
     stage = dataclasses.replace(stage, workload=workload)
     verdict = Verdict(
@@ -215,7 +230,7 @@ def advice(priced: Priced, users: int) -> Advice:
             f"`async def`: with {more} threads, {rps:,.0f} req/s"
         )
         return Advice(change, rps, {"threads": more})
-    if resource is Resource.LOOP and math.floor(cores) > settings.workers:
+    if resource in (Resource.LOOP, Resource.WORKER) and math.floor(cores) > settings.workers:
         workers = math.floor(cores)
         rps = then(workers=workers)
         return Advice(f"run {workers} workers (`--workers {workers}`, one a core), or move the CPU work to a "
@@ -287,6 +302,7 @@ def sweep(
                 "pool_ms": row["pool_ms"],
                 "others_ms": row["others_ms"],
                 "locust_ms": row["locust_ms"],
+                "workers": int(row["workers"]),
                 **saturation(result, row),
             }
         )
@@ -338,7 +354,8 @@ class Resource(StrEnum):
 
     USERS = "the users"  # nothing saturated: each user waits on its own request
     THREADS = "the thread pool"  # every token borrowed
-    LOOP = "the event loop's core"  # each worker's loop thread busy all the time
+    LOOP = "the event loop"  # each worker's loop thread busy, or held by a blocking call, all the time
+    WORKER = "each worker's core"  # each worker's one GIL: its loop and its threads keep one core busy
     CORES = "the cores"  # the server's processes keep the usable cores busy
 
 
@@ -349,9 +366,9 @@ NAMED = {
     Bottleneck.USERS: Resource.USERS,
     Bottleneck.THREADS: Resource.THREADS,
     Bottleneck.EVENT_LOOP: Resource.LOOP,
-    Bottleneck.GIL: Resource.LOOP,
-    Bottleneck.IN_STEP: Resource.LOOP,
-    Bottleneck.WORKER_CPU: Resource.LOOP,
+    Bottleneck.GIL: Resource.WORKER,
+    Bottleneck.IN_STEP: Resource.WORKER,
+    Bottleneck.WORKER_CPU: Resource.WORKER,
     Bottleneck.CORES: Resource.CORES,
     Bottleneck.MACHINE: Resource.CORES,
 }
@@ -363,7 +380,7 @@ def named(bound: str) -> Resource | None:
 
 
 def words(bound: str) -> str:
-    """A bound as this lesson and the command name it: the resource (the event loop's core, not the GIL's words)."""
+    """A bound as this lesson and the command name it: the resource (each worker's core, not the GIL's words)."""
     return str(named(bound) or bound)
 
 
@@ -372,11 +389,18 @@ def loop_share(run: dict[str, Any]) -> float:
     return max(run["loop_busy"], run.get("loop_held", 0.0))
 
 
+def worker_share(run: dict[str, Any], cores: float) -> float:
+    """The share of its one core each worker kept busy: the server's cores over its workers, where they fit the
+    cores (past them, the cores are what is full)."""
+    return run["server_cores"] / min(int(run.get("workers", 1)), cores)
+
+
 def seen(run: dict[str, Any], threads: int, cores: float) -> set[Resource]:
     """The resources a run's telemetry saw saturated (SATURATED of their capacity or more); none: the users bind."""
     full = {
         Resource.THREADS: run["threads_busy_mean"] >= SATURATED * threads,
         Resource.LOOP: loop_share(run) >= SATURATED,
+        Resource.WORKER: worker_share(run, cores) >= SATURATED,
         Resource.CORES: run["server_cores"] >= SATURATED * cores,
     }
     return {r for r, yes in full.items() if yes} or {Resource.USERS}
@@ -408,9 +432,43 @@ def busiest(verdicts: list[Verdict], threads: int, cores: float) -> pd.DataFrame
                 "named": words(last["bound"]),
                 "threads": last["threads_busy_mean"] / threads,
                 "loop": loop_share(last),
+                "worker": worker_share(last, cores),
                 "cores": last["server_cores"] / cores,
                 "seen saturated": ", ".join(sorted(seen(last, threads, cores))),
                 "agree": agrees(v, threads, cores),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def scalability(verdicts: list[Verdict], threads: int, cores: float) -> pd.DataFrame:
+    """The Universal Scalability Law fitted to each route's sweep (theory/usl.py) beside the model: each one's
+    figure at the busiest run's users, and which the data support there. The model's, where the resource it named is
+    the one the telemetry saw full and it lies within 15% of the run; the law's, where it lies nearer the run and
+    the model's resource was not seen full; neither, else."""
+    rows = []
+    for v in verdicts:
+        fit, last = v.law(), v.runs[-1]
+        law, ours = fit.rps(last["users"]), last["predicted_rps"]
+        off = {name: abs(figure / last["rps"] - 1) for name, figure in (("law", law), ("model", ours))}
+        if agrees(v, threads, cores) and off["model"] <= 0.15:
+            supported = f"the model: {words(last['bound'])}, seen full"
+        elif math.isfinite(off["law"]) and off["law"] < off["model"]:
+            supported = "the law"
+        else:
+            supported = "neither"
+        rows.append(
+            {
+                "route": v.route,
+                "σ (contention)": fit.sigma,
+                "κ (coherency)": fit.kappa,
+                "peak users N*": fit.peak_users,
+                "the law's most (req/s)": fit.peak_rps,
+                "users": last["users"],
+                "measured (req/s)": last["rps"],
+                "the law (req/s)": law,
+                "the model (req/s)": ours,
+                "the data support": supported,
             }
         )
     return pd.DataFrame(rows)
@@ -441,11 +499,12 @@ def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
     ).round(2)
 
 
-def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str, Any] | None:
+def apply(priced: Priced, *, lesson: str | None = None) -> dict[str, Any] | None:
     """The change `advice` proposed for a route, made where it is a setting (the thread limit, the workers): the app
-    started again with it, and one run at `users` beside the model's figure for it, priced before that run from
-    what the route's busiest run measured per request (its CPU under load, Locust's included): None where the
-    change is one of code, or the route has no valid run."""
+    started again with it, and its busiest run's users again beside the model's figure for them, priced before that
+    run from what the busiest run measured per request (its CPU under load, Locust's included): None where the
+    change is one of code, or the route has no valid run. The same users, not more: a route's CPU per request grows
+    with its requests in flight (its threads take turns at the GIL), and that run measured it for these."""
     v, stage = priced.verdict, priced.stage
     busiest = [r for r in v.runs if r["valid"]]
     if not v.change_settings or not busiest:
@@ -455,6 +514,7 @@ def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str,
     workers = v.change_settings.get("workers", old.settings.workers)
     threads = v.change_settings.get("threads", old.threads)
     changed = dataclasses.replace(old.settings, workers=workers, threads=threads or old.settings.threads)
+    users = busiest[-1]["users"]
     figure = changed_rps(stage, busiest[-1], users, changed)
     with AppServer(old.target, folder=old.folder, env=old.env, workers=workers, threads=threads) as server:
         run = {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route}
@@ -464,6 +524,7 @@ def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str,
     return {
         "route": v.route,
         "change": run["tags"]["change"],
+        "users": users,
         "the model's figure (req/s)": figure,
         "measured (req/s)": row["rps"],
         "measured / predicted": row["rps"] / figure if figure else math.nan,

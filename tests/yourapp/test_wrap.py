@@ -1,23 +1,37 @@
 import os
 
+import pytest
 from fastapi import Depends, FastAPI
 from fastapi.testclient import TestClient
 
 from labserver.demo.settings import Settings
-from labserver.yourapp import example, wrap
+from labserver.paths import ROOT
+from labserver.yourapp import wrap
 
 
-def test_each_route_says_where_its_endpoint_runs():
-    assert wrap.endpoint_of(example.app, "GET", "/items?limit=3") == {
+@pytest.fixture(scope="module")
+def shop():
+    """The shipped example (examples/shop.py), imported as the lab imports it."""
+    return wrap.load("examples.shop:app", str(ROOT))
+
+
+def test_each_route_says_where_its_endpoint_runs(shop):
+    assert wrap.endpoint_of(shop, "GET", "/items?limit=3") == {
         "found": True,
         "endpoint": "items",
         "runs_on": "event loop",
         "def_dependencies": 0,
     }
-    assert wrap.endpoint_of(example.app, "GET", "/report")["runs_on"] == "thread pool"
-    assert wrap.endpoint_of(example.app, "POST", "/orders")["endpoint"] == "orders"
-    assert wrap.endpoint_of(example.app, "GET", "/nowhere")["found"] is False
-    assert wrap.endpoint_of(example.app, "POST", "/items")["found"] is False  # the path, not the method
+    assert wrap.endpoint_of(shop, "GET", "/report")["runs_on"] == "thread pool"
+    assert wrap.endpoint_of(shop, "GET", "/me") == {
+        "found": True,
+        "endpoint": "me",
+        "runs_on": "event loop",
+        "def_dependencies": 1,  # current_user, a plain def: FastAPI runs it in the pool
+    }
+    assert wrap.endpoint_of(shop, "POST", "/orders")["endpoint"] == "place_order"
+    assert wrap.endpoint_of(shop, "GET", "/nowhere")["found"] is False
+    assert wrap.endpoint_of(shop, "POST", "/items")["found"] is False  # the path, not the method
 
 
 def test_def_dependencies_are_counted_however_deep():
@@ -40,18 +54,19 @@ def test_def_dependencies_are_counted_however_deep():
     assert wrap.endpoint_of(app, "GET", "/me")["def_dependencies"] == 1  # settings; user and Limiter are awaited
 
 
-def test_the_layer_changes_no_reply_and_names_the_worker(tmp_path, monkeypatch):
+def test_the_layer_changes_no_reply_and_names_the_worker(shop, tmp_path, monkeypatch):
     monkeypatch.setenv("LAB_APP_THREADS", "7")
-    layer = wrap.LabLayer(example.app, Settings(procs=0, telemetry_dir=str(tmp_path)))
+    layer = wrap.LabLayer(shop, Settings(procs=0, telemetry_dir=str(tmp_path)))
     with TestClient(layer) as client:
         reply = client.get("/items?limit=2")
-        assert reply.json() == [{"id": 0}, {"id": 1}]
+        assert reply.json() == [{"id": 0, "in_stock": False}, {"id": 1, "in_stock": True}]
         assert reply.headers["x-worker-pid"] == str(os.getpid())
         assert client.post("/orders", json={"item": "tea"}).status_code == 201
+        assert len(client.get("/orders?customer=7").json()) == 1000  # the app's own lifespan filled its database
         assert client.get("/__lab__/health").json()["pid"] == os.getpid()
         info = client.get("/__lab__/info").json()
         assert info["threads"] == 7  # the lab's thread limit, set once the app started
-        assert info["served"] == 2  # the app's requests, not the lab's own
+        assert info["served"] == 3  # the app's requests, not the lab's own
         assert client.get("/__lab__/route", params={"path": "/report"}).json()["runs_on"] == "thread pool"
         assert client.get("/__lab__/nothing").status_code == 404
         assert layer.sampler is not None and not layer.sampler.done()  # the worker samples its gauges meanwhile

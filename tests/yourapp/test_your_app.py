@@ -5,6 +5,7 @@ import sys
 import pytest
 
 from labserver import __main__ as cli
+from labserver.paths import ROOT
 from labserver.theory.demand import OneUser
 from labserver.yourapp import measure
 
@@ -51,11 +52,11 @@ def test_bad_input_fails_before_anything_starts(argv, says, capsys, monkeypatch)
 
 
 @pytest.mark.slow
-def test_the_shipped_example_is_predicted_then_measured(tmp_path):
+def test_the_shipped_example_is_predicted_then_measured():
     """The real command on the shipped example: a `def` route that blocks 50 ms, priced, predicted and swept."""
-    cmd = [sys.executable, "-m", "labserver", "measure", "labserver.yourapp.example:app", "GET /report"]
+    cmd = [sys.executable, "-m", "labserver", "measure", "examples.shop:app", "GET /report"]
     cmd += ["--users", "4", "--duration-s", "2", "--json", "--at-least", "GET /report=100000"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert done.returncode == 1, done.stderr  # under its --at-least: a CI can stop a change on it
     [verdict] = json.loads(done.stdout)  # stdout holds the verdicts alone
     assert verdict["runs_on"] == "thread pool" and verdict["endpoint"] == "report"
@@ -75,15 +76,22 @@ def test_an_app_that_will_not_import_ends_with_its_log(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_route_that_answers_an_error_is_not_priced(tmp_path):
-    cmd = [sys.executable, "-m", "labserver", "measure", "labserver.yourapp.example:app", "GET /nowhere"]
-    done = subprocess.run([*cmd, "--predict-only"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+def test_a_route_that_answers_an_error_is_not_priced():
+    cmd = [sys.executable, "-m", "labserver", "measure", "examples.shop:app", "GET /nowhere"]
+    done = subprocess.run([*cmd, "--predict-only"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 2
     assert "GET /nowhere answered 404" in done.stderr
 
 
-def _run(bound: str, threads: float, loop: float, cores: float) -> dict:
-    return {"users": 64, "bound": bound, "threads_busy_mean": threads, "loop_busy": loop, "server_cores": cores}
+def _run(bound: str, threads: float, loop: float, cores: float, workers: int = 1) -> dict:
+    return {
+        "users": 64,
+        "bound": bound,
+        "threads_busy_mean": threads,
+        "loop_busy": loop,
+        "server_cores": cores,
+        "workers": workers,
+    }
 
 
 def test_the_bound_named_is_checked_against_the_resource_seen_full():
@@ -94,7 +102,8 @@ def test_the_bound_named_is_checked_against_the_resource_seen_full():
     v.runs = [_run("users", 39.8, 0.25, 0.3)]  # named the users, yet every thread was borrowed
     assert not measure.agrees(v, threads=40, cores=2.0)
     assert measure.seen(_run("users", 3, 0.2, 0.1), 40, 2.0) == {measure.Resource.USERS}
-    assert measure.named("GIL (one core per worker)") is measure.Resource.LOOP
+    assert measure.named("GIL (one core per worker)") is measure.Resource.WORKER
+    assert measure.named("event loop") is measure.Resource.LOOP
     assert measure.named("connection pool") is None  # a bound the telemetry of an app of one's own cannot see
 
 
@@ -102,19 +111,26 @@ def test_each_routes_busiest_run_is_its_last():
     a = measure.Verdict(
         "GET /a", "a", "event loop", 0, 5.0, 5.0, 0.0, predicted_rps=190.0, bound="GIL (one core per worker)"
     )
-    a.runs = [_run("users", 0, 0.6, 0.3), _run("GIL (one core per worker)", 0, 0.99, 0.5)]
+    a.runs = [_run("users", 0, 0.6, 0.3), _run("GIL (one core per worker)", 0, 0.99, 1.0)]
     [row] = measure.busiest([a], threads=40, cores=2.0).to_dict("records")
-    assert row["named"] == "the event loop's core" and row["agree"] and row["cores"] == 0.25
+    assert row["named"] == "each worker's core" and row["agree"] and row["cores"] == 0.5 and row["worker"] == 1.0
+
+
+def test_a_def_route_that_computes_fills_its_workers_core_not_its_loop():
+    run = _run("GIL (one core per worker)", 1.6, 0.4, 0.98)  # the loop 0.4 of the time, its threads the rest
+    assert measure.seen(run, threads=40, cores=2.0) == {measure.Resource.WORKER}
+    assert measure.seen({**run, "workers": 2, "server_cores": 1.0}, 40, 2.0) == {measure.Resource.USERS}
+    assert measure.stand_in(measure.DEPENDENCY) == "threadpool"  # a def dependency holds a thread
 
 
 def test_the_saturation_chart_draws_a_group_per_route():
     from labserver.charts import yourapp
 
     frame = measure.busiest([], threads=40, cores=2.0)
-    frame = frame.reindex(columns=["route", "named", "threads", "loop", "cores"])
-    frame.loc[0] = ["GET /a", "the users", 0.0, 0.2, 0.1]
+    frame = frame.reindex(columns=["route", "named", "threads", "loop", "worker", "cores"])
+    frame.loc[0] = ["GET /a", "the users", 0.0, 0.2, 0.2, 0.1]
     fig = yourapp.saturation(frame, "title")
-    assert len(fig.axes[0].patches) >= 3  # three bars for the one route
+    assert len(fig.axes[0].patches) >= 4  # four bars for the one route
 
 
 def test_an_async_route_whose_priced_requests_took_turns_holds_the_loop():
