@@ -499,12 +499,12 @@ def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
     ).round(2)
 
 
-def apply(priced: Priced, *, lesson: str | None = None) -> dict[str, Any] | None:
+def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str, Any] | None:
     """The change `advice` proposed for a route, made where it is a setting (the thread limit, the workers): the app
-    started again with it, and its busiest run's users again beside the model's figure for them, priced before that
-    run from what the busiest run measured per request (its CPU under load, Locust's included): None where the
-    change is one of code, or the route has no valid run. The same users, not more: a route's CPU per request grows
-    with its requests in flight (its threads take turns at the GIL), and that run measured it for these."""
+    started again with it, and one run at `users` beside the model's figure for it, priced before that run from
+    what the route's busiest run measured per request (its CPU under load, Locust's included): None where the
+    change is one of code, or the route has no valid run. `users`: the sweep's most, so that each of several
+    workers holds many of the users' connections (a few of them can all land on one worker)."""
     v, stage = priced.verdict, priced.stage
     busiest = [r for r in v.runs if r["valid"]]
     if not v.change_settings or not busiest:
@@ -514,7 +514,6 @@ def apply(priced: Priced, *, lesson: str | None = None) -> dict[str, Any] | None
     workers = v.change_settings.get("workers", old.settings.workers)
     threads = v.change_settings.get("threads", old.threads)
     changed = dataclasses.replace(old.settings, workers=workers, threads=threads or old.settings.threads)
-    users = busiest[-1]["users"]
     figure = changed_rps(stage, busiest[-1], users, changed)
     with AppServer(old.target, folder=old.folder, env=old.env, workers=workers, threads=threads) as server:
         run = {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route}
