@@ -514,6 +514,17 @@ ROWS = [
     ),
 ]
 
+# The rows whose bound `python -m labserver measure` names on an app of one's own (lesson 15): each links to the
+# README's section on it
+YOURS = (
+    "Awaitable I/O: an async driver, `asyncio.sleep`, `httpx.AsyncClient`",
+    "A blocking library: requests, a sync database driver",
+    "A dependency or a streamed response that waits on a blocking library",
+    "Never: `time.sleep` (or any blocking call) in `async def`",
+    "CPU-bound work",
+)
+YOURS_LINK = "15, [your app](#measure-your-own-app-python--m-labserver-measure)"
+
 # The rules a developer needs first: the README's short card, above the full one
 FIRST = (
     "Awaitable I/O: an async driver, `asyncio.sleep`, `httpx.AsyncClient`",
@@ -524,13 +535,18 @@ FIRST = (
 )
 
 
+def lessons_of(row: Row) -> str:
+    """The lessons that show `row`, and where `measure` names it on an app of one's own, the link to how."""
+    return ", ".join([*row.lessons, *([YOURS_LINK] if row.situation in YOURS else [])])
+
+
 def card(runs: pd.DataFrame) -> pd.DataFrame:
     """The decision card with each row's ratio measured on this machine, from `runs` (one row per run)."""
     out = []
     for row in ROWS:
         got = row.measure(runs)
         measured = got.text if got.text != NOT_YET else f"{NOT_YET} ({row.shows})"
-        out.append([row.situation, row.write, row.ceiling, row.notice, measured, ", ".join(row.lessons)])
+        out.append([row.situation, row.write, row.ceiling, row.notice, measured, lessons_of(row)])
     return pd.DataFrame(out, columns=COLUMNS)
 
 
@@ -564,7 +580,7 @@ def ranged_card(runs: pd.DataFrame, count: int = RANGE_BATCHES) -> pd.DataFrame:
     """The card with each row's figure as a range over the last `count` batches of `runs` (`ranged`)."""
     ids = batches(runs, count)
     out = [
-        [row.situation, row.write, row.ceiling, row.notice, ranged(row, runs, ids), ", ".join(row.lessons)]
+        [row.situation, row.write, row.ceiling, row.notice, ranged(row, runs, ids), lessons_of(row)]
         for row in ROWS
     ]
     return pd.DataFrame(out, columns=COLUMNS)
