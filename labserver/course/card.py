@@ -579,10 +579,7 @@ def ranged(row: Row, runs: pd.DataFrame, ids: list[str]) -> str:
 def ranged_card(runs: pd.DataFrame, count: int = RANGE_BATCHES) -> pd.DataFrame:
     """The card with each row's figure as a range over the last `count` batches of `runs` (`ranged`)."""
     ids = batches(runs, count)
-    out = [
-        [row.situation, row.write, row.ceiling, row.notice, ranged(row, runs, ids), lessons_of(row)]
-        for row in ROWS
-    ]
+    out = [[row.situation, row.write, row.ceiling, row.notice, ranged(row, runs, ids), lessons_of(row)] for row in ROWS]
     return pd.DataFrame(out, columns=COLUMNS)
 
 

@@ -159,8 +159,14 @@ def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Ve
     stage = Stage(server, Workload(pattern=stand_in(runs_on), users=1, duration_s=duration_s), route=route)
     # a route's first requests pay what it builds once (validators, caches, lazy imports): priced and left out,
     # else the first route priced on a new server reads up to half dearer than it runs
-    pricing.measure(stage)
-    one = pricing.one_user(stage)
+    try:
+        pricing.measure(stage)
+        one = pricing.one_user(stage)
+    except TimeoutError:
+        raise pricing.PricingError(
+            f"{route['label']} gave no answer within {pricing.REQUEST_TIMEOUT_S:.0f} s, so it cannot be priced: "
+            "does it wait for something that is not running?"
+        ) from None
     if runs_on == "event loop" and holds_loop(one):
         runs_on = HELD
     elif runs_on == "event loop" and where.get("def_dependencies", 0):

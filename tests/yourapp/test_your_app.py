@@ -212,3 +212,45 @@ def test_an_app_it_has_never_seen_is_measured_from_its_own_folder(tmp_path):
     )
     assert broken.returncode == 2
     assert "GET /broken answered 500" in broken.stderr and "the shop's own bug" in broken.stderr  # the app's log
+
+
+HANG = """
+import asyncio
+
+from fastapi import FastAPI
+
+app = FastAPI()
+
+
+@app.get("/never")
+async def never() -> dict:
+    await asyncio.sleep(3600)
+    return {}
+"""
+
+
+@pytest.mark.slow
+def test_a_route_that_never_answers_ends_at_the_timeout_with_nothing_left_running(tmp_path):
+    (tmp_path / "hang.py").write_text(HANG)
+    cmd = [sys.executable, "-m", "labserver", "measure", "hang:app", "GET /never", "--predict-only"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "GET /never gave no answer within" in done.stderr  # the lab's leftover check ends the session's test
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_the_sweep_stops_it_and_leaves_nothing_running(tmp_path):
+    import signal
+
+    from tests.conftest import wait_gone
+
+    cmd = [sys.executable, "-u", "-m", "labserver", "measure", "examples.shop:app", "GET /report", "--users", "8"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    assert proc.stdout is not None
+    for line in proc.stdout:  # the sweep has started once it says so, and its first run follows
+        if "measuring" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0  # stopped, not finished
+    assert not wait_gone(), "a uvicorn or Locust process outlived Ctrl-C"
