@@ -49,12 +49,12 @@ NO_FIT = Fit(math.nan, math.nan, math.nan)
 
 
 def fit(users: list[float], rps: list[float]) -> Fit:
-    """The law fitted to runs of `users` closed-loop users that served `rps` each; NO_FIT under three runs with
-    different users (three figures need three points)."""
+    """The law fitted to runs of `users` closed-loop users that served `rps` each; NO_FIT under four runs with
+    different users (three figures through three points would fit any three runs exactly)."""
     n, x = np.asarray(users, dtype=float), np.asarray(rps, dtype=float)
     keep = (n > 0) & (x > 0)
     n, x = n[keep], x[keep]
-    if len(set(n.tolist())) < 3:
+    if len(set(n.tolist())) < 4:
         return NO_FIT
     terms = {"sigma": n - 1, "kappa": n * (n - 1)}
     while True:

@@ -120,7 +120,7 @@ class Verdict:
         return min(self.predicted_rps, self.measured_rps) if self.runs else self.predicted_rps
 
     def law(self) -> usl.Fit:
-        """The Universal Scalability Law fitted to the sweep's valid runs (usl.NO_FIT under three)."""
+        """The Universal Scalability Law fitted to the sweep's valid runs (usl.NO_FIT under four)."""
         valid = [r for r in self.runs if r["valid"]]
         return usl.fit([r["users"] for r in valid], [r["rps"] for r in valid])
 

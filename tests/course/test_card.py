@@ -44,7 +44,8 @@ def test_the_card_has_its_columns_and_a_row_each():
     frame = card.card(RUNS)
     assert list(frame.columns) == card.COLUMNS
     assert len(frame) == len(card.ROWS)
-    assert list(frame["lesson"]) == [
+    link = card.YOURS_LINK
+    assert [text.replace(f", {link}", "") for text in frame["lesson"]] == [
         "01",
         "01",
         "05",
@@ -62,6 +63,8 @@ def test_the_card_has_its_columns_and_a_row_each():
         "08, 09",
         "05",
     ]
+    linked = [row.situation for row, text in zip(card.ROWS, frame["lesson"], strict=True) if link in text]
+    assert sorted(linked) == sorted(card.YOURS)  # every row measure names links to it, and no other
 
 
 def test_async_over_def_is_the_smallest_ratio_at_three_times_the_pool():
