@@ -127,3 +127,16 @@ def test_table_gives_the_one_user_ceiling_beside_the_runs():
     report = {**_report(), "alone": {"rps": 9.86, "mean_ms": 101.4, "p50_ms": 101.3, "ratio": 0.986, "what": "x"}}
     assert "one user alone: 9.86 req/s, mean 101.4 ms: 0.986 of Little's law" in table(report)
     assert "one user alone" not in table(_report())
+
+
+def test_the_layer_is_held_to_its_median_round_and_its_time_per_request():
+    layer = {
+        "routes": [{"route": "GET /catalog", "users": 8, "cost": 0.004, "cost_min": -0.03, "cost_max": 0.04}],
+        "median_rps": {"GET /catalog": 200.0},  # 5,000 µs a request
+        "cost": 0.004,
+        "per_request_us": 1.5,
+    }
+    verdicts = targets({"layer": layer})
+    assert [(round(value, 3), met) for _, value, _, met in verdicts] == [(0.4, True), (0.03, True)]
+    assert not targets({"layer": {**layer, "cost": 0.012}})[0][3]  # 1.2% of throughput: over the 1%
+    assert "+0.40%" in table({"layer": layer}) and "+1.50 µs" in table({"layer": layer})

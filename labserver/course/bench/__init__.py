@@ -18,6 +18,8 @@ One run measures every part and writes data/bench/latest.json plus a dated copy,
 - live_view.py: what a notebook's live view (a frame a second) costs the busiest run, as a share
   of its throughput, over mirrored rounds with the view off and on.
   `--skip harness overhead batch repeatability telemetry scaleout` measures it alone.
+- layer.py: what the lab's ASGI layer around an app of one's own (`python -m labserver measure`)
+  costs the example's routes that compute, against the same app with nothing of the lab's.
 - scaleout.py: Locust's workers joining a master (`python -m labserver worker`) against two Locust
   processes forked here, on one `python -m labserver serve`.
 
@@ -28,6 +30,6 @@ are quiet, measures a run again if they were not, and reports the cores they too
 (`other_cpu`), so that a figure taken on a busy machine shows it.
 """
 
-PARTS = ("harness", "overhead", "batch", "repeatability", "live", "telemetry", "scaleout")
+PARTS = ("harness", "overhead", "batch", "repeatability", "live", "telemetry", "layer", "scaleout")
 
 __all__ = ["PARTS"]

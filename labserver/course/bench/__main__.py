@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from labserver import config
 from labserver.course import bench
-from labserver.course.bench import harness, live_view, overhead, repeatability, scaleout, telemetry
+from labserver.course.bench import harness, layer, live_view, overhead, repeatability, scaleout, telemetry
 from labserver.course.bench.batch import batch
 from labserver.course.bench.report import TARGETS, plain, table, targets
 from labserver.harness import results
@@ -66,6 +66,9 @@ def _measure(report: dict, args: argparse.Namespace, parts: set[str]) -> None:
     if "telemetry" in parts:
         print("Telemetry: the same plan on a server that samples and one that does not", flush=True)
         report["telemetry"] = telemetry.telemetry_cost(args.duration_s, ready)
+    if "layer" in parts:
+        print("ASGI layer: the example's routes that compute, with the lab's layer and without it", flush=True)
+        report["layer"] = layer.layer_cost(args.duration_s, ready)
     if "scaleout" in parts:
         print("Scale-out: two Locust workers that join a master, beside two forked here", flush=True)
         report["scaleout"] = scaleout.scaleout(args.duration_s)

@@ -12,6 +12,7 @@ TARGETS = {
     "live_cost_pct": 0.5,  # the live view's median cost to the busy run, % of its throughput
     "frame_ms": 50,  # median CPU to draw a live frame: one a second, at most 5% of a core
     "scaleout_shift": 0.01,  # measured / predicted with joined workers, against forked ones: within 1%
+    "layer_cost_pct": 1.0,  # the ASGI layer's median cost to each route of the example that computes, % of throughput
 }
 
 Target = tuple[str, float, str, bool]  # what, measured, target, met
@@ -22,7 +23,7 @@ def targets(report: dict) -> list[Target]:
     out = []
     for part in (_harness_targets, _overhead_targets, _batch_targets, _repeatability_targets):
         out += part(report)
-    return out + _scaleout_targets(report) + _live_targets(report)
+    return out + _scaleout_targets(report) + _live_targets(report) + _layer_targets(report)
 
 
 def _at_most(what: str, value: float, key: str) -> Target:
@@ -77,10 +78,22 @@ def _live_targets(report: dict) -> list[Target]:
     ]
 
 
+def _layer_targets(report: dict) -> list[Target]:
+    if not report.get("layer"):
+        return []
+    layer = report["layer"]
+    # the layer's own time per request, in process, as a share of the busiest route's time per request
+    share = max(layer["per_request_us"] / (1e6 / rps) * 100 for rps in layer["median_rps"].values())
+    return [
+        _at_most("ASGI layer: largest median cost (% of throughput)", layer["cost"] * 100, "layer_cost_pct"),
+        _at_most("ASGI layer: its time per request in process (% of the route's)", share, "layer_cost_pct"),
+    ]
+
+
 def table(report: dict) -> str:
     """The report as a few lines of text: each part's runs, then the targets."""
     lines = []
-    for part in (_harness_lines, _batch_lines, _live_lines, _telemetry_lines, _scaleout_lines):
+    for part in (_harness_lines, _batch_lines, _live_lines, _telemetry_lines, _layer_lines, _scaleout_lines):
         lines += part(report)
     for what, value, target, met in targets(report):
         lines.append(f"{'MET ' if met else 'MISS'}  {what:<52} {value:8.3f}  (target {target})")
@@ -161,6 +174,20 @@ def _telemetry_lines(report: dict) -> list[str]:
         ratios = " ".join(f"{r:.3f}" for r in t[f"{mode}_ratios"])
         lines.append(f"telemetry {mode:<3}  measured/predicted {ratios}  (runs: {', '.join(t['runs'])})")
     return [*lines, f"telemetry: largest difference on − off, same run: {t['largest_shift']:+.3f}", ""]
+
+
+def _layer_lines(report: dict) -> list[str]:
+    if not report.get("layer"):
+        return []
+    lines = ["ASGI layer  route          users  bare req/s  cost, median (rounds)"]
+    for r in report["layer"]["routes"]:
+        rps = report["layer"]["median_rps"][r["route"]]
+        lines.append(
+            f"            {r['route']:<14} {r['users']:5d} {rps:11.1f}  {r['cost']:+.2%} "
+            f"({r['cost_min']:+.2%} to {r['cost_max']:+.2%})"
+        )
+    lines.append(f"ASGI layer  in process: {report['layer']['per_request_us']:+.2f} µs a request over the bare app's")
+    return [*lines, ""]
 
 
 def _scaleout_lines(report: dict) -> list[str]:
