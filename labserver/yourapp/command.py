@@ -13,10 +13,12 @@ import contextlib
 import json
 import math
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from labserver.demo.settings import THREADS_DEFAULT, Settings
+from labserver.paths import data_dir
 from labserver.theory.workload import DURATION_MAX_S, USERS_MAX
 
 USAGE_EXAMPLE = 'python -m labserver measure examples.shop:app "GET /items" "GET /report" "GET /catalog" --users 32'
@@ -57,6 +59,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     measure.add_argument("--predict-only", action="store_true", help="price and predict, without the sweep")
     measure.add_argument("--json", action="store_true", help="print the verdicts as JSON, for scripts")
+    measure.add_argument(
+        "--out",
+        default=None,
+        help="folder for the verdicts' JSON, saved even when the command stops early (default: the lab's "
+        "data/measure/, or $LAB_DATA_DIR/measure/); each run's own folder is under data/runs/",
+    )
     return measure
 
 
@@ -79,14 +87,24 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             raise ValueError(f"APP is module:attribute, as uvicorn takes it (main:app), got {args.app!r}")
     except ValueError as e:
         parser.error(str(e))
+    if args.out is None:
+        args.out = str(data_dir() / "measure")
     say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
+    verdicts: list = []  # filled as each route is priced, and each run measured: what is saved if it stops early
     try:
         # with --json, stdout holds the verdicts alone: what the harness says on the way goes to stderr
         with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
-            verdicts = measure(args, routes, env, folder, say)
+            measure(args, routes, env, folder, say, verdicts)
     except (RuntimeError, OSError) as e:  # ServerError, PricingError: the message carries the app's log
         print(f"labserver measure: {e}", file=sys.stderr)
+        _save(args, verdicts, f"stopped: {str(e).splitlines()[0]}")
         return 2
+    except KeyboardInterrupt:
+        saved = _save(args, verdicts, "interrupted (Ctrl-C)")
+        print(f"labserver measure: interrupted; what was measured so far, marked so: {saved}", file=sys.stderr)
+        return 130
+    saved = _save(args, verdicts, "complete")
+    print(f"labserver measure: verdicts saved in {saved}", file=sys.stderr)
     below = {v.route: v.ceiling() for v in verdicts if v.route in floors and not v.ceiling() >= floors[v.route]}
     if args.json:
         print(json.dumps([v.as_dict() for v in verdicts], indent=2, default=str))
@@ -103,8 +121,21 @@ def _check_range(name: str, value: int, low: int, high: int) -> None:
         raise ValueError(f"{name} must be between {low} and {high}, got {value}")
 
 
-def measure(args: argparse.Namespace, routes: list, env: dict[str, str], folder: Path, say: Any) -> list:
-    """Start the app, price and predict every route before any load, then sweep each one unless predict-only."""
+def _save(args: argparse.Namespace, verdicts: list, state: str) -> Path:
+    """The verdicts so far as JSON in `--out`, marked with how the command ended (`complete`, or why not)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    path = Path(args.out) / f"measure-{stamp}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"app": args.app, "routes": args.routes, "state": state, "verdicts": [v.as_dict() for v in verdicts]}
+    path.write_text(json.dumps(record, indent=2, default=str))
+    return path
+
+
+def measure(
+    args: argparse.Namespace, routes: list, env: dict[str, str], folder: Path, say: Any, verdicts: list
+) -> None:
+    """Start the app, price and predict every route before any load, then sweep each one unless predict-only; each
+    route's verdict into `verdicts` once priced, its runs as they are measured."""
     from labserver.yourapp import measure as m
 
     server = m.AppServer(args.app, folder=folder, env=env, workers=args.workers, threads=args.threads)
@@ -114,6 +145,7 @@ def measure(args: argparse.Namespace, routes: list, env: dict[str, str], folder:
             priced = m.predict_all(server, routes, args.users, args.duration_s)
         except m.pricing.PricingError as e:  # the app's log says why a route failed: shown before it stops
             raise m.pricing.PricingError(f"{e}\n--- the app's log ---\n{server.log_tail()}") from None
+        verdicts += [each.verdict for each in priced]
         for each in priced:
             say(_predicted(each.verdict, args.users))
         if not args.predict_only:
@@ -121,7 +153,6 @@ def measure(args: argparse.Namespace, routes: list, env: dict[str, str], folder:
                 say(f"{each.verdict.route}: measuring, 1 to {args.users} users, {args.duration_s} s each")
                 m.sweep(each.stage, each.verdict, args.users, progress=False, say=say)
                 say(_measured(each.verdict))
-    return [each.verdict for each in priced]
 
 
 def _predicted(v: Any, users: int) -> str:

@@ -530,6 +530,7 @@ def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str,
         "route": v.route,
         "change": run["tags"]["change"],
         "users": users,
+        "advised before any load (req/s)": v.change_rps,  # from one user's prices, as `advice` printed it
         "the model's figure (req/s)": figure,
         "measured (req/s)": row["rps"],
         "measured / predicted": row["rps"] / figure if figure else math.nan,

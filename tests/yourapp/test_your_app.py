@@ -52,10 +52,10 @@ def test_bad_input_fails_before_anything_starts(argv, says, capsys, monkeypatch)
 
 
 @pytest.mark.slow
-def test_the_shipped_example_is_predicted_then_measured():
+def test_the_shipped_example_is_predicted_then_measured(tmp_path):
     """The real command on the shipped example: a `def` route that blocks 50 ms, priced, predicted and swept."""
     cmd = [sys.executable, "-m", "labserver", "measure", "examples.shop:app", "GET /report"]
-    cmd += ["--users", "4", "--duration-s", "2", "--json", "--at-least", "GET /report=100000"]
+    cmd += ["--users", "4", "--duration-s", "2", "--json", "--at-least", "GET /report=100000", "--out", str(tmp_path)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert done.returncode == 1, done.stderr  # under its --at-least: a CI can stop a change on it
     [verdict] = json.loads(done.stdout)  # stdout holds the verdicts alone
@@ -64,6 +64,8 @@ def test_the_shipped_example_is_predicted_then_measured():
     assert [r["users"] for r in verdict["runs"]] == [1, 2, 4][: len(verdict["runs"])]
     assert all(r["predicted_rps"] > 0 and r["run"] for r in verdict["runs"])
     assert "under --at-least 100,000" in done.stderr
+    [saved] = tmp_path.glob("measure-*.json")  # the verdicts, saved in --out
+    assert json.loads(saved.read_text())["state"] == "complete"
 
 
 @pytest.mark.slow
@@ -245,6 +247,7 @@ def test_ctrl_c_during_the_sweep_stops_it_and_leaves_nothing_running(tmp_path):
     from tests.conftest import wait_gone
 
     cmd = [sys.executable, "-u", "-m", "labserver", "measure", "examples.shop:app", "GET /report", "--users", "8"]
+    cmd += ["--out", str(tmp_path)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     assert proc.stdout is not None
     for line in proc.stdout:  # the sweep has started once it says so, and its first run follows
@@ -252,5 +255,8 @@ def test_ctrl_c_during_the_sweep_stops_it_and_leaves_nothing_running(tmp_path):
             break
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
-    assert proc.returncode != 0  # stopped, not finished
+    assert proc.returncode == 130  # stopped, not finished
     assert not wait_gone(), "a uvicorn or Locust process outlived Ctrl-C"
+    [saved] = tmp_path.glob("measure-*.json")  # what was measured so far, marked as stopped early
+    record = json.loads(saved.read_text())
+    assert record["state"] == "interrupted (Ctrl-C)" and record["verdicts"][0]["route"] == "GET /report"

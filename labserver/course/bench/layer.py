@@ -30,7 +30,7 @@ from labserver.yourapp.measure import STAND_IN, AppServer
 APP = "examples.shop:app"
 # The route with users enough to keep the worker's core busy, and the pattern the model reads it as
 ROUTES = (("GET /catalog", 8, STAND_IN["event loop"]),)
-ROUNDS = 8  # a round's noise (±2% here) is larger than the cost it measures; the median of eight is not
+ROUNDS = 8  # a round's noise is larger than the cost it measures; the median of eight is much less so
 CALLS = 20_000  # in-process calls per try of the per-request cost
 
 
