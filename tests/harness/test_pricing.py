@@ -246,3 +246,13 @@ def test_the_generators_price_is_measured_once_per_kernel(monkeypatch):
     assert first.locust_ms == 0.125 and first.rest_ms == pytest.approx(0.05 / 6000 * 1000)
     [[_, [run]]] = runs
     assert isinstance(run["predicted"], Prediction)  # priced by no one: its own prediction would ask for this price
+
+
+def test_of_several_pricings_the_least_disturbed_is_kept(monkeypatch):
+    disturbed = dataclasses.replace(ONE, loop_ms=0.35)  # a moment's disturbance: half dearer again
+    prices = iter([disturbed, ONE])
+    monkeypatch.setattr(pricing, "measure", lambda stage: next(prices))
+    monkeypatch.setattr(pricing, "_key", lambda stage: "tests: one make-up")
+    monkeypatch.setattr(pricing, "_priced", {})
+    assert pricing.one_user(SimpleNamespace(), tries=2) == ONE
+    assert pricing.one_user(SimpleNamespace(), tries=2) == ONE  # once per make-up: not priced again
