@@ -58,6 +58,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="exit 1 when that route's predicted or measured ceiling is below REQ_PER_S",
     )
     measure.add_argument("--predict-only", action="store_true", help="price and predict, without the sweep")
+    measure.add_argument(
+        "--mix",
+        default=None,
+        metavar='"METHOD /path=WEIGHT,..."',
+        help="also price a mix of the routes (each one's share of the requests) by the operational laws, U = X × D: "
+        "each resource's demand and use, and the bottleneck, before any load",
+    )
     measure.add_argument("--json", action="store_true", help="print the verdicts as JSON, for scripts")
     measure.add_argument(
         "--out",
@@ -78,6 +85,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         routes = [parse.parse(text, sent, folder) for text in args.routes]
         env = parse.env(args.env)
         floors = parse.at_least(args.at_least, [r["label"] for r in routes])
+        args.shares = parse.mix(args.mix, [r["label"] for r in routes])
         Settings(
             workers=args.workers, threads=THREADS_DEFAULT if args.threads is None else args.threads, procs=0
         ).check()
@@ -127,6 +135,7 @@ def _save(args: argparse.Namespace, verdicts: list, state: str) -> Path:
     path = Path(args.out) / f"measure-{stamp}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {"app": args.app, "routes": args.routes, "state": state, "verdicts": [v.as_dict() for v in verdicts]}
+    record["mix"] = getattr(args, "mix_table", None)
     path.write_text(json.dumps(record, indent=2, default=str))
     return path
 
@@ -148,6 +157,11 @@ def measure(
         verdicts += [each.verdict for each in priced]
         for each in priced:
             say(_predicted(each.verdict, args.users))
+        if args.shares:
+            table = m.mix(priced, args.shares, args.users)
+            args.mix_table = table.to_dict("records")
+            mixed = ", ".join(f"{route} {share:.0%}" for route, share in args.shares.items())
+            say(f"the mix ({mixed}) at {args.users} users, before any load:\n{table.to_string(index=False)}")
         if not args.predict_only:
             for each in priced:
                 say(f"{each.verdict.route}: measuring, 1 to {args.users} users, {args.duration_s} s each")

@@ -482,6 +482,49 @@ def scalability(verdicts: list[Verdict], threads: int, cores: float) -> pd.DataF
     return pd.DataFrame(rows)
 
 
+def mix(priced: list[Priced], shares: dict[str, float], users: int) -> pd.DataFrame:
+    """A mix of the routes (each one's share of the requests) priced by the operational laws, before any load: each
+    resource's demand D per request of the mix (seconds of it, the shares' mean of each route's), its capacity, the
+    most the mix can serve with it, X = capacity / D, and its use U = X × D at the mix's throughput, the least of
+    those and of the users' N / S (Little's law). The bottleneck is the resource of the least X: the largest D for
+    its capacity."""
+    server = priced[0].stage.server
+    settings, cores = server.settings, server.cores()
+    demand = dict.fromkeys([Resource.THREADS, Resource.LOOP, Resource.WORKER, Resource.CORES], 0.0)
+    service_s = 0.0
+    for each in priced:
+        share = shares.get(each.verdict.route, 0.0)
+        v, one = each.verdict, pricing.one_user(each.stage, tries=PRICINGS)
+        service_s += share * v.service_ms / 1000
+        if stand_in(v.runs_on) == STAND_IN["thread pool"]:  # a thread held for all of S (a `def`, or its dependency)
+            demand[Resource.THREADS] += share * v.service_ms / 1000
+        if v.runs_on == HELD:  # the loop held for all of S
+            demand[Resource.LOOP] += share * v.service_ms / 1000
+        demand[Resource.WORKER] += share * one.worker_ms / 1000
+        demand[Resource.CORES] += share * (one.worker_ms + one.pool_ms) / 1000
+    capacity = {
+        Resource.THREADS: settings.threads * settings.workers,
+        Resource.LOOP: settings.workers,
+        Resource.WORKER: min(settings.workers, cores),
+        Resource.CORES: cores,
+    }
+    most = {r: capacity[r] / d if d > 0 else math.inf for r, d in demand.items()}
+    most[Resource.USERS] = users / service_s if service_s > 0 else math.inf
+    x = min(most.values())
+    rows = [
+        {
+            "resource": str(r),
+            "D per request (ms)": demand.get(r, service_s) * 1000,
+            "capacity": capacity.get(r, users),
+            "most req/s": most[r],
+            f"U at {x:,.0f} req/s": x * demand[r] / capacity[r] if r in demand else x * service_s / users,
+            "binds": most[r] == x,
+        }
+        for r in (Resource.USERS, *demand)
+    ]
+    return pd.DataFrame(rows)
+
+
 def changes(priced: list[Priced]) -> str:
     """What moves each route's ceiling, a line per route, in full."""
     return "\n".join(f"{each.verdict.route}: {each.verdict.change}" for each in priced)

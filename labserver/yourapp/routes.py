@@ -64,16 +64,31 @@ def _pairs(given: Iterable[str], sep: str, named: Callable[[str], bool], form: s
 
 def at_least(given: Iterable[str], labels: Iterable[str]) -> dict[str, float]:
     """`--at-least "GET /items=300"` options: the req/s each named route must reach, predicted and measured."""
+    return _figures(given, labels, "--at-least", "REQ_PER_S")
+
+
+def mix(given: str | None, labels: Iterable[str]) -> dict[str, float]:
+    """`--mix "GET /items=8,POST /orders=2"`: each named route's share of the requests, summing to 1 (none: {})."""
+    if not given:
+        return {}
+    weights = _figures([part for part in given.split(",") if part.strip()], labels, "--mix", "WEIGHT")
+    total = sum(weights.values())
+    if total <= 0 or min(weights.values()) < 0:
+        raise ValueError(f"--mix weights are numbers ≥ 0, at least one above 0, got {given!r}")
+    return {label: w / total for label, w in weights.items()}
+
+
+def _figures(given: Iterable[str], labels: Iterable[str], option: str, figure: str) -> dict[str, float]:
     known = list(labels)
     found = {}
     for text in given:
         m = _AT_LEAST.match(text.strip())
         if m is None:
-            raise ValueError(f'--at-least is "METHOD /path=REQ_PER_S", got {text!r}')
+            raise ValueError(f'{option} is "METHOD /path={figure}", got {text!r}')
         method, _, path = m["route"].strip().partition(" ")
         label = f"{method.upper()} {path.strip()}"
         if label not in known:
-            raise ValueError(f"--at-least names {label!r}, which is not one of the routes measured: {known}")
+            raise ValueError(f"{option} names {label!r}, which is not one of the routes measured: {known}")
         found[label] = float(m["rps"])
     return found
 

@@ -1,4 +1,5 @@
 import json
+import math
 import subprocess
 import sys
 
@@ -260,3 +261,39 @@ def test_ctrl_c_during_the_sweep_stops_it_and_leaves_nothing_running(tmp_path):
     [saved] = tmp_path.glob("measure-*.json")  # what was measured so far, marked as stopped early
     record = json.loads(saved.read_text())
     assert record["state"] == "interrupted (Ctrl-C)" and record["verdicts"][0]["route"] == "GET /report"
+
+
+def test_a_mix_is_priced_by_the_operational_laws(monkeypatch):
+    from types import SimpleNamespace
+
+    from labserver.demo.settings import Settings
+    from labserver.harness import pricing
+
+    prices = {
+        "report": OneUser(service_ms=51.0, loop_ms=0.5, threads_ms=0.2, pool_ms=0.0, requests=3),
+        "catalog": OneUser(service_ms=6.0, loop_ms=5.5, threads_ms=0.0, pool_ms=0.0, requests=3),
+    }
+    monkeypatch.setattr(pricing, "one_user", lambda stage, tries=1: prices[stage.name])
+    server = SimpleNamespace(settings=Settings(threads=40, procs=0), cores=lambda: 2.0)
+    report = measure.Verdict("GET /report", "report", "thread pool", 0, 51.0, 0.5, 0.2, math.nan, "")
+    catalog = measure.Verdict("GET /catalog", "catalog", "event loop", 0, 6.0, 5.5, 0.0, math.nan, "")
+    priced = [
+        measure.Priced(report, SimpleNamespace(server=server, name="report")),
+        measure.Priced(catalog, SimpleNamespace(server=server, name="catalog")),
+    ]
+    table = measure.mix(priced, {"GET /report": 0.8, "GET /catalog": 0.2}, users=64).set_index("resource")
+    worker = 1 / (0.8 * 0.0007 + 0.2 * 0.0055)  # one core, and each request's CPU on it: about 602 req/s
+    assert table.loc["each worker's core", "most req/s"] == pytest.approx(worker)
+    assert table.loc["the thread pool", "most req/s"] == pytest.approx(40 / (0.8 * 0.051))
+    assert table.loc["the users", "most req/s"] == pytest.approx(64 / (0.8 * 0.051 + 0.2 * 0.006))
+    assert list(table.index[table["binds"]]) == ["each worker's core"]  # the largest demand for its capacity
+    assert table.filter(like="U at").loc["each worker's core"].iloc[0] == pytest.approx(1.0)
+
+
+def test_a_mix_names_routes_measured_and_sums_to_one():
+    from labserver.yourapp import routes
+
+    assert routes.mix("GET /a=3, GET /b=1", ["GET /a", "GET /b"]) == {"GET /a": 0.75, "GET /b": 0.25}
+    assert routes.mix(None, ["GET /a"]) == {}
+    with pytest.raises(ValueError, match="not one of the routes"):
+        routes.mix("GET /c=1", ["GET /a"])
