@@ -41,6 +41,8 @@ DISTURBED = 0.1
 BEFORE_MISS = 0.10
 # ... and its users moved in step where this share more of its replies came back to back than would at random
 STEP_SHARE = 0.1
+# ... and the cores were short for the server where a worker's loop was ready with no CPU free this share of it
+WAITED = 0.05
 
 Window: TypeAlias = tuple[float, float]  # (start, end), epoch s
 Held: TypeAlias = Callable[[Window], float]  # a window's mean hold of a pooled database connection, ms
@@ -201,6 +203,8 @@ def _miss_cause(ratio: float, one: OneUser | None, before: Before | None, figure
     causes = []
     if figures["disturbed_cpu"] >= DISTURBED:  # NaN compares False
         causes.append(f"others took {figures['disturbed_cpu']:.2f} cores")
+    if figures.get("worker_waited", math.nan) >= WAITED:  # NaN compares False
+        causes.append(f"a worker waited for a CPU {figures['worker_waited']:.0%} of the window")
     if one is not None:
         priced = one.worker_ms + one.pool_ms
         grown = figures["server_ms"] / priced

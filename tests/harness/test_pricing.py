@@ -256,3 +256,11 @@ def test_of_several_pricings_the_least_disturbed_is_kept(monkeypatch):
     monkeypatch.setattr(pricing, "_priced", {})
     assert pricing.one_user(SimpleNamespace(), tries=2) == ONE
     assert pricing.one_user(SimpleNamespace(), tries=2) == ONE  # once per make-up: not priced again
+
+
+def test_a_miss_names_a_worker_that_waited_for_a_cpu():
+    figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.3, "ratio": 1.0, "bunched": 0.5,
+               "bunched_at_random": 0.5, "worker_waited": 0.09}  # fmt: skip
+    said = collect._miss_cause(0.84, ONE, Before(Prediction(9000.0, 180.0, "users"), ONE, "one user", 0.33), figures)
+    assert said.startswith("a worker waited for a CPU 9% of the window; ")
+    assert "waited" not in collect._miss_cause(0.84, ONE, None, {**figures, "worker_waited": 0.01})
