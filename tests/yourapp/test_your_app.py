@@ -297,3 +297,19 @@ def test_a_mix_names_routes_measured_and_sums_to_one():
     assert routes.mix(None, ["GET /a"]) == {}
     with pytest.raises(ValueError, match="not one of the routes"):
         routes.mix("GET /c=1", ["GET /a"])
+
+
+def test_the_throughput_chart_draws_each_route_on_log_axes():
+    import pandas as pd
+
+    from labserver.charts import yourapp
+
+    runs = pd.DataFrame(
+        {"route": ["GET /a", "GET /a", "GET /b"], "users": [1, 2, 1], "rps": [20.0, 40.0, 1200.0]}
+        | {"predicted_before_rps": [19.0, 39.0, 1100.0], "valid": [True, True, True]}
+    )
+    ax = yourapp.throughput(runs, "title").axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    low, high = ax.get_ylim()
+    assert low < 20 and high > 1200  # every route in view, the slowest included
+    assert len(ax.get_lines()) == 4  # measured and predicted, a route each
