@@ -177,15 +177,19 @@ class Bare:
         return await self.inner(scope, receive, send)
 
 
-def create_bare() -> Bare:
-    """uvicorn's factory for the bare app: LAB_APP's app, imported from LAB_APP_DIR, with the health check alone."""
+def _named_app() -> Any:
+    """LAB_APP's app, imported from LAB_APP_DIR (else the current folder), as both factories serve it."""
     folder = config.YOUR_APP_DIR.read()
-    return Bare(load(config.YOUR_APP.read(), str(folder) if folder else os.getcwd()))
+    return load(config.YOUR_APP.read(), str(folder) if folder else os.getcwd())
+
+
+def create_bare() -> Bare:
+    """uvicorn's factory for the bare app: LAB_APP's app with the health check alone."""
+    return Bare(_named_app())
 
 
 def create_app() -> LabLayer:
     """uvicorn's factory: LAB_APP's app, imported from LAB_APP_DIR, inside the lab's layer."""
     settings = Settings.from_env()
     settings.check()
-    folder = config.YOUR_APP_DIR.read()
-    return LabLayer(load(config.YOUR_APP.read(), str(folder) if folder else os.getcwd()), settings)
+    return LabLayer(_named_app(), settings)

@@ -94,9 +94,10 @@ def per_request_us() -> float:
 
     layer, bare = wrap.LabLayer(app, Settings(procs=0)), wrap.Bare(app)
     layer.started = True  # no thread limit to set, no sampler: the per-request path alone
-    scope: dict[str, Any] = {"type": "http", "method": "GET", "path": "/x", "raw_path": b"/x", "query_string": b""}
-    scope |= {"headers": []}
-    scope |= {"root_path": "", "scheme": "http", "http_version": "1.1", "asgi": {"version": "3.0"}}
+    scope: dict[str, Any] = dict(
+        type="http", method="GET", path="/x", raw_path=b"/x", query_string=b"", headers=[], root_path="",
+        scheme="http", http_version="1.1", asgi={"version": "3.0"},
+    )  # fmt: skip
 
     async def receive() -> dict:
         return {"type": "http.request", "body": b"", "more_body": False}
