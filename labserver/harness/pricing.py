@@ -10,11 +10,14 @@ request (validity.GENERATOR_RPS), and these prices, measured on the same server 
   thread), their other threads (the thread pool), and the rest of the server's processes
   (process-pool children).
 
-First, HOT_USERS users send requests back to back on kept-alive connections, without the
-pattern's waits, after some that are not counted (they start the threads or pool processes): a
-server kept busy, as under load. Then one request with its waits gives S. The CPU comes from
-Linux's per-thread scheduler counters (/proc/<pid>/task/<tid>/schedstat, in ns): a few requests of
-a fraction of a ms each are priced where the clock ticks of psutil's times (10 ms) would read 0.
+First, HOT_USERS users (HOT_MOST, for a run of as many or more) send requests back to
+back on kept-alive connections, without the pattern's waits, after some that are not counted
+(they start the threads or pool processes): a server kept busy, as under load, with as many
+requests in flight contending for its locks. Then one request with its waits gives S. The CPU comes from
+Linux's scheduler counters, in ns: each process's CPU clock (its ended threads included) and each
+live thread's /proc/<pid>/task/<tid>/schedstat, which sets the event loop's thread apart. A few
+requests of a fraction of a ms each are priced where the clock ticks of psutil's times (10 ms)
+would read 0.
 Elsewhere psutil's per-thread times stand in, and a server on another machine is priced by its
 meter. The processes that serve the server (`neighbours()`: a database) are priced beside it.
 
@@ -57,9 +60,17 @@ MAX_S = 1.0
 # Users whose requests, back to back and without their waits, price the server's CPU: one would leave the server
 # idle between its requests, and every request would pay for waking it (2-6 times a busy server's CPU per request)
 HOT_USERS = 2
+# ... and a run of this many users or more, with this many: CPU per request grows with the requests in flight
+# (threads hand the GIL to one another, a client's pool has more connections to look through). Past it the
+# lessons' routes cost about the same; two levels keep a sweep of users to two pricings
+HOT_MOST = 8
 # ... after this long of them uncounted: a core that was idle a moment ago runs slower for a while (its clock, its
 # caches), and one request's CPU read on it comes out up to a fifth dearer than a busy server's
 WARM_S = 0.05
+# ... or this long, the first time a route is priced with as many users on a server: its first requests pay what it
+# builds once (a database pool opening the connections they hold at once, a route's validators), which read a
+# route's first pricing on a new server a fifth to a third dearer than the next
+FIRST_WARM_S = 0.3
 REQUEST_TIMEOUT_S = 10.0  # one request alone; a pattern slower than this is not priced
 BODY_SHOWN = 300  # bytes of an error reply's body its PricingError shows (a 422's detail names the field)
 # What the load generator pays per request, priced beforehand: one FastHttpUser process on its core
@@ -70,8 +81,11 @@ GENERATOR_SHARE = 0.1
 NOT_PRICED = "not priced"
 
 _priced: dict[Hashable, OneUser] = {}
+_warmed: set[Hashable] = set()  # (server process, method, path, users): routes priced on that server before
 
 Threads = dict[tuple[int, int], float]  # (pid, tid) -> seconds that thread has run on a CPU
+WHOLE = 0  # the tid of a process's whole count in Threads: no thread has id 0
+_CPUCLOCK_SCHED = 2  # Linux's process CPU clock that counts in ns, as the scheduler does
 
 
 class PricingError(RuntimeError):
@@ -138,8 +152,15 @@ def _key(stage: Stage) -> Hashable:
     server = (type(s).__name__, repr(getattr(s, "settings", None)), str(python))
     if stage.route is not None:  # a route of one's own: its work is its own, whatever the model reads it as
         r = stage.route
-        return (*server, s.url, r["method"], r["path"], r.get("body"), tuple(r.get("headers", {}).items()))
-    return (*server, w.pattern, w.tasks, w.io_ms, w.cpu_n)
+        route = (r["method"], r["path"], r.get("body"), tuple(r.get("headers", {}).items()))
+        return (*server, s.url, *route, hot_users(w.users, w.rate))
+    return (*server, w.pattern, w.tasks, w.io_ms, w.cpu_n, hot_users(w.users, w.rate))
+
+
+def hot_users(users: int, rate: float | None = None) -> int:
+    """The users whose requests price a run's CPU: HOT_MOST for a run of as many users or more, else HOT_USERS, as
+    for an open loop (`rate`), whose requests in flight its users do not set."""
+    return HOT_MOST if not rate and users >= HOT_MOST else HOT_USERS
 
 
 def forget() -> None:
@@ -157,8 +178,8 @@ def one_user(stage: Stage, tries: int = 1) -> OneUser:
 
 
 def measure(stage: Stage) -> OneUser:
-    """The server's CPU per request by where it ran, from HOT_USERS users' requests back to back without the waits
-    (a server kept busy, as under load); then S, from one user's requests in turn."""
+    """The server's CPU per request by where it ran, from hot_users' requests back to back without the waits (a
+    server kept busy, as under load); then S, from one user's requests in turn."""
     started = time.perf_counter()
     server = stage.server
     url = urllib.parse.urlsplit(protocol.request_path(stage.locust()))
@@ -179,7 +200,10 @@ def measure(stage: Stage) -> OneUser:
         if meter is not None:
             meter.sample()
 
-    busy = _send(address, hot_ask, users=HOT_USERS, warm_s=WARM_S, read=read)
+    users = hot_users(stage.workload.users, stage.workload.rate)
+    warmed = (root if root is not None else server.url, hot_ask.method, hot_path.path, users)
+    busy = _send(address, hot_ask, users=users, warm_s=WARM_S if warmed in _warmed else FIRST_WARM_S, read=read)
+    _warmed.add(warmed)
     alone = _send(address, ask, users=1, warm_s=None, at_least=1, min_s=0.0)
     n, window_s = len(busy.times), busy.t1 - busy.t0
     if root is not None:
@@ -202,9 +226,9 @@ def measure(stage: Stage) -> OneUser:
     )
 
 
-def cpu_per_request_ms(server: LabServer, path: str) -> float:
-    """The CPU per request (ms) of the process tree serving `path` on `server`, priced as `measure` prices a run's
-    make-up: HOT_USERS users' requests back to back, after some not counted. For a lesson's own table before its
+def cpu_per_request_ms(server: LabServer, path: str, users: int = HOT_MOST) -> float:
+    """The CPU per request (ms) of the process tree serving `path` on `server`, priced as `measure` prices a run of
+    `users` users: hot_users' requests back to back, after some not counted. For a lesson's own table before its
     runs (lesson 07's): the same price as its runs' before-predictions, taken a minute or two earlier."""
     assert server.proc is not None, "start the server before pricing it"
     root = server.proc.pid
@@ -212,7 +236,7 @@ def cpu_per_request_ms(server: LabServer, path: str) -> float:
     busy = _send(
         ("127.0.0.1", server.port),
         Ask("GET", path),
-        users=HOT_USERS,
+        users=hot_users(users),
         warm_s=WARM_S,
         read=lambda: readings.append(_threads(root)),
     )
@@ -331,25 +355,46 @@ def _get(conn: http.client.HTTPConnection, ask: Ask) -> int | None:
 
 
 def _split(before: Threads, after: Threads, workers: set[int | None]) -> tuple[float, float, float]:
-    """CPU seconds between two readings: the workers' main threads (their loops), their other threads, the rest."""
+    """CPU seconds between two readings: the workers' main threads (their loops), their other threads, the rest.
+
+    A process's whole count (its WHOLE entry) holds the threads that ended between the readings too: an
+    endpoint's own executor, made and shut down within one request, leaves no thread to read at the end."""
     loop = threads = rest = 0.0
-    for (pid, tid), seconds in after.items():
-        spent = max(0.0, seconds - before.get((pid, tid), 0.0))  # a thread started since has all of its own
+    for pid in {pid for pid, _ in after}:
+        mine = {tid: s - before.get((p, tid), 0.0) for (p, tid), s in after.items() if p == pid}
+        # a thread or process started since has all of its own
+        whole = mine.pop(WHOLE, None)
+        spent = max(0.0, whole if whole is not None else sum(mine.values()))
         if pid not in workers:
             rest += spent
-        elif tid == pid:
-            loop += spent
         else:
-            threads += spent
+            main = max(0.0, mine.get(pid, 0.0))
+            loop += main
+            threads += max(0.0, spent - main)
     return loop, threads, rest
 
 
 def _threads(root: int) -> Threads:
-    """Seconds each thread of the process tree under `root` has run on a CPU."""
+    """Seconds each thread of the process tree under `root` has run on a CPU, and each process's whole (WHOLE)."""
     found: Threads = {}
     for p in procs.tree(root):
         found |= _linux_threads(p.pid) if sys.platform == "linux" else _psutil_threads(p)
+        whole = _process_seconds(p.pid)
+        if whole is not None:
+            found[(p.pid, WHOLE)] = whole
     return found
+
+
+def _process_seconds(pid: int) -> float | None:
+    """Seconds `pid` has run on a CPU, its ended threads' included, to the ns: its CPU-time clock (clock_getcpuclockid
+    in C, which Python's time module lacks: the clock id is the pid's complement, shifted, with the scheduler's
+    flag, as glibc builds it). None where the OS keeps no such clock or will not show it."""
+    if sys.platform != "linux":
+        return None
+    try:
+        return time.clock_gettime((~pid << 3) | _CPUCLOCK_SCHED)
+    except OSError:
+        return None
 
 
 def _linux_threads(pid: int) -> Threads:

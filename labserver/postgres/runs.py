@@ -68,9 +68,10 @@ def hold_ms(before: tuple[float, int] | None, after: tuple[float, int] | None) -
 
 
 def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataFrame:
-    """Per endpoint: median time of one request alone (`service_ms`), the server's CPU per request with two users
-    back to back (`cpu_ms`, pricing.cpu_per_request_ms),
-    and how long it held a pooled connection per query (`hold_ms`, its warm-up included; NaN if unknown)."""
+    """Per endpoint: median time of one request alone (`service_ms`), the server's CPU per request with as many
+    users back to back as the runs' before-predictions are priced with (`cpu_ms`, pricing.cpu_per_request_ms: each
+    part has pricing.HOT_MOST users or more), and how long it held a pooled connection per query (`hold_ms`, its
+    warm-up included; NaN if unknown)."""
     assert server.proc is not None, "start the server before calibrating it"
     rows = []
     for endpoint in endpoints:

@@ -164,6 +164,9 @@ def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Ve
     try:
         pricing.measure(stage)
         one = pricing.one_user(stage, tries=PRICINGS)
+        # and as a run of many users prices it, with as many requests in flight (pricing.hot_users)
+        many = dataclasses.replace(stage.workload, users=pricing.HOT_MOST)
+        pricing.one_user(dataclasses.replace(stage, workload=many), tries=PRICINGS)
     except TimeoutError:
         raise pricing.PricingError(
             f"{route['label']} gave no answer within {pricing.REQUEST_TIMEOUT_S:.0f} s, so it cannot be priced: "
@@ -218,8 +221,8 @@ def advice(priced: Priced, users: int) -> Advice:
     generator_ms = pricing.foresee(at_users, Options()).generator_ms
 
     def then(workload: Workload = work, at_users: int = users, **changed: Any) -> float:
-        one = pricing.one_user(stage)
         at = dataclasses.replace(workload, users=at_users)
+        one = pricing.one_user(dataclasses.replace(stage, workload=at))
         demand = one.demand(generator_ms if math.isfinite(generator_ms) else pricing.GENERATOR_MS)
         return model.predict(
             at, dataclasses.replace(settings, **changed), cores=cores, demand=demand, queueing=True

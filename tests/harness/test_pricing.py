@@ -3,7 +3,10 @@
 import dataclasses
 import http.server
 import math
+import os
+import sys
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -112,7 +115,7 @@ def test_a_make_up_is_priced_once_and_a_run_that_cannot_be_priced_goes_on(monkey
     stages = [Stage(server, Workload("threadpool", u, io_ms=50)) for u in (10, 20, 40)]
     stages.append(Stage(server, Workload("blocking", 5, io_ms=50)))
     priced = pricing.before(stages, Options())
-    assert calls == ["threadpool", "blocking"]  # the users do not change a one-user price
+    assert calls == ["threadpool", "blocking"]  # past HOT_MOST users, the users do not change a price
     assert [s.before.priced_by for s in priced] == ["one user"] * 3 + [pricing.NOT_PRICED]
     assert "answered 500" in priced[-1].before.prediction.bottleneck
     # 10 users: users / S; 40 users: the 40 threads / S, as the model puts it
@@ -127,6 +130,42 @@ def test_cpu_is_split_into_loops_threads_and_the_rest():
     after = {(7, 7): 1.5, (7, 8): 2.25, (7, 10): 0.1, (9, 9): 1.5, (9, 11): 0.2}
     loop, threads, rest = pricing._split(before, after, {7})
     assert (loop, threads, rest) == pytest.approx((0.5, 0.35, 1.2))
+
+
+def test_a_process_s_whole_count_holds_its_threads_that_ended():
+    before = {(7, 7): 1.0, (7, 8): 2.0, (7, pricing.WHOLE): 3.0}
+    # thread 8 ran 0.25 s more, and a thread that started and ended between the readings ran 0.4 s
+    after = {(7, 7): 1.5, (7, 8): 2.25, (7, pricing.WHOLE): 4.15}
+    loop, threads, rest = pricing._split(before, after, {7})
+    assert (loop, threads, rest) == pytest.approx((0.5, 0.65, 0.0))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux's process CPU clocks")
+def test_the_process_clock_counts_a_thread_that_ended():
+    def spin():
+        until = time.thread_time() + 0.05
+        while time.thread_time() < until:
+            pass
+
+    first = pricing._process_seconds(os.getpid())
+    worker = threading.Thread(target=spin)
+    worker.start()
+    worker.join()
+    assert first is not None and pricing._process_seconds(os.getpid()) - first >= 0.05
+
+
+def test_runs_of_many_users_are_priced_with_as_many_in_flight(monkeypatch):
+    users = []
+    monkeypatch.setattr(pricing, "_priced", {})
+    monkeypatch.setattr(pricing, "measure", lambda stage: users.append(stage.workload.users) or ONE)
+    server = stand_in()
+    for n in (1, 2, 7, 8, 64, 1000):
+        pricing.one_user(Stage(server, Workload("threadpool", n, io_ms=50)))
+    open_loop = Workload("threadpool", 64, io_ms=50, rate=100.0)  # its users say nothing of what is in flight
+    pricing.one_user(Stage(server, open_loop))
+    assert users == [1, 8]  # one pricing below HOT_MOST users, one at or past it
+    assert [pricing.hot_users(n) for n in (1, 7, 8, 1000)] == [2, 2, 8, 8]
+    assert pricing.hot_users(64, rate=100.0) == pricing.HOT_USERS
 
 
 @pytest.mark.slow
