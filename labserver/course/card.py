@@ -23,6 +23,7 @@ import pandas as pd
 from labserver import checks
 from labserver.harness import results
 from labserver.paths import ROOT
+from labserver.yourapp import measure
 
 SETTING = ("users", "tasks", "io_ms", "cpu_n", "workers", "threads")  # two patterns compare at the same setting
 COLUMNS = ["situation", "write", "ceiling", "how you would notice it", "measured", "lesson"]
@@ -514,15 +515,9 @@ ROWS = [
     ),
 ]
 
-# The rows whose bound `python -m labserver measure` names on an app of one's own (lesson 15): each links to the
-# README's section on it
-YOURS = (
-    "Awaitable I/O: an async driver, `asyncio.sleep`, `httpx.AsyncClient`",
-    "A blocking library: requests, a sync database driver",
-    "A dependency or a streamed response that waits on a blocking library",
-    "Never: `time.sleep` (or any blocking call) in `async def`",
-    "CPU-bound work",
-)
+# The rows `python -m labserver measure` names on an app of one's own (lesson 15): each links to the README's
+# section on it
+YOURS = tuple(measure.CARD.values())
 YOURS_LINK = "15, [your app](#measure-your-own-app-python--m-labserver-measure)"
 
 # The rules a developer needs first: the README's short card, above the full one

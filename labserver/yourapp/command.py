@@ -178,6 +178,7 @@ def _predicted(v: Any, users: int) -> str:
         f"{deps}): S {v.service_ms:.1f} ms alone, "
         f"CPU {v.loop_ms:.2f} ms on the loop + {v.threads_ms:.2f} ms in threads per request\n"
         f"  predicted before any load: {v.predicted_rps:,.0f} req/s at {users} users, bound by {m.words(v.bound)}\n"
+        f"  the decision card's row: {v.card}\n"
         f"  what moves it: {v.change}"
     )
 

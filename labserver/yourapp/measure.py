@@ -107,6 +107,7 @@ class Verdict:
     change: str = ""  # what moves the ceiling (advice)
     change_rps: float = math.nan  # ... and the model's throughput once it is made
     change_settings: dict[str, int] = field(default_factory=dict)  # ... the server's settings it changes
+    card: str = ""  # the README decision card's row it falls under: that row's situation (CARD)
     runs: list[dict[str, Any]] = field(default_factory=list)  # each run: users, predicted and measured
     stopped: str = ""  # why the sweep stopped
 
@@ -262,6 +263,7 @@ def predict_all(server: AppServer, routes: list[protocol.Route], users: int, dur
     for route in routes:
         verdict, stage = price(server, route, duration_s)
         verdict.predicted_rps, verdict.bound = predict(stage, users)
+        verdict.card = card_row(verdict.runs_on, verdict.bound)
         each = Priced(verdict, stage)
         told = advice(each, users)
         verdict.change, verdict.change_rps, verdict.change_settings = told.change, told.rps, told.settings
@@ -383,6 +385,28 @@ NAMED = {
     Bottleneck.CORES: Resource.CORES,
     Bottleneck.MACHINE: Resource.CORES,
 }
+
+
+# The README decision card's rows a route of one's own can fall under, by what the model reads it as: each row's
+# situation, as course/card.py titles it (its rows that link to this command are these)
+CARD = {
+    "awaited": "Awaitable I/O: an async driver, `asyncio.sleep`, `httpx.AsyncClient`",
+    "blocking": "A blocking library: requests, a sync database driver",
+    DEPENDENCY: "A dependency or a streamed response that waits on a blocking library",
+    HELD: "Never: `time.sleep` (or any blocking call) in `async def`",
+    "computes": "CPU-bound work",
+}
+COMPUTES = (Resource.LOOP, Resource.WORKER, Resource.CORES)  # bounds that are a CPU: the route computes
+
+
+def card_row(runs_on: str, bound: str) -> str:
+    """The decision card's row a route falls under: a blocking call held in `async def` or a `def` dependency by
+    what it runs on, else a route bound by a CPU computes, else by where it waits: awaited, or in a thread."""
+    if runs_on in (HELD, DEPENDENCY):
+        return CARD[runs_on]
+    if named(bound) in COMPUTES:
+        return CARD["computes"]
+    return CARD["blocking"] if runs_on == "thread pool" else CARD["awaited"]
 
 
 def named(bound: str) -> Resource | None:
@@ -547,6 +571,7 @@ def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
                 "def dependencies": v.def_dependencies,
                 f"predicted at {users} users (req/s)": v.predicted_rps,
                 "bound": words(v.bound),
+                "the decision card's row": v.card,
             }
             for v in (each.verdict for each in priced)
         ]

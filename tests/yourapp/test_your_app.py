@@ -313,3 +313,16 @@ def test_the_throughput_chart_draws_each_route_on_log_axes():
     low, high = ax.get_ylim()
     assert low < 20 and high > 1200  # every route in view, the slowest included
     assert len(ax.get_lines()) == 4  # measured and predicted, a route each
+
+
+def test_each_verdict_names_the_decision_card_row_its_route_falls_under():
+    from labserver.theory.model import Bottleneck
+
+    row = measure.card_row
+    assert row("event loop", Bottleneck.USERS) == measure.CARD["awaited"]
+    assert row("thread pool", Bottleneck.THREADS) == measure.CARD["blocking"]
+    assert row(measure.DEPENDENCY, Bottleneck.THREADS) == measure.CARD[measure.DEPENDENCY]
+    assert row(measure.HELD, Bottleneck.EVENT_LOOP) == measure.CARD[measure.HELD]
+    # bound by a CPU, wherever it runs: it computes (20,000 items serialised on the loop, fib in a thread)
+    assert row("event loop", Bottleneck.EVENT_LOOP) == row("thread pool", Bottleneck.GIL) == measure.CARD["computes"]
+    assert row("thread pool", Bottleneck.CORES) == measure.CARD["computes"]
