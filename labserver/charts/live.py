@@ -1,4 +1,4 @@
-"""The live view of a measurement cell: each run's throughput and p95 so far beside its prediction, once a second.
+"""The live view of a measurement cell: each run's throughput and mean latency so far beside its prediction.
 
 The harness hands a feed.Snapshot about once a second to the cell's `View`; the View draws
 it as one PNG and replaces the cell's last frame with it through an IPython display handle
@@ -35,7 +35,7 @@ NICE = (1, 1.5, 2, 3, 4, 5, 6, 8, 10)  # y-axis tops: the axes change only when 
 
 
 class Chart:
-    """One Figure for a cell, redrawn for every frame: throughput and p95 latency per run beside the prediction.
+    """One Figure for a cell, redrawn for every frame: throughput and mean latency per run beside the prediction.
 
     Bars are the measured figures (the run in progress paler), black ticks the predictions, and a
     bar on top shows the current run's seconds. Text is most of what a frame costs to draw, so
@@ -59,7 +59,7 @@ class Chart:
             self.caption = top.set_title("", fontsize="medium", loc="left")
             grid = {"top": 0.74, "bottom": 0.17, "left": 0.085, "right": 0.98, "wspace": 0.2}
             self.axes = self.fig.subplots(1, 2, gridspec_kw=grid)
-            for ax, label in zip(self.axes, ("throughput (req/s)", "p95 latency (ms)"), strict=True):
+            for ax, label in zip(self.axes, ("throughput (req/s)", "mean latency (ms)"), strict=True):
                 ax.set(ylabel=label, xlabel="users")
                 ax.yaxis.set_major_locator(MaxNLocator(4))
             self.bars: list[list] = [[], []]  # per axis, one Rectangle per run
@@ -79,7 +79,7 @@ class Chart:
 
     def png(self, runs: tuple[RunSoFar, ...], caption: str, progress: float) -> bytes:
         """The frame as PNG bytes."""
-        measured = [[_shown(r.rps) for r in runs], [_shown(r.p95_ms) for r in runs]]
+        measured = [[_shown(r.rps) for r in runs], [_shown(r.mean_ms) for r in runs]]
         predicted = [[r.predicted_rps for r in runs], [r.predicted_ms for r in runs]]
         wanted = tuple(
             _nice(max([*m, *(v for v in p if math.isfinite(v))])) for m, p in zip(measured, predicted, strict=True)

@@ -46,7 +46,7 @@ class RunSoFar:
     pattern: str
     users: int
     rps: float  # NaN until replies come after the warm-up
-    p95_ms: float
+    mean_ms: float  # its mean latency: what the model predicts (predicted_ms)
     predicted_rps: float
     predicted_ms: float  # the model's mean latency
     requests: int = 0
@@ -124,30 +124,25 @@ class Tail:
 
 
 class _Tally:
-    """One run's requests after its warm-up: their latencies, kept sorted, and the last reply's time."""
+    """One run's requests after its warm-up: how many, their latencies' sum, and the last reply's time."""
 
     def __init__(self) -> None:
-        self.ms = np.empty(0)
+        self.count = 0
+        self.sum_ms = 0.0
         self.last = -math.inf
 
     def add(self, ms: np.ndarray, last: float) -> None:
-        # merged into the sorted ones (a sorted run and a short new one: timsort merges them in linear
-        # time), so that a frame reads its p95 off without sorting every request again
-        self.ms = np.sort(np.concatenate([self.ms, ms]), kind="stable")
+        self.count += len(ms)
+        self.sum_ms += float(ms.sum())
         self.last = max(self.last, last)
 
-    def p95(self) -> float:
-        """np.percentile(ms, 95) (linear, its default), read off the sorted latencies: its arithmetic, its float."""
-        if not len(self.ms):
-            return math.nan
-        h = (len(self.ms) - 1) * 0.95
-        below = int(h)
-        a, b, t = self.ms[below], self.ms[min(below + 1, len(self.ms) - 1)], h - below
-        return float(b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t)
+    def mean(self) -> float:
+        """The mean latency so far (ms); NaN before any reply."""
+        return self.sum_ms / self.count if self.count else math.nan
 
 
 class PlanSoFar:
-    """Each run's throughput and p95 latency so far, from the records Locust streams (see the top of this file).
+    """Each run's throughput and mean latency so far, from the records Locust streams (see the top of this file).
 
     A request belongs to the run (stage) in which it was sent; like collect(), a run counts the
     replies after its warm-up (`warmup_s` after it began) and up to its end. Its throughput is
@@ -182,8 +177,8 @@ class PlanSoFar:
         s, p, tally = self.stages[i], self.predictions[i], self.tallies[i]
         cut = (self.t0 or 0.0) + self.begins[i] + self.warmup_s
         span = tally.last - cut
-        rps = len(tally.ms) / span if len(tally.ms) and span > 0 else math.nan
-        return RunSoFar(s.pattern, s.users, rps, tally.p95(), p.rps, p.latency_ms, len(tally.ms))
+        rps = tally.count / span if tally.count and span > 0 else math.nan
+        return RunSoFar(s.pattern, s.users, rps, tally.mean(), p.rps, p.latency_ms, tally.count)
 
     def snapshot(self, now: float) -> Snapshot:
         """The plan at `now` (epoch seconds, the records' clock)."""
@@ -197,21 +192,29 @@ class PlanSoFar:
 
 
 def final(rows: list[dict]) -> tuple[RunSoFar, ...]:
-    """The runs as their RunResults' rows give them (collect's figures and prediction)."""
+    """The runs as their RunResults' rows give them: collect's figures, beside the prediction made before each run
+    (the one the view showed while it ran), or the one explained after it where none was made before."""
     return tuple(
         RunSoFar(
             r["pattern"],
             r["users"],
             r["rps"],
-            r["p95_ms"],
-            r["predicted_rps"],
-            r["predicted_ms"],
+            r["mean_ms"],
+            *_predicted(r),
             r["requests"],
             final=True,
             valid=bool(r["valid"]),
         )
         for r in rows
     )
+
+
+def _predicted(row: dict) -> tuple[float, float]:
+    """A row's throughput and mean latency predicted before its run, else those explained after it."""
+    before = row.get("predicted_before_rps", math.nan)
+    if isinstance(before, float) and math.isfinite(before):
+        return before, row.get("predicted_before_ms", math.nan)
+    return row["predicted_rps"], row["predicted_ms"]
 
 
 class Live:

@@ -34,7 +34,7 @@ def test_a_frame_is_png_bytes_drawn_without_a_display(monkeypatch):
 def test_a_frame_drawn_on_the_kept_background_equals_a_whole_drawing():
     view = live.View(show=False)
     snapshots = [
-        Snapshot((*runs()[:-1], replace(runs()[-1], rps=300.0 + i, p95_ms=150.0)), 2, 3, i, 5) for i in range(4)
+        Snapshot((*runs()[:-1], replace(runs()[-1], rps=300.0 + i, mean_ms=150.0)), 2, 3, i, 5) for i in range(4)
     ]
     for s in snapshots:
         frame = live.png(s, chart=view.chart)
@@ -59,7 +59,7 @@ def test_the_runs_before_the_last_are_drawn_again_only_when_their_bars_change(mo
 
     def frame(late: float, now: float) -> bytes:
         before = replace(runs()[1], rps=200.0 + late)  # the run just over: its last replies come in
-        current = replace(runs()[-1], rps=300.0 + now, p95_ms=150.0)
+        current = replace(runs()[-1], rps=300.0 + now, mean_ms=150.0)
         frame = live.png(Snapshot((runs()[0], before, current), 2, 3, 1 + now, 5), chart=chart)
         assert frame == live.png(Snapshot((runs()[0], before, current), 2, 3, 1 + now, 5))  # as a whole drawing
         return frame
@@ -91,7 +91,7 @@ def test_a_frame_within_a_run_draws_no_text(monkeypatch):
     draw = Text.draw
     monkeypatch.setattr(Text, "draw", lambda self, renderer: drawn.append(self.get_text()) or draw(self, renderer))
     for i in range(1, 5):
-        done = (*runs()[:-1], replace(runs()[-1], rps=300.0 + i, p95_ms=150.0, requests=100 * i))
+        done = (*runs()[:-1], replace(runs()[-1], rps=300.0 + i, mean_ms=150.0, requests=100 * i))
         live.png(Snapshot(done, 2, 3, i, 5), chart=chart)
     assert drawn == []
     live.png(Snapshot(runs(4), 3, 4, 0.0, 5), chart=chart)  # the next run: its caption, its x tick
@@ -107,7 +107,7 @@ def test_within_a_run_the_axes_only_grow_and_the_last_frame_fits_the_runs(monkey
 
     def frames(*estimates: float) -> None:
         for rps in estimates:
-            live.png(Snapshot((replace(current, rps=rps, p95_ms=110.0),), 0, 1, 1, 5), chart=chart)
+            live.png(Snapshot((replace(current, rps=rps, mean_ms=110.0),), 0, 1, 1, 5), chart=chart)
 
     frames(math.nan, 6100.0, 3900.0)  # the first estimate overshoots, for one frame
     assert len(drawings) == 1 and chart.axes[0].get_ylim()[1] == 5000
@@ -115,7 +115,7 @@ def test_within_a_run_the_axes_only_grow_and_the_last_frame_fits_the_runs(monkey
     assert len(drawings) == 2 and chart.axes[0].get_ylim()[1] == 8000
     frames(3950.0)  # and the axis never shrinks while the run measures
     assert len(drawings) == 2 and chart.axes[0].get_ylim()[1] == 8000
-    done = replace(current, rps=3900.0, p95_ms=110.0, final=True)
+    done = replace(current, rps=3900.0, mean_ms=110.0, final=True)
     live.png(Snapshot((done,), 0, 1, 5, 5, done=True), chart=chart)
     assert chart.axes[0].get_ylim()[1] == 5000  # as a fresh chart of the saved run draws it
 

@@ -88,7 +88,7 @@ def test_records_written_in_pieces_that_cut_them_anywhere_are_each_read_once(tmp
         write(tmp_path / "live.1.bin", data[start : start + 11])
         plan.feed(tail.records())
     assert plan.t0 == T0 and plan.run(0).requests == 20
-    assert plan.run(0).p95_ms == np.percentile(np.arange(20.0), 95)
+    assert plan.run(0).mean_ms == pytest.approx(np.mean(np.arange(20.0)))
 
 
 def _run_locustfile(code: str, cwd) -> None:
@@ -124,7 +124,7 @@ streaming.kill()
     plan.feed(feed.Tail(tmp_path).records())
     assert plan.t0 == T0
     assert (plan.run(0).requests, plan.run(1).requests) == (2, 1)
-    assert plan.run(1).p95_ms == 30.0
+    assert plan.run(1).mean_ms == 30.0
 
 
 def test_a_master_writes_its_worker_s_records_on_its_own_clock(tmp_path):
@@ -155,14 +155,14 @@ for new in sent:
     assert (plan.t0, plan.run(0).requests, plan.run(1).requests) == (T0, 2, 1)
 
 
-def test_a_run_s_p95_is_numpy_s_percentile_of_its_requests():
+def test_a_run_s_mean_is_that_of_its_requests_so_far():
     plan = feed.PlanSoFar(stages(100), guesses(1), warmup_s=0.0)
     rng = np.random.default_rng(7)
     ms = rng.exponential(50.0, 3000).astype(np.float32)  # as the records carry them
     for k, chunk in enumerate(np.array_split(ms, 7)):  # a second's records at a time
         plan.feed(records(*((T0 + k + 0.5, float(v), 0) for v in chunk)))
         seen = ms[: sum(len(c) for c in np.array_split(ms, 7)[: k + 1])]
-        assert plan.run(0).p95_ms == np.percentile(seen.astype(float), 95)
+        assert plan.run(0).mean_ms == pytest.approx(np.mean(seen.astype(float)))
 
 
 def test_a_run_counts_its_replies_after_its_warm_up_and_before_its_end():
@@ -173,7 +173,7 @@ def test_a_run_counts_its_replies_after_its_warm_up_and_before_its_end():
     first = plan.run(0)
     assert first.requests == 21  # the warm-up's reply and the one after the stage's end are left out
     assert first.rps == pytest.approx(21 / 2.0)  # 21 replies from 1001 to 1003
-    assert first.p95_ms == pytest.approx(29.0)  # latencies 10..30
+    assert first.mean_ms == pytest.approx(20.0)  # latencies 10..30
     assert (first.predicted_rps, first.predicted_ms) == (100.0, 50.0)
     second = plan.run(1)
     assert second.requests == 2 and second.rps == pytest.approx(2 / 1.0)
@@ -262,11 +262,15 @@ def test_the_last_frame_holds_the_saved_runs_and_the_live_files_go(tmp_path):
     live = feed.Live(seen.append, tmp_path, feed.PlanSoFar(stages(5, 5), guesses(2)))
     live.stop()
     assert not list(tmp_path.glob("live.*")) and live.plan.run(0).requests == 1
-    row = dict(pattern="gather", users=10, rps=95.0, p95_ms=55.0, predicted_rps=99.0, predicted_ms=51.0)
+    row = dict(pattern="gather", users=10, rps=95.0, mean_ms=55.0, predicted_rps=99.0, predicted_ms=51.0)
     live.finish([{**row, "requests": 400, "valid": False}])  # the plan was cut short after its first run
     (last,) = seen
     assert last.done and last.stage == 0 and last.stages == 2
     assert last.runs == (feed.RunSoFar("gather", 10, 95.0, 55.0, 99.0, 51.0, 400, final=True, valid=False),)
+    # a run predicted before it shows that prediction, as the view did while it ran
+    before = {**row, "requests": 400, "valid": True, "predicted_before_rps": 101.0, "predicted_before_ms": 49.0}
+    (shown,) = feed.final([before])
+    assert (shown.predicted_rps, shown.predicted_ms) == (101.0, 49.0)
 
 
 def test_foreseen_takes_the_lesson_s_prediction_and_prices_fib_without_running_it(monkeypatch):
