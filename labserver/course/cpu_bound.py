@@ -63,7 +63,9 @@ def fib_alone(runs: pd.DataFrame, one_core: list[str]) -> FibAlone:
 class WithSleep:
     """The fib + sleep runs, read beside the fib runs."""
 
-    factor: float  # the pool's req/s over the one-core patterns'
+    # the pool's req/s over async def's: the thread pool's users fall in step with the sleep, and lose more than the
+    # core count explains (lesson 03, "Deeper: why the thread pool's users move in step")
+    factor: float
     async_vs_threads: float  # async / thread pool req/s, the median over rounds
     # the same at the CPU each request cost: throughput × CPU per request is the share of its core each kept
     # busy, so a core that computes slower for a while moves the bare ratio and not this one
@@ -72,12 +74,12 @@ class WithSleep:
     busy: pd.Series  # per pattern, the mean share of the cores left to it that it kept busy
 
 
-def with_sleep(runs: pd.DataFrame, fib: FibAlone, one_core: list[str]) -> WithSleep:
+def with_sleep(runs: pd.DataFrame, fib: FibAlone) -> WithSleep:
     """Read lesson 03's fib + sleep runs, beside the fib runs' reading `fib`; over undisturbed rounds (`quiet`)."""
     runs = quiet(runs)
     mean = runs.groupby("pattern")["rps"].mean()
     return WithSleep(
-        factor=float(mean[POOL] / mean[one_core].mean()),
+        factor=float(mean[POOL] / mean[ASYNC]),
         async_vs_threads=_median_ratio(runs, "rps"),
         busy_ratio=_median_ratio(runs, "server_cpu"),
         change=float((mean / fib.mean["rps"] - 1).abs().max()),
