@@ -11,8 +11,8 @@ per request is then loaded at ρ = λ S / c, and:
   M/M/c's (exactly half for c = 1, Pollaczek–Khinchine), the approximation used here;
 - above ρ = 1 no formula has a steady state: the backlog grows by (λ − c / S) every second, and
   a request that arrives t seconds into the overload waits for the whole backlog before it;
-- a server that turns requests away once K are waiting (503 + Retry-After) is an M/M/c/K
-  queue: it keeps its latency bounded, and in overload it sheds about 1 − (c / S) / λ of them.
+- a server that turns requests away once q are waiting (503 + Retry-After) is an M/M/c/K
+  queue, K = c + q in all: it keeps its latency bounded, and in overload it sheds about 1 − (c / S) / λ of them.
 
 Every function takes seconds and requests per second, and returns seconds.
 """
@@ -192,20 +192,20 @@ def accepted_bound_s(service_s: float, slots: int, limit: int) -> float:
 
 @dataclass(frozen=True)
 class Shedding:
-    """What M/M/c/K says of a server that turns requests away once `limit` (K) wait, at utilisation ρ."""
+    """What M/M/c/K says of a server that turns requests away once `limit` (q; K = c + q) wait, at utilisation ρ."""
 
     rho: float
     limit: int
     shed: float  # share of arrivals turned away (shed_share)
     fluid: float  # the overload's share that capacity cannot serve, 1 − (c / S) / λ (fluid_shed_share)
-    bound_ms: float  # the longest an accepted request takes, S (1 + ⌈K / c⌉), in ms (accepted_bound_s)
+    bound_ms: float  # the longest an accepted request takes, S (1 + ⌈q / c⌉), in ms (accepted_bound_s)
 
     def frame(self) -> pd.DataFrame:
-        """One row to show before the run: ρ, K, the shed share both ways and the accepted requests' bound."""
+        """One row to show before the run: ρ, q, the shed share both ways and the accepted requests' bound."""
         return pd.DataFrame(
             {
                 "ρ": [self.rho],
-                "K": [self.limit],
+                "q (waiting)": [self.limit],
                 "shed (M/M/c/K)": [self.shed],
                 "shed (fluid limit)": [self.fluid],
                 "accepted latency bound (ms)": [self.bound_ms],

@@ -69,7 +69,7 @@ def test_shedding_tabulates_m_m_c_k_the_fluid_limit_and_the_accepted_bound():
     assert queueing.accepted_bound_s(0.1, 20, 21) == pytest.approx(0.3)  # 21 ahead: two rounds
     assert list(shed.frame().columns) == [
         "ρ",
-        "K",
+        "q (waiting)",
         "shed (M/M/c/K)",
         "shed (fluid limit)",
         "accepted latency bound (ms)",
