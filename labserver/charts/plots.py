@@ -147,14 +147,16 @@ def bars(
     ax=None,
     values: tuple[str, str] | None = None,
     ylabel: str = "throughput (req/s)",
+    predicted: str = "predicted",
 ) -> plt.Figure:
     """Measured and predicted `values` (default: req/s, and the prediction made before each run where the runs have
-    one) side by side, one pair of bars per `x`."""
+    one) side by side, one pair of bars per `x`; `predicted` names the second of `values` in the legend (say, a
+    model priced after the run with what it measured)."""
     fig, ax = axes(ax)
-    model, words = predicted_column(frame) if values is None else (values[1], "predicted")
-    measured, predicted = values or ("rps", model)
-    tidy = frame.melt(id_vars=[x], value_vars=[measured, predicted], var_name="what", value_name=ylabel)
-    tidy["what"] = tidy["what"].map({measured: "measured", predicted: words})
+    model, words = predicted_column(frame) if values is None else (values[1], predicted)
+    measured, modelled = values or ("rps", model)
+    tidy = frame.melt(id_vars=[x], value_vars=[measured, modelled], var_name="what", value_name=ylabel)
+    tidy["what"] = tidy["what"].map({measured: "measured", modelled: words})
     if x == "pattern":
         tidy = named(tidy)
     sns.barplot(tidy, x=x, y=ylabel, hue="what", ax=ax, palette=["#4c72b0", "#c4c4c4"])
