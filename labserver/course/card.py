@@ -200,7 +200,7 @@ def interpreter_pool(runs: pd.DataFrame) -> Measured:
         return Measured(math.nan, NOT_YET)
     ratio = float(rps["interpreterpool"] / rps["threadpool"])
     busy = rows.loc[rows["pattern"] == "interpreterpool", "server_cpu"].mean()
-    return Measured(ratio, f"{ratio:.1f}× the same build's thread pool with its GIL, {busy:.2f} cores busy")
+    return Measured(ratio, f"{ratio:.2f}× the same build's thread pool with its GIL, {busy:.2f} cores busy")
 
 
 def blocking_dependency(runs: pd.DataFrame) -> Measured:

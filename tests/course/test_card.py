@@ -264,7 +264,7 @@ def test_the_interpreter_pool_is_read_against_the_same_build_s_thread_pool_with_
     ])  # fmt: skip
     got = card.interpreter_pool(runs)
     assert got.ratio == pytest.approx(70 / 40)
-    assert got.text == "1.8× the same build's thread pool with its GIL, 1.90 cores busy"
+    assert got.text == "1.75× the same build's thread pool with its GIL, 1.90 cores busy"
     assert math.isnan(card.interpreter_pool(RUNS).ratio)
 
 
