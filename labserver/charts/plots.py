@@ -147,6 +147,7 @@ def bars(
     ax=None,
     values: tuple[str, str] | None = None,
     ylabel: str = "throughput (req/s)",
+    *,
     predicted: str = "predicted",
 ) -> plt.Figure:
     """Measured and predicted `values` (default: req/s, and the prediction made before each run where the runs have
