@@ -75,6 +75,7 @@ def fib_sweep_chart(
     rps_ax.set_xlabel("CPU work per request: fib(cpu_n)")  # one fib a request here, after its queries
     rps_ax.set_yscale("log")  # fib(n) grows about 1.6× per step: a log axis shows every depth
     rps_ax.set_ylim(sweep["rps"].min() / 2, sweep[["rps", "predicted_rps"]].max().max() * 2)
+    rps_ax.legend(fontsize="small", loc="lower left")  # the lines fall to the right: that corner is free
     ratio_ax.plot(ratios.index, ratios.values, "o-", label="this machine")
     ratio_ax.plot(published.index, published.values, "s--", color="grey", label=published_label)
     ratio_ax.axhspan(1 - CONVERGED, 1 + CONVERGED, color="grey", alpha=0.15, label=f"within {CONVERGED:.0%}: converged")

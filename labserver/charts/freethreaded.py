@@ -44,7 +44,9 @@ def builds(runs: pd.DataFrame, title: str, cores: float) -> plt.Figure:
 
 
 def threads(runs: pd.DataFrame, title: str) -> plt.Figure:
-    """Throughput, measured beside predicted, against the thread pool's size."""
-    fig = bars(runs.assign(threads=runs["threads"].astype(str)), title=title, x="threads")
+    """Throughput, measured beside predicted, against the thread pool's size, the fewest threads first (the runs go
+    the other way: the most first)."""
+    ordered = runs.sort_values("threads", kind="stable")
+    fig = bars(ordered.assign(threads=ordered["threads"].astype(str)), title=title, x="threads")
     fig.axes[0].set(xlabel="threads in the pool")
     return fig

@@ -81,6 +81,9 @@ def _mark_invalid(ax, frame: pd.DataFrame, x: str, y: str) -> None:
         ax.scatter(bad[x], bad[y], marker="X", s=140, color=INVALID, zorder=5, label="invalid run (see problems)")
 
 
+LEGEND_ROOM = 1.35  # a throughput chart's top, as a multiple of its highest point: the legend's rows fit above it
+
+
 def predicted_column(frame: pd.DataFrame) -> tuple[str, str]:
     """The model's throughput to draw, and its words: the prediction made before each run where the runs have one
     (harness/pricing.py), else the one priced after them."""
@@ -90,8 +93,18 @@ def predicted_column(frame: pd.DataFrame) -> tuple[str, str]:
     return "predicted_rps", "predicted"
 
 
-def throughput(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "pattern", ax=None) -> plt.Figure:
-    """Measured req/s (solid, dots) beside the prediction made before the runs (dashed), one colour per `hue`."""
+def throughput(
+    frame: pd.DataFrame,
+    title: str,
+    x: str = "users",
+    hue: str = "pattern",
+    ax=None,
+    *,
+    curve: pd.DataFrame | None = None,
+) -> plt.Figure:
+    """Measured req/s (solid, dots) beside the prediction made before the runs (dashed), one colour per `hue`; and
+    where `curve` is given (the model's `predicted_rps` at many `x`, model.predict_frame), the model's line through
+    every `x` between the runs' (thin), where a bound takes over between two of them (the thread pool's, say)."""
     fig, ax = axes(ax)
     model, words = predicted_column(frame)
     for key, group in frame.sort_values(x).groupby(hue, sort=False):
@@ -100,10 +113,16 @@ def throughput(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "pa
         line = ax.plot(group[x], group["rps"], "o-", color=color, label=f"{name} measured")[0]
         # a tick at each prediction: a run alone in its group (the busiest, say) has no line to draw, only its tick
         ax.plot(group[x], group[model], "_--", ms=12, color=line.get_color(), alpha=0.8, label=f"{name} {words}")
+        if curve is not None:
+            every = curve[curve[hue] == key].sort_values(x)
+            ax.plot(every[x], every["predicted_rps"], "-", lw=1, color=line.get_color(), alpha=0.45,
+                    label=f"{name} model, every {'user count' if x == 'users' else _label(x)}")  # fmt: skip
     _mark_invalid(ax, frame, x, "rps")
     ax.set(title=title, xlabel=_label(x), ylabel="throughput (req/s)")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize="small", ncol=2)
+    # room above the highest point for the legend, which would otherwise sit on a line that climbs to the corner
+    shown = pd.to_numeric(pd.concat([frame["rps"], frame[model]]), errors="coerce").max()
+    ax.set_ylim(0, shown * LEGEND_ROOM if pd.notna(shown) and shown > 0 else None)
+    ax.legend(fontsize="small", ncol=2, loc="upper left")
     return fig
 
 

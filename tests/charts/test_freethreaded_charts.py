@@ -54,3 +54,11 @@ def test_builds_marks_one_core_and_the_machine_and_names_the_endpoints():
     names = [t.get_text().replace("\n", " ") for t in right.get_legend().get_texts()]
     assert names == ["def (thread pool)", "async def + process pool", "async def + await"]
     assert [t.get_text() for t in right.get_xticklabels()] == BUILDS
+
+
+def test_threads_reads_from_the_fewest_threads_to_the_most():
+    runs = pd.DataFrame(
+        {"threads": [20, 2, 1], "pattern": "threadpool", "rps": [162.0, 154.0, 84.0], "predicted_rps": [160.0] * 3}
+    )  # in the order they ran: the most threads first
+    fig = ft_charts.threads(runs, "threads")
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1", "2", "20"]

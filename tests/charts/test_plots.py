@@ -47,6 +47,19 @@ def test_throughput_shows_prediction_and_invalid_runs(runs):
     assert "invalid run (see problems)" in labels
 
 
+def test_throughput_draws_the_model_through_every_user_count_it_is_given(runs):
+    from labserver.theory import model
+
+    curve = model.predict_frame(["threadpool", "sequential"], list(range(1, 81)), io_ms=100, threads=40)
+    ax = plots.throughput(runs, title="t", curve=curve).axes[0]
+    thread = PATTERN_LABELS["threadpool"]
+    (line,) = [line for line in ax.get_lines() if line.get_label() == f"{thread} model, every user count"]
+    xs, ys = line.get_data()
+    assert list(xs) == list(range(1, 81))
+    assert ys[39] == pytest.approx(400, rel=0.01) and ys[79] == pytest.approx(400, rel=0.01)  # the pool's 40 / io
+    assert ys[19] == pytest.approx(200, rel=0.01)  # below it, users / io
+
+
 def test_latency_has_units(runs):
     ax = plots.latency(runs, title="t").axes[0]
     assert ax.get_ylabel() == "latency (ms)"
