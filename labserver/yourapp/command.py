@@ -13,6 +13,7 @@ import contextlib
 import json
 import math
 import sys
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         routes = [parse.parse(text, sent, folder) for text in args.routes]
         env = parse.env(args.env)
         floors = parse.at_least(args.at_least, [r["label"] for r in routes])
-        args.shares = parse.mix(args.mix, [r["label"] for r in routes])
+        shares = parse.mix(args.mix, [r["label"] for r in routes])
         Settings(
             workers=args.workers, threads=THREADS_DEFAULT if args.threads is None else args.threads, procs=0
         ).check()
@@ -98,20 +99,21 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.out is None:
         args.out = str(data_dir() / "measure")
     say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
-    verdicts: list = []  # filled as each route is priced, and each run measured: what is saved if it stops early
+    report = Report()  # filled as each route is priced, and each run measured: what is saved if it stops early
     try:
         # with --json, stdout holds the verdicts alone: what the harness says on the way goes to stderr
         with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
-            measure(args, routes, env, folder, say, verdicts)
+            measure(args, Job(routes, shares, env, folder), say, report)
     except (RuntimeError, OSError) as e:  # ServerError, PricingError: the message carries the app's log
         print(f"labserver measure: {e}", file=sys.stderr)
-        _save(args, verdicts, f"stopped: {str(e).splitlines()[0]}")
+        _save(args, report, f"stopped: {str(e).splitlines()[0]}")
         return 2
     except KeyboardInterrupt:
-        saved = _save(args, verdicts, "interrupted (Ctrl-C)")
+        saved = _save(args, report, "interrupted (Ctrl-C)")
         print(f"labserver measure: interrupted; what was measured so far, marked so: {saved}", file=sys.stderr)
         return 130
-    saved = _save(args, verdicts, "complete")
+    verdicts = report.verdicts
+    saved = _save(args, report, "complete")
     print(f"labserver measure: verdicts saved in {saved}", file=sys.stderr)
     below = {v.route: v.ceiling() for v in verdicts if v.route in floors and not v.ceiling() >= floors[v.route]}
     if args.json:
@@ -129,38 +131,56 @@ def _check_range(name: str, value: int, low: int, high: int) -> None:
         raise ValueError(f"{name} must be between {low} and {high}, got {value}")
 
 
-def _save(args: argparse.Namespace, verdicts: list, state: str) -> Path:
-    """The verdicts so far as JSON in `--out`, marked with how the command ended (`complete`, or why not)."""
+@dataclass(frozen=True)
+class Job:
+    """What the command was asked, checked: the routes, the mix's shares (none: no mix), the app's environment and
+    the folder it is imported from."""
+
+    routes: list
+    shares: dict[str, float]
+    env: dict[str, str]
+    folder: Path
+
+
+@dataclass
+class Report:
+    """What the command has found so far: each route's verdict once priced (its runs added as they are measured),
+    and the mix's table where one was asked. Saved as it stands however the command ends."""
+
+    verdicts: list = field(default_factory=list)
+    mix: list[dict] | None = None
+
+
+def _save(args: argparse.Namespace, report: Report, state: str) -> Path:
+    """`report` as JSON in `--out`, marked with how the command ended (`complete`, or why not)."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     path = Path(args.out) / f"measure-{stamp}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"app": args.app, "routes": args.routes, "state": state, "verdicts": [v.as_dict() for v in verdicts]}
-    record["mix"] = getattr(args, "mix_table", None)
+    verdicts = [v.as_dict() for v in report.verdicts]
+    record = {"app": args.app, "routes": args.routes, "state": state, "verdicts": verdicts, "mix": report.mix}
     path.write_text(json.dumps(record, indent=2, default=str))
     return path
 
 
-def measure(
-    args: argparse.Namespace, routes: list, env: dict[str, str], folder: Path, say: Any, verdicts: list
-) -> None:
+def measure(args: argparse.Namespace, job: Job, say: Any, report: Report) -> None:
     """Start the app, price and predict every route before any load, then sweep each one unless predict-only; each
-    route's verdict into `verdicts` once priced, its runs as they are measured."""
+    route's verdict into `report` once priced, its runs as they are measured."""
     from labserver.yourapp import measure as m
 
-    server = m.AppServer(args.app, folder=folder, env=env, workers=args.workers, threads=args.threads)
+    server = m.AppServer(args.app, folder=job.folder, env=job.env, workers=args.workers, threads=args.threads)
     with server:
         say(f"{args.app}: {args.workers} worker(s), {server.settings.threads} threads each, on {server.url}")
         try:
-            priced = m.predict_all(server, routes, args.users, args.duration_s)
+            priced = m.predict_all(server, job.routes, args.users, args.duration_s)
         except m.pricing.PricingError as e:  # the app's log says why a route failed: shown before it stops
             raise m.pricing.PricingError(f"{e}\n--- the app's log ---\n{server.log_tail()}") from None
-        verdicts += [each.verdict for each in priced]
+        report.verdicts += [each.verdict for each in priced]
         for each in priced:
             say(_predicted(each.verdict, args.users))
-        if args.shares:
-            table = m.mix(priced, args.shares, args.users)
-            args.mix_table = table.to_dict("records")
-            mixed = ", ".join(f"{route} {share:.0%}" for route, share in args.shares.items())
+        if job.shares:
+            table = m.mix(priced, job.shares, args.users)
+            report.mix = table.to_dict("records")
+            mixed = ", ".join(f"{route} {share:.0%}" for route, share in job.shares.items())
             say(f"the mix ({mixed}) at {args.users} users, before any load:\n{table.to_string(index=False)}")
         if not args.predict_only:
             for each in priced:

@@ -70,6 +70,20 @@ def test_the_shipped_example_is_predicted_then_measured(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_mix_priced_before_any_load_is_saved_with_the_verdicts(tmp_path):
+    cmd = [sys.executable, "-m", "labserver", "measure", "examples.shop:app", "GET /items", "GET /report"]
+    cmd += ["--predict-only", "--mix", "GET /items=8,GET /report=2", "--out", str(tmp_path)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "the mix (GET /items 80%, GET /report 20%)" in done.stdout
+    [saved] = tmp_path.glob("measure-*.json")
+    record = json.loads(saved.read_text())
+    assert record["state"] == "complete" and len(record["verdicts"]) == 2
+    assert record["mix"] and {"resource", "binds"} <= set(record["mix"][0])
+    assert sum(row["binds"] for row in record["mix"]) >= 1  # the bottleneck: the least req/s it allows
+
+
+@pytest.mark.slow
 def test_an_app_that_will_not_import_ends_with_its_log(tmp_path):
     (tmp_path / "broken.py").write_text("raise RuntimeError('the app cannot start')\n")
     cmd = [sys.executable, "-m", "labserver", "measure", "broken:app", "GET /x", "--predict-only"]
