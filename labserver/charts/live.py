@@ -60,7 +60,7 @@ class Chart:
             grid = {"top": 0.74, "bottom": 0.17, "left": 0.085, "right": 0.98, "wspace": 0.2}
             self.axes = self.fig.subplots(1, 2, gridspec_kw=grid)
             for ax, label in zip(self.axes, ("throughput (req/s)", "mean latency (ms)"), strict=True):
-                ax.set(ylabel=label, xlabel="users")
+                ax.set(ylabel=label, xlabel="users (an open loop: arrivals a second)")
                 ax.yaxis.set_major_locator(MaxNLocator(4))
             self.bars: list[list] = [[], []]  # per axis, one Rectangle per run
             self.ticks = [self._marks(ax, "_", 400, PREDICTED, 3) for ax in self.axes]  # the predictions
@@ -84,7 +84,7 @@ class Chart:
         wanted = tuple(
             _nice(max([*m, *(v for v in p if math.isfinite(v))])) for m, p in zip(measured, predicted, strict=True)
         )
-        text = (tuple(str(r.users) for r in runs), tuple(dict.fromkeys(r.pattern for r in runs)), caption)
+        text = (tuple(r.load for r in runs), tuple(dict.fromkeys(r.pattern for r in runs)), caption)
         fresh = self.layout is None or text != self.layout[:3] or all(r.final for r in runs)
         layout = (*text, self._tops(wanted, fresh))
         changed = layout != self.layout
@@ -205,13 +205,11 @@ def caption(snapshot: Snapshot, before: int = 0) -> str:
     if snapshot.done:
         return f"{k} run{'s' if k > 1 else ''} measured: bars as measured, ticks as predicted"
     if not snapshot.started and snapshot.waiting:
-        return (
-            f"run {k} of {n}: {current.pattern}, {current.users} users: waiting for Locust workers, {snapshot.waiting}"
-        )
+        return f"run {k} of {n}: {current.pattern}, {_load(current)}: waiting for Locust workers, {snapshot.waiting}"
     if not snapshot.started:
-        return f"run {k} of {n}: {current.pattern}, {current.users} users: Locust is starting"
+        return f"run {k} of {n}: {current.pattern}, {_load(current)}: Locust is starting"
     # the same all through the run (the bar above the charts shows its seconds): a frame draws no text
-    return f"run {k} of {n}: {current.pattern}, {current.users} users, {snapshot.planned_s:g} s"
+    return f"run {k} of {n}: {current.pattern}, {_load(current)}, {snapshot.planned_s:g} s"
 
 
 def png(snapshot: Snapshot, before: tuple[RunSoFar, ...] = (), chart: Chart | None = None) -> bytes:
@@ -270,3 +268,8 @@ def for_this_cell() -> View:
         _cell.clear()
         _cell[count] = View()
     return _cell[count]
+
+
+def _load(run: RunSoFar) -> str:
+    """A run's load in a caption: its users, or an open loop's arrivals."""
+    return f"{run.rate:g} arrivals a second" if run.rate else f"{run.users} users"

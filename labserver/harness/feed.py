@@ -52,6 +52,12 @@ class RunSoFar:
     requests: int = 0
     final: bool = False  # the run's RunResult figures, not the live estimate
     valid: bool = True
+    rate: float = 0.0  # an open loop's arrivals a second (its one user sends them); 0: a closed loop of `users`
+
+    @property
+    def load(self) -> str:
+        """The run's load as a chart names it: its users, or an open loop's rate."""
+        return f"{self.rate:g}/s" if self.rate else str(self.users)
 
 
 @dataclass(frozen=True)
@@ -178,7 +184,8 @@ class PlanSoFar:
         cut = (self.t0 or 0.0) + self.begins[i] + self.warmup_s
         span = tally.last - cut
         rps = tally.count / span if tally.count and span > 0 else math.nan
-        return RunSoFar(s.pattern, s.users, rps, tally.mean(), p.rps, p.latency_ms, tally.count)
+        rate = s.workload.rate
+        return RunSoFar(s.pattern, s.users, rps, tally.mean(), p.rps, p.latency_ms, tally.count, rate=rate)
 
     def snapshot(self, now: float) -> Snapshot:
         """The plan at `now` (epoch seconds, the records' clock)."""
@@ -204,6 +211,7 @@ def final(rows: list[dict]) -> tuple[RunSoFar, ...]:
             r["requests"],
             final=True,
             valid=bool(r["valid"]),
+            rate=float(r.get("rate") or 0.0),
         )
         for r in rows
     )

@@ -372,3 +372,10 @@ def test_while_a_master_waits_for_its_workers_the_view_says_how_many_joined(tmp_
     write(tmp_path / "live.w0.bin", streamed())  # the first worker's requests are in: the run is on
     live.tick()
     assert seen[-1].started and seen[-1].waiting is None
+
+
+def test_an_open_loop_run_is_named_by_its_rate_not_its_one_user():
+    closed = feed.RunSoFar("sequential", 10, 95.0, 55.0, 99.0, 51.0, 400)
+    row = dict(pattern="sequential", users=1, rps=180.0, mean_ms=120.0, predicted_rps=184.7, predicted_ms=110.0)
+    (open_loop,) = feed.final([{**row, "requests": 900, "valid": True, "rate": 184.7}])
+    assert closed.load == "10" and open_loop.load == "184.7/s"
