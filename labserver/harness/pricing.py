@@ -42,7 +42,7 @@ import psutil
 from labserver import protocol
 from labserver.demo import cpus
 from labserver.harness import procs, publish, validity
-from labserver.harness.launcher import LabServer
+from labserver.harness.launcher import LabServer, Server
 from labserver.harness.meters import per_thread, tree_seconds
 from labserver.harness.plan import Before, Options, Stage
 from labserver.theory.demand import OneUser
@@ -204,7 +204,10 @@ def measure(stage: Stage) -> OneUser:
     warmed = (root if root is not None else server.url, hot_ask.method, hot_path.path, users)
     busy = _send(address, hot_ask, users=users, warm_s=WARM_S if warmed in _warmed else FIRST_WARM_S, read=read)
     _warmed.add(warmed)
+    counter = publish.hold_counter(server)
+    so_far = counter() if counter is not None else None
     alone = _send(address, ask, users=1, warm_s=None, at_least=1, min_s=0.0)
+    held_ms = publish.hold_ms(so_far, counter()) if counter is not None else _held_ms(server, alone)
     n, window_s = len(busy.times), busy.t1 - busy.t0
     if root is not None:
         loop_s, threads_s, pool_s = _split(readings[0], readings[1], busy.pids)
@@ -212,7 +215,6 @@ def measure(stage: Stage) -> OneUser:
         per = meter.per_process(busy.t0 - window_s, busy.t1 + window_s) if meter is not None else {}
         loop_s = sum(c for pid, c in per.items() if pid in busy.pids) * window_s
         threads_s, pool_s = 0.0, sum(c for pid, c in per.items() if pid not in busy.pids) * window_s
-    held = publish.held_of(server)
     return OneUser(
         service_ms=sum(alone.times) / len(alone.times) * 1000,
         loop_ms=loop_s / n * 1000,
@@ -220,10 +222,16 @@ def measure(stage: Stage) -> OneUser:
         pool_ms=pool_s / n * 1000,
         requests=len(alone.times),
         busy_ms=sum(busy.times) / n * 1000,
-        held_ms=held((alone.t0, alone.t1)) if held is not None else math.nan,
+        held_ms=held_ms,
         neighbours_ms=(neighbours[1] - neighbours[0]) / n * 1000,
         seconds=time.perf_counter() - started,
     )
+
+
+def _held_ms(server: Server, alone: _Sent) -> float:
+    """A pooled connection's hold per use over the lone requests, from the server's telemetry (NaN: no database)."""
+    held = publish.held_of(server)
+    return held((alone.t0, alone.t1)) if held is not None else math.nan
 
 
 def cpu_per_request_ms(server: LabServer, path: str, users: int = HOT_MOST) -> float:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 import os
 import shutil
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -138,6 +140,33 @@ class _At:
 
 def _iso(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="seconds")
+
+
+def held(url: str) -> tuple[float, int] | None:
+    """The server's connection hold so far, from /db_info: (seconds held, uses); None where it does not say."""
+    try:
+        with urllib.request.urlopen(url + "/db_info", timeout=10) as reply:
+            totals = json.loads(reply.read())["held"]
+        return float(totals["held_s"]), int(totals["uses"])
+    except (OSError, ValueError, KeyError, TypeError):  # no database routes, or a server from before them
+        return None
+
+
+def hold_ms(before: tuple[float, int] | None, after: tuple[float, int] | None) -> float:
+    """The mean hold per use between two readings of `held` (ms); NaN without both, or without a use."""
+    if before is None or after is None or after[1] <= before[1]:
+        return math.nan
+    return (after[0] - before[0]) / (after[1] - before[1]) * 1000
+
+
+def hold_counter(server: Server) -> Callable[[], tuple[float, int] | None] | None:
+    """How to read `server`'s connection hold so far at once (`held`, its /db_info); None for a server without a
+    database, or with several workers, where /db_info answers for one of them and their holds sum in the
+    telemetry (`held_of`), which a window can read only once the workers have flushed it (about a second)."""
+    settings = getattr(server, "settings", None)
+    if not getattr(settings, "database_url", "") or getattr(settings, "workers", 1) != 1:
+        return None
+    return functools.partial(held, server.url)
 
 
 def held_of(server: Server) -> Callable[[tuple[float, float]], float] | None:

@@ -10,7 +10,6 @@ the thread pool, the connection pool and the fib timing.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import statistics
 import time
@@ -24,6 +23,7 @@ from labserver.harness import pricing
 from labserver.harness.launcher import LabServer
 from labserver.harness.load import DURATION_MAX_S, check_load, run_plan
 from labserver.harness.plan import LoadOptions
+from labserver.harness.publish import held, hold_ms
 from labserver.postgres import data
 from labserver.theory import pools
 from labserver.theory.demand import Demand
@@ -48,23 +48,6 @@ def lone_requests(url: str, path: str, n: int = 100) -> dict:
         times.append((time.perf_counter() - t) * 1000)
     wall = time.perf_counter() - started
     return {"path": path, "service_ms": statistics.median(times), "wall_s": wall}
-
-
-def held(url: str) -> tuple[float, int] | None:
-    """The server's connection hold so far, from /db_info: (seconds held, uses); None where it does not say."""
-    try:
-        with urllib.request.urlopen(url + "/db_info", timeout=10) as reply:
-            totals = json.loads(reply.read())["held"]
-        return float(totals["held_s"]), int(totals["uses"])
-    except (OSError, ValueError, KeyError, TypeError):  # no database routes, or a server from before them
-        return None
-
-
-def hold_ms(before: tuple[float, int] | None, after: tuple[float, int] | None) -> float:
-    """The mean hold per use between two readings of `held` (ms); NaN without both, or without a use."""
-    if before is None or after is None or after[1] <= before[1]:
-        return math.nan
-    return (after[0] - before[0]) / (after[1] - before[1]) * 1000
 
 
 def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataFrame:

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from labserver.demo.settings import Settings
-from labserver.harness import collect, pricing
+from labserver.harness import collect, pricing, publish
 from labserver.harness.launcher import LabServer
 from labserver.harness.meters import CpuMeter, MachineMeter
 from labserver.harness.plan import Before, Meters, Options, Stage
@@ -303,3 +303,13 @@ def test_a_miss_names_a_worker_that_waited_for_a_cpu():
     said = collect._miss_cause(0.84, ONE, Before(Prediction(9000.0, 180.0, "users"), ONE, "one user", 0.33), figures)
     assert said.startswith("a worker waited for a CPU 9% of the window; ")
     assert "waited" not in collect._miss_cause(0.84, ONE, None, {**figures, "worker_waited": 0.01})
+
+
+def test_a_database_server_of_one_worker_is_read_for_its_hold_at_once():
+    with_db = Settings(workers=1, threads=40, procs=0, database_url="postgresql://127.0.0.1:9/shop")
+    assert publish.hold_counter(SimpleNamespace(settings=Settings(workers=1, threads=40, procs=0))) is None
+    # several workers: /db_info answers for one; their holds sum in the telemetry, read once flushed
+    two = SimpleNamespace(settings=dataclasses.replace(with_db, workers=2), url="http://127.0.0.1:9")
+    assert publish.hold_counter(two) is None
+    counter = publish.hold_counter(SimpleNamespace(settings=with_db, url="http://127.0.0.1:9"))
+    assert counter is not None and counter() is None  # nothing listens on the discard port: no figure, no error
