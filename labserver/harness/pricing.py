@@ -13,11 +13,13 @@ request (validity.GENERATOR_RPS), and these prices, measured on the same server 
 First, HOT_USERS users (HOT_MOST, for a run of as many or more) send requests back to
 back on kept-alive connections, without the pattern's waits, after some that are not counted
 (they start the threads or pool processes): a server kept busy, as under load, with as many
-requests in flight contending for its locks. Then one request with its waits gives S. The CPU comes from
-Linux's scheduler counters, in ns: each process's CPU clock (its ended threads included) and each
-live thread's /proc/<pid>/task/<tid>/schedstat, which sets the event loop's thread apart. A few
-requests of a fraction of a ms each are priced where the clock ticks of psutil's times (10 ms)
-would read 0.
+requests in flight contending for its locks. For a run of more than SPREAD_FROM users, they take
+turns over as many connections as the run holds (`connections`), so the server's work for each
+request is spread over as much memory as the run's: a core's caches hold a few connections'
+objects, not hundreds. Then one request with its waits gives S. The CPU comes from Linux's scheduler
+counters, in ns: each process's CPU clock (its ended threads included) and each live thread's
+/proc/<pid>/task/<tid>/schedstat, which sets the event loop's thread apart. A few requests of a
+fraction of a ms each are priced where the clock ticks of psutil's times (10 ms) would read 0.
 Elsewhere psutil's per-thread times stand in, and a server on another machine is priced by its
 meter. The processes that serve the server (`neighbours()`: a database) are priced beside it.
 
@@ -29,7 +31,9 @@ from __future__ import annotations
 
 import dataclasses
 import http.client
+import itertools
 import math
+import queue
 import sys
 import threading
 import time
@@ -64,6 +68,10 @@ HOT_USERS = 2
 # (threads hand the GIL to one another, a client's pool has more connections to look through). Past it the
 # lessons' routes cost about the same; two levels keep a sweep of users to two pricings
 HOT_MOST = 8
+# A run of more users than this is priced over as many connections, the least recently used taken next: past a
+# few hundred, each request finds its connection's objects out of the core's caches, and a request costs up to half
+# as much again as on a few connections used in turn. Up to here it costs what it does on HOT_MOST's
+SPREAD_FROM = 64
 # ... after this long of them uncounted: a core that was idle a moment ago runs slower for a while (its clock, its
 # caches), and one request's CPU read on it comes out up to a fifth dearer than a busy server's
 WARM_S = 0.05
@@ -153,14 +161,23 @@ def _key(stage: Stage) -> Hashable:
     if stage.route is not None:  # a route of one's own: its work is its own, whatever the model reads it as
         r = stage.route
         route = (r["method"], r["path"], r.get("body"), tuple(r.get("headers", {}).items()))
-        return (*server, s.url, *route, hot_users(w.users, w.rate))
-    return (*server, w.pattern, w.tasks, w.io_ms, w.cpu_n, hot_users(w.users, w.rate))
+        return (*server, s.url, *route, hot_users(w.users, w.rate), connections(w.users, w.rate))
+    return (*server, w.pattern, w.tasks, w.io_ms, w.cpu_n, hot_users(w.users, w.rate), connections(w.users, w.rate))
 
 
 def hot_users(users: int, rate: float | None = None) -> int:
     """The users whose requests price a run's CPU: HOT_MOST for a run of as many users or more, else HOT_USERS, as
     for an open loop (`rate`), whose requests in flight its users do not set."""
     return HOT_MOST if not rate and users >= HOT_MOST else HOT_USERS
+
+
+def connections(users: int, rate: float | None = None, limit: int | None = None) -> int:
+    """The connections a run's pricing takes turns over: as many as a closed loop of more than SPREAD_FROM users
+    holds (each user keeps one), else hot_users'. Under a server's `limit` on connections open (uvicorn's
+    --limit-concurrency), one fewer: the last would be refused."""
+    hot = hot_users(users, rate)
+    spread = users if not rate and users > SPREAD_FROM else hot
+    return max(hot, min(spread, limit - 1)) if limit else spread
 
 
 def forget() -> None:
@@ -200,9 +217,12 @@ def measure(stage: Stage) -> OneUser:
         if meter is not None:
             meter.sample()
 
-    users = hot_users(stage.workload.users, stage.workload.rate)
+    w = stage.workload
+    users = hot_users(w.users, w.rate)
+    held = connections(w.users, w.rate, getattr(server, "limit_concurrency", None))
     warmed = (root if root is not None else server.url, hot_ask.method, hot_path.path, users)
-    busy = _send(address, hot_ask, users=users, warm_s=WARM_S if warmed in _warmed else FIRST_WARM_S, read=read)
+    warm_s = WARM_S if warmed in _warmed else FIRST_WARM_S
+    busy = _send(address, hot_ask, users=users, connections=held, warm_s=warm_s, read=read)
     _warmed.add(warmed)
     counter = publish.hold_counter(server)
     so_far = counter() if counter is not None else None
@@ -236,8 +256,9 @@ def _held_ms(server: Server, alone: _Sent) -> float:
 
 def cpu_per_request_ms(server: LabServer, path: str, users: int = HOT_MOST) -> float:
     """The CPU per request (ms) of the process tree serving `path` on `server`, priced as `measure` prices a run of
-    `users` users: hot_users' requests back to back, after some not counted. For a lesson's own table before its
-    runs (lesson 07's): the same price as its runs' before-predictions, taken a minute or two earlier."""
+    `users` users: hot_users' requests back to back over its `connections`, after some not counted. For a lesson's
+    own table before its runs (lesson 07's): the same price as its runs' before-predictions, taken a minute or two
+    earlier."""
     assert server.proc is not None, "start the server before pricing it"
     root = server.proc.pid
     readings: list[Threads] = []
@@ -245,6 +266,7 @@ def cpu_per_request_ms(server: LabServer, path: str, users: int = HOT_MOST) -> f
         ("127.0.0.1", server.port),
         Ask("GET", path),
         users=hot_users(users),
+        connections=connections(users, limit=getattr(server, "limit_concurrency", None)),
         warm_s=WARM_S,
         read=lambda: readings.append(_threads(root)),
     )
@@ -285,18 +307,19 @@ def _send(
     ask: Ask | str,
     *,
     users: int,
+    connections: int = 0,
     warm_s: float | None = 0.0,
     at_least: int = MIN_REQUESTS,
     min_s: float = MIN_S,
     read: Callable[[], None] | None = None,
 ) -> _Sent:
-    """`users` users' requests `ask` (a path: its GET), each user's in turn on a connection of its own. Unless
-    `warm_s` is None, first some not counted: one each, all at once (they start as many threads or pool
-    processes as the counted ones use), then more for `warm_s`, so that the cores run as a busy server's do.
-    Then at least `at_least` and `min_s`, at most MAX_S, counted, `read()` called as they start and end. The
-    first error ends all, raised."""
-    ask = Ask("GET", ask) if isinstance(ask, str) else ask
-    conns = [http.client.HTTPConnection(*address, timeout=REQUEST_TIMEOUT_S) for _ in range(users)]
+    """`users` users' requests `ask` (a path: its GET), each user's in turn on the least recently used of
+    `connections` kept-alive connections (at least one each). Unless `warm_s` is None, first some not counted:
+    one each, all at once (they start as many threads or pool processes as the counted ones use), then more
+    for `warm_s` and until each connection has answered one, so that the cores run as a busy server's do and
+    no connection is opened while counted. Then at least `at_least` and `min_s`, at most MAX_S, counted,
+    `read()` called as they start and end. The first error ends all, raised."""
+    conns = _Connections(address, Ask("GET", ask) if isinstance(ask, str) else ask, max(users, connections))
     sent = _Sent([], set(), math.nan, math.nan)
     errors: list[BaseException] = []
     clock = {"started": math.inf}
@@ -308,13 +331,14 @@ def _send(
 
     warmed, counted = threading.Barrier(users, action=start), threading.Barrier(users, action=read)
 
-    def user(conn: http.client.HTTPConnection) -> None:
+    def user() -> None:
         try:
-            _warm(conn, ask, warm_s)
+            if warm_s is not None:
+                conns.warm(warm_s)
             warmed.wait()
             while not errors:
                 at = time.perf_counter()
-                sent.pids.add(_get(conn, ask))
+                sent.pids.add(conns.turn())
                 sent.times.append(time.perf_counter() - at)
                 spent = time.perf_counter() - clock["started"]
                 if (len(sent.times) >= at_least and spent >= min_s) or spent >= MAX_S:
@@ -325,7 +349,7 @@ def _send(
             warmed.abort()
             counted.abort()
 
-    threads = [threading.Thread(target=user, args=(conn,), daemon=True) for conn in conns]
+    threads = [threading.Thread(target=user, daemon=True) for _ in range(users)]
     try:
         for t in threads:
             t.start()
@@ -333,21 +357,42 @@ def _send(
             t.join()
         sent.t1 = time.time()
     finally:
-        for conn in conns:
-            conn.close()
+        conns.close()
     if errors:  # the first that is not another user's barrier, broken by it
         raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
     return sent
 
 
-def _warm(conn: http.client.HTTPConnection, ask: Ask, warm_s: float | None) -> None:
-    """Requests that are not counted: one, then more for `warm_s`; none where `warm_s` is None."""
-    if warm_s is None:
-        return
-    _get(conn, ask)
-    until = time.perf_counter() + warm_s
-    while time.perf_counter() < until:
-        _get(conn, ask)
+class _Connections:
+    """Kept-alive connections that users take turns over, the one idle longest next, as a run's users' come round."""
+
+    def __init__(self, address: tuple[str, int | None], ask: Ask, n: int) -> None:
+        self.ask, self.n = ask, n
+        self._all = [http.client.HTTPConnection(*address, timeout=REQUEST_TIMEOUT_S) for _ in range(n)]
+        self._idle: queue.SimpleQueue[http.client.HTTPConnection] = queue.SimpleQueue()
+        for conn in self._all:
+            self._idle.put(conn)
+        self._warmed = itertools.count(1)  # uncounted requests: the first n of them open every connection
+
+    def turn(self) -> int | None:
+        """One request on the connection idle longest, given back after; the worker that answered."""
+        conn = self._idle.get()
+        try:
+            return _get(conn, self.ask)
+        finally:
+            self._idle.put(conn)
+
+    def warm(self, warm_s: float) -> None:
+        """Requests not counted: one, then more for `warm_s` and until every connection is open."""
+        self.turn()
+        sent, until = next(self._warmed), time.perf_counter() + warm_s
+        while time.perf_counter() < until or sent < self.n:
+            self.turn()
+            sent = next(self._warmed)
+
+    def close(self) -> None:
+        for conn in self._all:
+            conn.close()
 
 
 def _get(conn: http.client.HTTPConnection, ask: Ask) -> int | None:

@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
@@ -163,9 +164,12 @@ def test_runs_of_many_users_are_priced_with_as_many_in_flight(monkeypatch):
         pricing.one_user(Stage(server, Workload("threadpool", n, io_ms=50)))
     open_loop = Workload("threadpool", 64, io_ms=50, rate=100.0)  # its users say nothing of what is in flight
     pricing.one_user(Stage(server, open_loop))
-    assert users == [1, 8]  # one pricing below HOT_MOST users, one at or past it
+    assert users == [1, 8, 1000]  # below HOT_MOST users, at or past it, and past SPREAD_FROM: over its connections
     assert [pricing.hot_users(n) for n in (1, 7, 8, 1000)] == [2, 2, 8, 8]
     assert pricing.hot_users(64, rate=100.0) == pricing.HOT_USERS
+    assert [pricing.connections(n) for n in (1, 8, pricing.SPREAD_FROM, 1000)] == [2, 8, 8, 1000]
+    assert pricing.connections(1000, rate=100.0) == pricing.HOT_USERS
+    assert pricing.connections(1000, limit=100) == 99  # uvicorn refuses the connection that reaches its limit
 
 
 @pytest.mark.slow
@@ -184,9 +188,14 @@ def test_one_user_prices_come_from_where_the_work_ran():
 
 
 class _Stub(http.server.BaseHTTPRequestHandler):
-    """A server that answers /ok with 200 from worker 123, and anything else with 500."""
+    """A server that answers /ok with 200 from worker 123, and anything else with 500, on kept-alive connections
+    whose client ends it notes."""
+
+    protocol_version = "HTTP/1.1"
+    clients: ClassVar[set[tuple[str, int]]] = set()
 
     def do_GET(self):
+        self.clients.add(self.client_address)
         ok = self.path.startswith("/ok")
         self.send_response(200 if ok else 500)
         self.send_header("x-worker-pid", "123")
@@ -213,6 +222,16 @@ def test_users_send_in_turn_and_say_which_worker_answered(stub):
     assert sent.pids == {123} and len(sent.times) >= 2
     assert readings == [0, 1]  # read as the counted requests start, and as they end
     assert sent.t0 <= sent.t1
+
+
+def test_users_take_turns_over_every_connection_and_open_none_while_counted(stub):
+    _Stub.clients.clear()
+    opened = []
+    pricing._send(stub, "/ok", users=2, connections=6, warm_s=0.0, read=lambda: opened.append(len(_Stub.clients)))
+    assert opened == [6, 6]  # all six opened by the uncounted requests, none after
+    _Stub.clients.clear()
+    pricing._send(stub, "/ok", users=3, warm_s=0.0)
+    assert len(_Stub.clients) == 3  # no more connections than users: one each
 
 
 def test_an_error_reply_ends_every_user_and_is_raised(stub):
