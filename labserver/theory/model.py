@@ -49,7 +49,7 @@ class Bottleneck(StrEnum):
     CORES = "cores"  # the process pool's, or the workers' where they outnumber the cores
     GIL = "GIL (one core per worker)"
     IN_STEP = "GIL (threads in step)"
-    LOOP_IN_STEP = "GIL (users in step on the event loop)"  # lesson 12's new client per request
+    LOOP_IN_STEP = "one core (users in step on the event loop)"  # lesson 12's new client per request: one thread
     # lesson 10, and C code that lets go of the GIL: the scheduler's time slices in place of the GIL's turns
     SLICED = "cores (threads in step, in time slices)"
     WORKER_CPU = "CPU (one core per worker)"  # lesson 07; lesson 10's event loop without a GIL, still one thread

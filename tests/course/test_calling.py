@@ -16,7 +16,7 @@ def test_only_the_new_client_pays_its_price_in_the_prediction():
     assert table.loc["callreused", "predicted_rps"] == pytest.approx(50 / 0.2)  # users / io
     # its users in step: a round is every user's client on the loop, then one io: 50 / (0.2 s + 50 × 20 ms)
     assert table.loc["callnew", "predicted_rps"] == pytest.approx(50 / (0.2 + 50 * 0.020), abs=0.05)  # to 0.1
-    assert table.loc["callnew", "bottleneck"] == "GIL (users in step on the event loop)"
+    assert table.loc["callnew", "bottleneck"] == "one core (users in step on the event loop)"
 
 
 def test_the_two_servers_the_plan_starts_call_one_another():

@@ -368,8 +368,8 @@ def test_each_kind_of_bottleneck_is_the_labels_its_words_say():
     assert Bottleneck.GIL == "GIL (one core per worker)" and Bottleneck.MACHINE == "cores (the machine's, shared)"
     for b in Bottleneck:
         assert (b in MACHINE_BOUND) == b.startswith("cores (the machine's"), b
-        assert (b in CORE_BOUND) == b.startswith(("cores", "GIL")), b
-        assert (b in CPU_BOUND) == b.startswith(("GIL", "cores", "CPU", "client CPU")), b
+        assert (b in CORE_BOUND) == b.startswith(("cores", "GIL", "one core")), b
+        assert (b in CPU_BOUND) == b.startswith(("GIL", "cores", "one core", "CPU", "client CPU")), b
     runs = pd.DataFrame({"bottleneck": ["users", "cores", "client CPU (one core)", "server threads (40)", None]})
     assert list(runs["bottleneck"].isin(CPU_BOUND)) == [False, True, True, False, False]
 

@@ -119,7 +119,7 @@ BEFORE_QUEUED = {
     "streamsync": (66.26905235255136, 1509.0000000000002, "threads"),
     "asyncdep": (330.9350067628577, 302.17413678347503, "users"),
     # a new client's CPU before each call: 100 users in step, 100 / (0.3 s + 100 × 1.8 ms / 2 workers)
-    "callnew": (256.4102564102564, 390.0, "GIL (users in step on the event loop)"),
+    "callnew": (256.4102564102564, 390.0, "one core (users in step on the event loop)"),
     "callreused": (330.9350067628577, 302.17413678347503, "users"),
     "fanout": (666.6666666666665, 150.00000000000003, "calls in flight"),  # 2 × 100 / (3 calls at once × 0.1 s)
     "fanoutbounded": (266.66666666666663, 375.00000000000006, "calls in flight"),  # 2 × 40 / (3 × 0.1 s)
