@@ -16,10 +16,11 @@ back on kept-alive connections, without the pattern's waits, after some that are
 requests in flight contending for its locks. For a run of more than SPREAD_FROM users, they take
 turns over as many connections as the run holds (`connections`), so the server's work for each
 request is spread over as much memory as the run's: a core's caches hold a few connections'
-objects, not hundreds. Then one request with its waits gives S. The CPU comes from Linux's scheduler
-counters, in ns: each process's CPU clock (its ended threads included) and each live thread's
-/proc/<pid>/task/<tid>/schedstat, which sets the event loop's thread apart. A few requests of a
-fraction of a ms each are priced where the clock ticks of psutil's times (10 ms) would read 0.
+objects, not hundreds. Then one user's requests with their waits, for ALONE_S, give S. The CPU comes
+from Linux's scheduler counters, in ns: each process's CPU clock (its ended threads included) and
+each live thread's /proc/<pid>/task/<tid>/schedstat, which sets the event loop's thread apart. A few
+requests of a fraction of a ms each are priced where the clock ticks of psutil's times (10 ms) would
+read 0.
 Elsewhere psutil's per-thread times stand in, and a server on another machine is priced by its
 meter. The processes that serve the server (`neighbours()`: a database) are priced beside it.
 
@@ -56,11 +57,13 @@ if TYPE_CHECKING:
 from labserver.theory.model import MACHINE_BOUND, Bottleneck, Prediction
 
 # The CPU's price needs at least this many counted requests and this long, and stops at the first past both; at
-# most this long in all, however few came: a lesson's pricing stays within a tenth of its runs' time. S is one
-# request's: a wait of hundreds of ms is priced by one as well as by three.
+# most this long in all, however few came: a lesson's pricing stays within a tenth of its runs' time.
 MIN_REQUESTS = 3
 MIN_S = 0.15
 MAX_S = 1.0
+# S is the mean of one user's requests over at least this long: a wait of hundreds of ms is priced by one request
+# as well as by three, but one request of a few ms can read a third over its mean (an idle server's wake-up)
+ALONE_S = 0.05
 # Users whose requests, back to back and without their waits, price the server's CPU: one would leave the server
 # idle between its requests, and every request would pay for waking it (2-6 times a busy server's CPU per request)
 HOT_USERS = 2
@@ -226,7 +229,7 @@ def measure(stage: Stage) -> OneUser:
     _warmed.add(warmed)
     counter = publish.hold_counter(server)
     so_far = counter() if counter is not None else None
-    alone = _send(address, ask, users=1, warm_s=None, at_least=1, min_s=0.0)
+    alone = _send(address, ask, users=1, warm_s=None, at_least=1, min_s=ALONE_S)
     held_ms = publish.hold_ms(so_far, counter()) if counter is not None else _held_ms(server, alone)
     n, window_s = len(busy.times), busy.t1 - busy.t0
     if root is not None:
