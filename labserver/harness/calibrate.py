@@ -1,5 +1,6 @@
 """What the lab measures once per kernel before the runs that need it: the service time S of the thread-pool
-endpoint (lessons 08 and 09), and the load generator's price per request (`generator_price`, pricing.py).
+endpoint (lessons 08 and 09), and the load generator's price per request (`generator_price`, pricing.py; on a
+route whose replies are big, `generator_price_on`).
 
 Every open-loop prediction needs S: how long a request holds one of the `threads` slots when
 nothing queues. A closed loop of fewer users than threads measures it: its mean latency is the
@@ -11,12 +12,16 @@ calibration.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from labserver.harness import results
 from labserver.harness.launcher import LabServer
 from labserver.harness.load import run_plan
+from labserver.harness.plan import Stage
+from labserver.harness.pricing import HOT_MOST
 from labserver.theory.model import Prediction
 
 SHARE = 0.6  # users per thread in the calibrating closed loop: fewer than the threads, so nothing queues
@@ -87,6 +92,7 @@ class GeneratorPrice:
 
 
 _generator: list[GeneratorPrice] = []
+_generator_on: dict[Hashable, GeneratorPrice] = {}
 
 
 def generator_price(*, fresh: bool = False) -> GeneratorPrice:
@@ -108,7 +114,21 @@ def generator_price(*, fresh: bool = False) -> GeneratorPrice:
                 duration_s=GENERATOR_S,
                 progress=False,
             )[0]
-        row = run.row
-        rest = max(0.0, float(row["other_cpu"])) / row["rps"] * 1000 if row["rps"] > 0 else math.nan
-        _generator[:] = [GeneratorPrice(float(row["locust_ms"]), rest, float(row["rps"]), str(row["run_id"]))]
+        _generator[:] = [_price_of(run.row)]
     return _generator[0]
+
+
+def generator_price_on(stage: Stage, key: Hashable) -> GeneratorPrice:
+    """The load generator's price on `stage`'s own route and server (`key`: its make-up, as pricing keys it), measured
+    once per kernel by a short run of HOT_MOST users: a route whose replies are big costs Locust by the byte."""
+    if key not in _generator_on:
+        run = {**dataclasses.asdict(stage.workload), "users": HOT_MOST, "route": stage.route}
+        unpriced = Prediction(math.nan, math.nan, "not modelled: the run prices the load generator")
+        [result] = run_plan(stage.server, [{**run, "predicted": unpriced}], duration_s=GENERATOR_S, progress=False)
+        _generator_on[key] = _price_of(result.row)
+    return _generator_on[key]
+
+
+def _price_of(row: dict) -> GeneratorPrice:
+    rest = max(0.0, float(row["other_cpu"])) / row["rps"] * 1000 if row["rps"] > 0 else math.nan
+    return GeneratorPrice(float(row["locust_ms"]), rest, float(row["rps"]), str(row["run_id"]))

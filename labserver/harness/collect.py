@@ -191,6 +191,8 @@ def _before(before: Before | None, figures: dict[str, Any]) -> dict[str, Any]:
         "one_user_loop_ms": one.loop_ms if one else math.nan,
         "one_user_threads_ms": one.threads_ms if one else math.nan,
         "one_user_pool_ms": one.pool_ms if one else math.nan,
+        "one_user_reply_kb": one.reply_bytes / 1024 if one else math.nan,
+        "before_locust_ms": before.generator_ms if before is not None else math.nan,
         "one_user_s": one.seconds if one else math.nan,
         "before_miss": _miss_cause(ratio, one, before, figures),
     }

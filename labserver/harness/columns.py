@@ -21,7 +21,7 @@ from typing import Any, Literal, cast
 # "ms/request" CPU time per request.
 Unit = Literal[
     "text", "bool", "count", "share", "ratio", "ms", "s", "ms/request", "req/s", "users/s", "cores", "fib(n)",
-    "epoch s", "ISO 8601", "per request", "count by pid",
+    "epoch s", "ISO 8601", "per request", "count by pid", "KiB",
 ]  # fmt: skip
 Source = Literal["workload", "server", "locust"]
 
@@ -79,6 +79,8 @@ FIGURES = (
     Column("one_user_loop_ms", "ms/request", "... of it, on the workers' event loops"),
     Column("one_user_threads_ms", "ms/request", "... on the workers' other threads (the thread pool)"),
     Column("one_user_pool_ms", "ms/request", "... in the server's other processes (process pools)"),
+    Column("one_user_reply_kb", "KiB", "the body of one reply, read by the pricing's lone requests"),
+    Column("before_locust_ms", "ms/request", "Locust's CPU per request as priced before the run"),
     Column("one_user_s", "s", "how long pricing it took, once per server make-up in a kernel"),
     Column("before_miss", "text", "where the run missed its before-prediction by over 10%: what its window measured"),
     Column("usable_cores", "cores", "the CPUs the lab may use (a remote server: its own)"),

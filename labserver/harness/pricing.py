@@ -89,6 +89,9 @@ GENERATOR_MS = 1000 / validity.GENERATOR_RPS
 # ... which is measured (calibrate.generator_price) where it decides a prediction: the least a process sends on its
 # core (GENERATOR_RPS) names it, or it is this share or more of the server's CPU per request on shared cores
 GENERATOR_SHARE = 0.1
+# ... and measured on the route itself where its replies are this big or bigger: Locust reads every byte, and a reply
+# of a megabyte or more costs it several times a small one's price
+BIG_REPLY_BYTES = 64 * 1024
 NOT_PRICED = "not priced"
 
 _priced: dict[Hashable, OneUser] = {}
@@ -126,8 +129,9 @@ def foresee(stage: Stage, options: Options) -> Before:
         return Before(Prediction(math.nan, math.nan, f"{NOT_PRICED}: {e}"), None, NOT_PRICED)
     generator_ms, rest_ms = GENERATOR_MS, 0.0
     p = stage.prediction(options, _cores(stage), demand=one.demand(generator_ms, options.processes))
-    if _generator_decides(p, one, options):
-        price = _generator_price()
+    big = one.reply_bytes >= BIG_REPLY_BYTES and options.master is None
+    if big or _generator_decides(p, one, options):
+        price = _generator_price(stage if big else None)
         generator_ms, rest_ms = price.locust_ms, price.rest_ms
         p = stage.prediction(options, _cores(stage), demand=one.demand(generator_ms, options.processes, rest_ms))
     return Before(p, one, "lesson" if callable(given) else "one user", generator_ms)
@@ -144,10 +148,10 @@ def _generator_decides(p: Prediction, one: OneUser, options: Options) -> bool:
     return p.bottleneck in MACHINE_BOUND and GENERATOR_SHARE * (one.worker_ms + one.pool_ms) <= GENERATOR_MS
 
 
-def _generator_price() -> calibrate.GeneratorPrice:
+def _generator_price(on: Stage | None = None) -> calibrate.GeneratorPrice:
     from labserver.harness import calibrate  # it measures with run_plan, whose module imports this one
 
-    return calibrate.generator_price()
+    return calibrate.generator_price() if on is None else calibrate.generator_price_on(on, _key(on))
 
 
 def _cores(stage: Stage) -> float:
@@ -245,6 +249,7 @@ def measure(stage: Stage) -> OneUser:
         pool_ms=pool_s / n * 1000,
         requests=len(alone.times),
         busy_ms=sum(busy.times) / n * 1000,
+        reply_bytes=sum(alone.sizes) / len(alone.sizes),
         held_ms=held_ms,
         neighbours_ms=(neighbours[1] - neighbours[0]) / n * 1000,
         seconds=time.perf_counter() - started,
@@ -303,6 +308,13 @@ class _Sent:
     pids: set[int | None]
     t0: float
     t1: float
+    sizes: list[int] = dataclasses.field(default_factory=list)  # each counted reply's body, in bytes
+
+    def note(self, seconds: float, answer: tuple[int | None, int]) -> None:
+        """One counted request: its time, and the worker and body bytes `_get` read of its reply."""
+        self.times.append(seconds)
+        self.pids.add(answer[0])
+        self.sizes.append(answer[1])
 
 
 def _send(
@@ -341,8 +353,8 @@ def _send(
             warmed.wait()
             while not errors:
                 at = time.perf_counter()
-                sent.pids.add(conns.turn())
-                sent.times.append(time.perf_counter() - at)
+                answer = conns.turn()
+                sent.note(time.perf_counter() - at, answer)
                 spent = time.perf_counter() - clock["started"]
                 if (len(sent.times) >= at_least and spent >= min_s) or spent >= MAX_S:
                     break
@@ -377,8 +389,8 @@ class _Connections:
             self._idle.put(conn)
         self._warmed = itertools.count(1)  # uncounted requests: the first n of them open every connection
 
-    def turn(self) -> int | None:
-        """One request on the connection idle longest, given back after; the worker that answered."""
+    def turn(self) -> tuple[int | None, int]:
+        """One request on the connection idle longest, given back after; the worker that answered, the reply's bytes."""
         conn = self._idle.get()
         try:
             return _get(conn, self.ask)
@@ -398,8 +410,8 @@ class _Connections:
             conn.close()
 
 
-def _get(conn: http.client.HTTPConnection, ask: Ask) -> int | None:
-    """One request on `conn`, read to its end; the worker that answered (X-Worker-Pid)."""
+def _get(conn: http.client.HTTPConnection, ask: Ask) -> tuple[int | None, int]:
+    """One request on `conn`, read to its end; the worker that answered (X-Worker-Pid), and its body's bytes."""
     conn.request(ask.method, ask.path, body=ask.body, headers=dict(ask.headers))
     reply = conn.getresponse()
     body = reply.read()
@@ -407,7 +419,7 @@ def _get(conn: http.client.HTTPConnection, ask: Ask) -> int | None:
         said = body[:BODY_SHOWN].decode(errors="replace")
         raise PricingError(f"{ask.method} {ask.path} answered {reply.status} {reply.reason}: {said}".rstrip(": "))
     pid = reply.getheader("x-worker-pid")
-    return int(pid) if pid and pid.isdigit() else None
+    return (int(pid) if pid and pid.isdigit() else None), len(body)
 
 
 def _split(before: Threads, after: Threads, workers: set[int | None]) -> tuple[float, float, float]:

@@ -104,6 +104,7 @@ class OneUser:
     # one request's time while the CPU was priced: HOT_USERS users each sending the next as the last came back.
     # About S where the requests overlap; about HOT_USERS × S where they take turns (a held event loop)
     busy_ms: float = math.nan
+    reply_bytes: float = 0.0  # the mean reply's body, in bytes: what the load generator reads of each
 
     @property
     def worker_ms(self) -> float:

@@ -62,6 +62,8 @@ PINNED = {
     "one_user_loop_ms": "ms/request",
     "one_user_threads_ms": "ms/request",
     "one_user_pool_ms": "ms/request",
+    "one_user_reply_kb": "KiB",
+    "before_locust_ms": "ms/request",
     "one_user_s": "s",
     "before_miss": "text",
     "usable_cores": "cores",

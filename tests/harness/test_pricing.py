@@ -262,9 +262,9 @@ def test_a_generator_cheaper_than_its_price_is_named_where_its_price_bound_the_r
 def test_the_generators_price_is_measured_only_where_it_decides_the_prediction(monkeypatch):
     asked = []
 
-    def measured():
-        asked.append(1)
-        return SimpleNamespace(locust_ms=0.12, rest_ms=0.01)
+    def measured(on=None):
+        asked.append(on)
+        return SimpleNamespace(locust_ms=0.12 if on is None else 1.5, rest_ms=0.01)
 
     monkeypatch.setattr(pricing, "_generator_price", measured)
     fast = dataclasses.replace(ONE, loop_ms=0.13, threads_ms=0.0, service_ms=100.2)
@@ -278,6 +278,11 @@ def test_the_generators_price_is_measured_only_where_it_decides_the_prediction(m
     assert not asked and few.generator_ms == pricing.GENERATOR_MS  # the users bind: the price changes nothing
     classroom = pricing.foresee(Stage(server, Workload("sequential", 800, io_ms=100)), Options(master="0.0.0.0:5557"))
     assert not asked and classroom.generator_ms == pricing.GENERATOR_MS  # the generators run on other machines
+    big = dataclasses.replace(fast, reply_bytes=1.3e6)
+    monkeypatch.setattr(pricing, "one_user", lambda stage: big)
+    stage = Stage(server, Workload("sequential", 25, io_ms=100))
+    read = pricing.foresee(stage, Options())
+    assert asked == [stage] and read.generator_ms == 1.5  # Locust reads every byte: priced on the route itself
 
 
 def test_the_generators_price_is_measured_once_per_kernel(monkeypatch):
@@ -303,6 +308,23 @@ def test_the_generators_price_is_measured_once_per_kernel(monkeypatch):
     assert calibrate.generator_price() is first and len(runs) == 1
     assert first.locust_ms == 0.125 and first.rest_ms == pytest.approx(0.05 / 6000 * 1000)
     [[_, [run]]] = runs
+    assert isinstance(run["predicted"], Prediction)  # priced by no one: its own prediction would ask for this price
+
+
+def test_the_generators_price_on_a_route_is_measured_on_it_once_per_make_up(monkeypatch):
+    from labserver.harness import calibrate
+
+    runs = []
+    row = {"locust_ms": 1.6, "other_cpu": 0.0, "rps": 160.0, "run_id": "r"}
+    monkeypatch.setattr(calibrate, "run_plan", lambda *a, **k: runs.append(a) or [SimpleNamespace(row=row)])
+    monkeypatch.setattr(calibrate, "_generator_on", {})
+    server = stand_in()
+    route = {"method": "GET", "path": "/catalog", "label": "GET /catalog"}
+    stage = Stage(server, Workload("sequential", 64, io_ms=4), route=route)
+    first = calibrate.generator_price_on(stage, "catalog")
+    assert calibrate.generator_price_on(stage, "catalog") is first and len(runs) == 1 and first.locust_ms == 1.6
+    [[on, [run]]] = runs
+    assert on is server and run["route"] == route and run["users"] == pricing.HOT_MOST  # the route itself, kept busy
     assert isinstance(run["predicted"], Prediction)  # priced by no one: its own prediction would ask for this price
 
 
