@@ -58,3 +58,11 @@ def pattern_label(name: str) -> str:
 def client_label(name: str) -> str:
     """How client strategy `name` sends its requests, e.g. "requests, one at a time"; an unknown name, as given."""
     return CLIENT_LABELS.get(name, name)
+
+
+def work_label(tasks: float, io_ms: float, cpu_n: float) -> str:
+    """A run's work in a chart's few characters: its fib, its waits (× tasks where there are several), or none."""
+    parts = [f"fib({cpu_n:.0f})"] if cpu_n == cpu_n and cpu_n else []  # NaN (a row without it) reads as none
+    if io_ms == io_ms and io_ms:
+        parts.append(f"{tasks:.0f}×{io_ms:.0f} ms" if tasks == tasks and tasks > 1 else f"{io_ms:.0f} ms")
+    return " + ".join(parts) or "no work"

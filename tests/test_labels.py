@@ -4,7 +4,7 @@ from pathlib import Path
 
 from labserver.clients.strategies import STRATEGIES
 from labserver.demo.patterns import PATTERNS
-from labserver.labels import CLIENT_LABELS, PATTERN_LABELS, client_label, pattern_label
+from labserver.labels import CLIENT_LABELS, PATTERN_LABELS, client_label, pattern_label, work_label
 from labserver.paths import ROOT
 
 
@@ -30,3 +30,10 @@ def test_a_name_is_looked_up_and_an_unknown_one_shown_as_given():
     assert client_label("threadpool") == "requests in a client thread pool"
     assert pattern_label("fib + sleep") == "fib + sleep"
     assert client_label("fast") == "fast"
+
+
+def test_a_run_s_work_is_named_in_a_few_characters():
+    assert work_label(1, 0, 25) == "fib(25)"
+    assert work_label(4, 200, 0) == "4×200 ms"
+    assert work_label(1, 100, 15) == "fib(15) + 100 ms"
+    assert work_label(float("nan"), float("nan"), float("nan")) == "no work"  # a row without them

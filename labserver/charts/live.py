@@ -84,7 +84,10 @@ class Chart:
         wanted = tuple(
             _nice(max([*m, *(v for v in p if math.isfinite(v))])) for m, p in zip(measured, predicted, strict=True)
         )
-        text = (tuple(r.load for r in runs), tuple(dict.fromkeys(r.pattern for r in runs)), caption)
+        # a run's work under its load where the runs' works differ: runs of one pattern and load are told apart
+        works = len({r.work for r in runs}) > 1
+        ticks = tuple(f"{r.load}\n{r.work}" if works else r.load for r in runs)
+        text = (ticks, tuple(dict.fromkeys(r.pattern for r in runs)), caption)
         fresh = self.layout is None or text != self.layout[:3] or all(r.final for r in runs)
         layout = (*text, self._tops(wanted, fresh))
         changed = layout != self.layout

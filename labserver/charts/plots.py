@@ -40,7 +40,8 @@ for held, free in LESSON_11 + LESSON_12:
 # lesson 12's fan-out: gather's orange, and a deeper one where a semaphore bounds it
 COLORS["fanout"], COLORS["fanoutbounded"] = COLORS["gather"], sns.color_palette("dark", 10)[1]
 COLORS["watchful"] = sns.color_palette("dark", 10)[0]  # lesson 13: sequential's blue, deeper
-COLORS["gathertimeout"] = COLORS["gather"]  # lesson 13's part 2: gather, and its fix a shade deeper
+# lesson 13's part 2: gather's orange; with a timeout a lighter one, its fix (a TaskGroup) a deeper one
+COLORS["gathertimeout"] = sns.color_palette("pastel", 10)[1]
 COLORS["taskgroup"] = sns.color_palette("dark", 10)[1]
 INVALID = "#d62728"
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from labserver import config, protocol
 from labserver.harness.plan import stage_at
+from labserver.labels import work_label
 
 if TYPE_CHECKING:
     from labserver.harness.plan import Stage
@@ -53,6 +54,7 @@ class RunSoFar:
     final: bool = False  # the run's RunResult figures, not the live estimate
     valid: bool = True
     rate: float = 0.0  # an open loop's arrivals a second (its one user sends them); 0: a closed loop of `users`
+    work: str = ""  # its work as a chart names it (labels.work_label): what sets apart runs of one load
 
     @property
     def load(self) -> str:
@@ -184,8 +186,9 @@ class PlanSoFar:
         cut = (self.t0 or 0.0) + self.begins[i] + self.warmup_s
         span = tally.last - cut
         rps = tally.count / span if tally.count and span > 0 else math.nan
-        rate = s.workload.rate
-        return RunSoFar(s.pattern, s.users, rps, tally.mean(), p.rps, p.latency_ms, tally.count, rate=rate)
+        w = s.workload
+        work = work_label(w.tasks, w.io_ms, w.cpu_n)
+        return RunSoFar(s.pattern, s.users, rps, tally.mean(), p.rps, p.latency_ms, tally.count, rate=w.rate, work=work)
 
     def snapshot(self, now: float) -> Snapshot:
         """The plan at `now` (epoch seconds, the records' clock)."""
@@ -212,6 +215,7 @@ def final(rows: list[dict]) -> tuple[RunSoFar, ...]:
             final=True,
             valid=bool(r["valid"]),
             rate=float(r.get("rate") or 0.0),
+            work=work_label(r.get("tasks", 1), r.get("io_ms", 0), r.get("cpu_n", 0)),
         )
         for r in rows
     )

@@ -187,3 +187,12 @@ def test_the_legend_names_each_pattern_as_a_learner_reads_it():
     assert names == ["async def + gather", "def (thread pool)", "predicted"]
     live.png(Snapshot(runs(1), 0, 3, 1.5, 5), chart=chart)
     assert len(chart.fig.legends) == 1  # a new set of patterns replaces the legend
+
+
+def test_runs_of_one_load_are_told_apart_by_their_work():
+    chart = live.Chart()
+    alike = tuple(RunSoFar("sequential", 2, 50.0, 40.0, 50.0, 40.0, 100, work=w) for w in ("fib(25)", "no work"))
+    live.png(Snapshot(alike, 1, 2, 1.5, 5), chart=chart)
+    assert [t.get_text() for t in chart.axes[0].get_xticklabels()] == ["2\nfib(25)", "2\nno work"]
+    live.png(Snapshot(runs(), 2, 3, 1.5, 5), chart=chart)  # one work (none said): the loads alone
+    assert [t.get_text() for t in chart.axes[0].get_xticklabels()] == ["10", "20", "80"]

@@ -266,7 +266,9 @@ def test_the_last_frame_holds_the_saved_runs_and_the_live_files_go(tmp_path):
     live.finish([{**row, "requests": 400, "valid": False}])  # the plan was cut short after its first run
     (last,) = seen
     assert last.done and last.stage == 0 and last.stages == 2
-    assert last.runs == (feed.RunSoFar("gather", 10, 95.0, 55.0, 99.0, 51.0, 400, final=True, valid=False),)
+    assert last.runs == (
+        feed.RunSoFar("gather", 10, 95.0, 55.0, 99.0, 51.0, 400, final=True, valid=False, work="no work"),
+    )
     # a run predicted before it shows that prediction, as the view did while it ran
     before = {**row, "requests": 400, "valid": True, "predicted_before_rps": 101.0, "predicted_before_ms": 49.0}
     (shown,) = feed.final([before])
