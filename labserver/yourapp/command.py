@@ -192,11 +192,14 @@ def measure(args: argparse.Namespace, job: Job, say: Any, report: Report) -> Non
 def _predicted(v: Any, users: int) -> str:
     from labserver.yourapp import measure as m
 
-    deps = f", {v.def_dependencies} def dependencies in the thread pool" if v.def_dependencies else ""
+    n = v.def_dependencies
+    said = v.runs_on == m.DEPENDENCY  # its words already say a def dependency takes a thread
+    deps = f", {n} def {'dependency' if n == 1 else 'dependencies'} in the thread pool" if n and not said else ""
     return (
         f"{v.route} ({v.endpoint or 'endpoint not found: read as async def'}, runs on the {v.runs_on}"
         f"{deps}): S {v.service_ms:.1f} ms alone, "
-        f"CPU {v.loop_ms:.2f} ms on the loop + {v.threads_ms:.2f} ms in threads per request\n"
+        f"CPU {v.loop_ms:.2f} ms on the loop + {v.threads_ms:.2f} ms in threads per request "
+        f"({v.busy_cpu_ms:.2f} ms in all with {m.pricing.HOT_MOST} in flight, as runs of as many users are priced)\n"
         f"  predicted before any load: {v.predicted_rps:,.0f} req/s at {users} users, bound by {m.words(v.bound)}\n"
         f"  the decision card's row: {v.card}\n"
         f"  what moves it: {v.change}"

@@ -110,6 +110,9 @@ class Verdict:
     card: str = ""  # the README decision card's row it falls under: that row's situation (CARD)
     runs: list[dict[str, Any]] = field(default_factory=list)  # each run: users, predicted and measured
     stopped: str = ""  # why the sweep stopped
+    # the server's CPU per request with pricing.HOT_MOST requests in flight: what a run of as many users or more is
+    # priced with (loop_ms and threads_ms: with pricing.HOT_USERS)
+    busy_cpu_ms: float = math.nan
 
     @property
     def measured_rps(self) -> float:
@@ -167,7 +170,7 @@ def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Ve
         one = pricing.one_user(stage, tries=PRICINGS)
         # and as a run of many users prices it, with as many requests in flight (pricing.hot_users)
         many = dataclasses.replace(stage.workload, users=pricing.HOT_MOST)
-        pricing.one_user(dataclasses.replace(stage, workload=many), tries=PRICINGS)
+        busy = pricing.one_user(dataclasses.replace(stage, workload=many), tries=PRICINGS)
     except TimeoutError:
         raise pricing.PricingError(
             f"{route['label']} gave no answer within {pricing.REQUEST_TIMEOUT_S:.0f} s, so it cannot be priced: "
@@ -189,6 +192,7 @@ def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Ve
         threads_ms=one.threads_ms,
         predicted_rps=math.nan,
         bound="",
+        busy_cpu_ms=busy.worker_ms + busy.pool_ms,
     )
     return verdict, stage
 
@@ -568,6 +572,7 @@ def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
                 "S alone (ms)": v.service_ms,
                 "CPU on the loop (ms)": v.loop_ms,
                 "CPU in threads (ms)": v.threads_ms,
+                f"CPU, {pricing.HOT_MOST} in flight (ms)": v.busy_cpu_ms,
                 "def dependencies": v.def_dependencies,
                 f"predicted at {users} users (req/s)": v.predicted_rps,
                 "bound": words(v.bound),
