@@ -79,9 +79,10 @@ SPREAD_FROM = 64
 # caches), and one request's CPU read on it comes out up to a fifth dearer than a busy server's
 WARM_S = 0.05
 # ... or this long, the first time a route is priced with as many users on a server that builds what it keeps on its
-# first requests (a database pool opening the connections they hold at once; a route of one's own, its validators
-# and caches), which read a route's first pricing on such a server a fifth to a third dearer than the next. The
-# demo's own routes build nothing of the kind: their threads are started by the first requests of every warm-up
+# first requests (a database pool, or an HTTP client's to another service, opening the connections they hold at
+# once; a route of one's own, its validators and caches), which read a route's first pricing on such a server a fifth
+# to a third dearer than the next. The demo's own routes build nothing else: every warm-up's first requests start
+# their threads
 FIRST_WARM_S = 0.3
 REQUEST_TIMEOUT_S = 10.0  # one request alone; a pattern slower than this is not priced
 BODY_SHOWN = 300  # bytes of an error reply's body its PricingError shows (a 422's detail names the field)
@@ -229,7 +230,8 @@ def measure(stage: Stage) -> OneUser:
     users = hot_users(w.users, w.rate)
     held = connections(w.users, w.rate, getattr(server, "limit_concurrency", None))
     warmed = (root if root is not None else server.url, hot_ask.method, hot_path.path, users)
-    builds = stage.route is not None or bool(server.neighbours())
+    upstream = getattr(getattr(server, "settings", None), "upstream", None)
+    builds = stage.route is not None or bool(server.neighbours()) or bool(upstream)
     warm_s = FIRST_WARM_S if builds and warmed not in _warmed else WARM_S
     busy = _send(address, hot_ask, users=users, connections=held, warm_s=warm_s, read=read)
     _warmed.add(warmed)
