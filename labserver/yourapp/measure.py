@@ -249,8 +249,14 @@ def advice(priced: Priced, users: int) -> Advice:
     if resource in (Resource.LOOP, Resource.WORKER) and math.floor(cores) > settings.workers:
         workers = math.floor(cores)
         rps = then(workers=workers)
-        return Advice(f"run {workers} workers (`--workers {workers}`, one a core), or move the CPU work to a "
-                      f"process pool: with {workers} workers, {rps:,.0f} req/s", rps, {"workers": workers})  # fmt: skip
+        # the CPU may be the endpoint's own work or FastAPI checking and serialising a big reply after it returns,
+        # which no pool can take: a smaller or cached reply is the change there
+        change = (
+            f"run {workers} workers (`--workers {workers}`, one a core), or take the CPU off the loop (the "
+            f"endpoint's own work to a process pool; a big reply made smaller or cached): with {workers} workers, "
+            f"{rps:,.0f} req/s"
+        )
+        return Advice(change, rps, {"workers": workers})
     if resource is Resource.USERS:
         more = 2 * users
         rps = then(at_users=more)
