@@ -153,7 +153,9 @@ def _generator_decides(p: Prediction, one: OneUser, options: Options) -> bool:
 def _generator_price(on: Stage | None = None) -> calibrate.GeneratorPrice:
     from labserver.harness import calibrate  # it measures with run_plan, whose module imports this one
 
-    return calibrate.generator_price() if on is None else calibrate.generator_price_on(on, _key(on))
+    # one price per route and server, whatever the users: _key's last two (the requests in flight, the connections)
+    # change the server's CPU, not what Locust pays to read a reply
+    return calibrate.generator_price() if on is None else calibrate.generator_price_on(on, _key(on)[:-2])
 
 
 def _cores(stage: Stage) -> float:

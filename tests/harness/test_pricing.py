@@ -354,3 +354,10 @@ def test_a_database_server_of_one_worker_is_read_for_its_hold_at_once():
     assert publish.hold_counter(two) is None
     counter = publish.hold_counter(SimpleNamespace(settings=with_db, url="http://127.0.0.1:9"))
     assert counter is not None and counter() is None  # nothing listens on the discard port: no figure, no error
+
+
+def test_a_route_s_generator_price_does_not_depend_on_its_users():
+    server = SimpleNamespace(**vars(stand_in()), url="http://127.0.0.1:8000")
+    route = {"method": "GET", "path": "/catalog", "label": "GET /catalog"}
+    few, many = (Stage(server, Workload("sequential", n, io_ms=4), route=route) for n in (1, 1000))
+    assert pricing._key(few) != pricing._key(many) and pricing._key(few)[:-2] == pricing._key(many)[:-2]
