@@ -163,7 +163,7 @@ def _cores(stage: Stage) -> float:
     return cpus.cores() if getattr(server, "same_machine", True) else server.cores()
 
 
-def _key(stage: Stage) -> Hashable:
+def _key(stage: Stage) -> tuple[Hashable, ...]:
     """What sets a one-user price: the server's settings, its Python and cores, and the pattern's work (a route of
     one's own: the route, on that server)."""
     s, w = stage.server, stage.workload
