@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from labserver import protocol
+from labserver.demo.settings import Settings
 from labserver.harness.meters import CpuMeter, LocustMeter, MachineMeter, ServerMeter
 from labserver.harness.supervise import Watched
 from labserver.theory import model
@@ -71,12 +72,18 @@ class Stage:
         return cls(server, workload, given.get("predicted"), given.get("tags", {}), route=given.get("route"))
 
     def prediction(
-        self, options: Options, cores: float, demand: Demand | None = None, fib_ms: Callable[[], float] | None = None
+        self,
+        options: Options,
+        cores: float,
+        demand: Demand | None = None,
+        fib_ms: Callable[[], float] | None = None,
+        settings: Settings | None = None,
     ) -> Prediction:
         """The prediction set beside this stage: the lesson's, as it is or from `demand`; none for a run meant to time
         out, whose rate counts the requests its clients abandoned (such a run is judged by its failures and its
         goodput, lesson 05); else the model's, priced with `demand` where measured, else with a sub-task's CPU as
-        `fib_ms()` times it (asked only here: timing loads the machine)."""
+        `fib_ms()` times it (asked only here: timing loads the machine), on the server's settings or `settings`
+        (a change to them, priced before it is made)."""
         given = self.predicted
         if isinstance(given, Prediction):
             return given
@@ -85,7 +92,7 @@ class Stage:
         if options.expect_failures:
             return Prediction(float("nan"), float("nan"), "not modelled: requests time out")
         price = None if fib_ms is None else fib_ms()
-        w, settings = self.workload, self.server.settings
+        w, settings = self.workload, settings or self.server.settings
         return model.predict(w, settings, cores=cores, demand=demand, cpu_ms_per_task=price, queueing=True)
 
     def locust(self) -> protocol.PlanStage:

@@ -46,6 +46,7 @@ import psutil
 
 from labserver import protocol
 from labserver.demo import cpus
+from labserver.demo.settings import Settings
 from labserver.harness import procs, publish, validity
 from labserver.harness.launcher import LabServer, Server
 from labserver.harness.meters import per_thread, tree_seconds
@@ -116,26 +117,29 @@ def before(stages: Sequence[Stage], options: Options) -> list[Stage]:
     return [dataclasses.replace(stage, before=foresee(stage, options)) for stage in stages]
 
 
-def foresee(stage: Stage, options: Options) -> Before:
+def foresee(stage: Stage, options: Options, settings: Settings | None = None) -> Before:
     """One stage's before-prediction: the lesson's own where it made one before the run, else the model's (or the
     lesson's function of a Demand) priced with one user's requests on the stage's server. A run that cannot be
-    priced gets none, and says why: the run itself goes on."""
+    priced gets none, and says why: the run itself goes on. `settings`: a change to the server's, priced with the
+    server's prices as it runs now, before the change is made (labserver/yourapp's advice)."""
     given = stage.predicted
     if isinstance(given, Prediction):
         return Before(given, None, "lesson")
     if options.expect_failures:
-        return Before(stage.prediction(options, _cores(stage)), None, "not modelled")
+        return Before(stage.prediction(options, _cores(stage), settings=settings), None, "not modelled")
     try:
         one = one_user(stage)
     except (PricingError, OSError, http.client.HTTPException) as e:
         return Before(Prediction(math.nan, math.nan, f"{NOT_PRICED}: {e}"), None, NOT_PRICED)
     generator_ms, rest_ms = GENERATOR_MS, 0.0
-    p = stage.prediction(options, _cores(stage), demand=one.demand(generator_ms, options.processes))
+    demand = one.demand(generator_ms, options.processes)
+    p = stage.prediction(options, _cores(stage), demand=demand, settings=settings)
     big = one.reply_bytes >= BIG_REPLY_BYTES and options.master is None
     if big or _generator_decides(p, one, options):
         price = _generator_price(stage if big else None)
         generator_ms, rest_ms = price.locust_ms, price.rest_ms
-        p = stage.prediction(options, _cores(stage), demand=one.demand(generator_ms, options.processes, rest_ms))
+        demand = one.demand(generator_ms, options.processes, rest_ms)
+        p = stage.prediction(options, _cores(stage), demand=demand, settings=settings)
     return Before(p, one, "lesson" if callable(given) else "one user", generator_ms)
 
 

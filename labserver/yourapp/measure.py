@@ -221,17 +221,11 @@ def advice(priced: Priced, users: int) -> Advice:
     settings, work, cores = stage.server.settings, stage.workload, stage.server.cores()
     resource = named(v.bound)
 
-    # the load generator priced as the route's own prediction priced it (measured, where it decides it)
-    at_users = dataclasses.replace(stage, workload=dataclasses.replace(work, users=users))
-    generator_ms = pricing.foresee(at_users, Options()).generator_ms
-
     def then(workload: Workload = work, at_users: int = users, **changed: Any) -> float:
-        at = dataclasses.replace(workload, users=at_users)
-        one = pricing.one_user(dataclasses.replace(stage, workload=at))
-        demand = one.demand(generator_ms if math.isfinite(generator_ms) else pricing.GENERATOR_MS)
-        return model.predict(
-            at, dataclasses.replace(settings, **changed), cores=cores, demand=demand, queueing=True
-        ).rps
+        # priced as a run on the changed server is priced before it starts: the cores the machine shares with the
+        # load generator included, and the generator measured where it decides the figure
+        at = dataclasses.replace(stage, workload=dataclasses.replace(workload, users=at_users))
+        return pricing.foresee(at, Options(), settings=dataclasses.replace(settings, **changed)).prediction.rps
 
     if v.runs_on == HELD:
         rps = then(dataclasses.replace(work, pattern=STAND_IN["thread pool"]))
