@@ -32,9 +32,9 @@ from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness import load, pricing, telemetry
 from labserver.harness.launcher import LabServer
 from labserver.harness.plan import Options, Stage
-from labserver.theory import model, usl
+from labserver.theory import usl
 from labserver.theory.cores import SATURATED
-from labserver.theory.demand import Demand, OneUser
+from labserver.theory.demand import OneUser
 from labserver.theory.model import Bottleneck
 from labserver.theory.workload import Workload
 from labserver.yourapp.wrap import PREFIX
@@ -314,7 +314,7 @@ def sweep(
                 "valid": bool(row["valid"]),
                 "problems": row["problems"],
                 "run": str(result.path),
-                # what the run measured per request where its work ran: the demand a change is priced with
+                # what the run measured per request where its work ran, beside what one user priced
                 "worker_ms": row["worker_ms"],
                 "pool_ms": row["pool_ms"],
                 "others_ms": row["others_ms"],
@@ -585,20 +585,16 @@ def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
 
 def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str, Any] | None:
     """The change `advice` proposed for a route, made where it is a setting (the thread limit, the workers): the app
-    started again with it, and one run at `users` beside the model's figure for it, priced before that run from
-    what the route's busiest run measured per request (its CPU under load, Locust's included): None where the
+    started again with it, and one run at `users` beside the figure advised for it before any load: None where the
     change is one of code, or the route has no valid run. `users`: the sweep's most, so that each of several
     workers holds many of the users' connections (a few of them can all land on one worker)."""
     v, stage = priced.verdict, priced.stage
-    busiest = [r for r in v.runs if r["valid"]]
-    if not v.change_settings or not busiest:
+    if not v.change_settings or not any(r["valid"] for r in v.runs):
         return None
     old = stage.server
     assert isinstance(old, AppServer), "a change is made to an app of one's own"
     workers = v.change_settings.get("workers", old.settings.workers)
     threads = v.change_settings.get("threads", old.threads)
-    changed = dataclasses.replace(old.settings, workers=workers, threads=threads or old.settings.threads)
-    figure = changed_rps(stage, busiest[-1], users, changed)
     with AppServer(old.target, folder=old.folder, env=old.env, workers=workers, threads=threads) as server:
         run = {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route}
         run["tags"] = {"route": v.route, "change": ", ".join(f"{k} {n}" for k, n in v.change_settings.items())}
@@ -609,21 +605,7 @@ def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str,
         "change": run["tags"]["change"],
         "users": users,
         "advised before any load (req/s)": v.change_rps,  # from one user's prices, as `advice` printed it
-        "the model's figure (req/s)": figure,
         "measured (req/s)": row["rps"],
-        "measured / predicted": row["rps"] / figure if figure else math.nan,
+        "measured / advised": row["rps"] / v.change_rps if v.change_rps else math.nan,
         "valid": bool(row["valid"]),
     }
-
-
-def changed_rps(stage: Stage, busiest: dict[str, Any], users: int, settings: Any) -> float:
-    """The model's throughput at `users` on `settings`, priced with what `busiest` (a run of the route's sweep)
-    measured per request: known before the change's run, and closer to a busy server's than one user's prices."""
-    demand = Demand(
-        worker_ms=busiest["worker_ms"],
-        pool_ms=busiest["pool_ms"],
-        others_ms=busiest["others_ms"],
-        generator_ms=busiest["locust_ms"],
-    )
-    workload = dataclasses.replace(stage.workload, users=users)
-    return model.predict(workload, settings, cores=stage.server.cores(), demand=demand, queueing=True).rps
