@@ -19,6 +19,7 @@ import pandas as pd
 
 from labserver import config
 from labserver.harness import columns, isolate, pauses, results
+from labserver.harness.collect import BEFORE_MISS
 from labserver.harness.launcher import LabServer, ServerError
 from labserver.harness.meters import MachineMeter, tree_seconds, wait_until_quiet
 from labserver.harness.supervise import Status, Watched, supervised, until_exit
@@ -29,6 +30,10 @@ from labserver.theory.model import Prediction
 from labserver.theory.workload import Workload
 
 ALONE = 7  # lone requests per library and endpoint before a sweep: their median prices Cost.alone_ms
+# Before a sweep, each client strategy's CPU per request is priced on each endpoint by a short batch of HOT_REQUESTS,
+# HOT in flight: many enough that the client's threads or its event loop run as busy as a run's, few enough to
+# cost a fraction of a second
+HOT, HOT_REQUESTS = 16, 64
 
 
 def _client(
@@ -105,16 +110,37 @@ def lone_ms(server: LabServer, client: Client, pattern: str, io_ms: int) -> floa
     connection for each (the loop), a Session and aiohttp reuse their one after the first. NaN if
     any failed.
     """
-    one_at_a_time = alone_client(client)
+    report, _ = _batch(server, alone_client(client), pattern, io_ms, ALONE, 1)
+    return float(report["p50_ms"]) if report else math.nan
+
+
+def price(server: LabServer, client: Client, pattern: str, io_ms: int, alone_ms: float) -> Cost | None:
+    """`client`'s and the server's CPU per request on `/{pattern}?io_ms=…`, priced before a run: a loop's from ALONE
+    lone requests (it sends one at a time), any other's from HOT_REQUESTS with HOT in flight. None if any failed."""
+    requests, in_flight = (ALONE, 1) if client == "loop" else (HOT_REQUESTS, HOT)
+    report, server_s = _batch(server, client, pattern, io_ms, requests, in_flight)
+    if not report:
+        return None
+    return Cost(
+        client_ms=report["cpu_s"] / requests * 1000,
+        server_ms=server_s / requests * 1000,
+        alone_ms=alone_ms,
+        send_share=report.get("send_share", math.nan),
+    )
+
+
+def _batch(
+    server: LabServer, client: Client, pattern: str, io_ms: int, requests: int, in_flight: int
+) -> tuple[dict | None, float]:
+    """A batch sent before the runs to price them: its report (None if any request failed) and the server's CPU s."""
     url = f"{server.url}/{pattern}?io_ms={io_ms}"
-    with tempfile.TemporaryDirectory(prefix="lab-alone-") as tmp:
-        timeout_s = 30 + 5 * ALONE * (io_ms / 1000 + 0.01)
-        report, status, _ = _client(
-            server, one_at_a_time, url, ALONE, 1, log=Path(tmp) / "client.log", timeout_s=timeout_s
+    with tempfile.TemporaryDirectory(prefix="lab-price-") as tmp:
+        timeout_s = 30 + 5 * requests * (io_ms / 1000 + 0.01)
+        report, status, server_s = _client(
+            server, client, url, requests, in_flight, log=Path(tmp) / "client.log", timeout_s=timeout_s
         )
-    if status != Status.OK or not report or report.get("failures"):
-        return math.nan
-    return float(report["p50_ms"])
+    ok = status == Status.OK and report and not report.get("failures")
+    return (report if ok else None), server_s
 
 
 def run_client(
@@ -125,6 +151,7 @@ def run_client(
     requests: int,
     lesson: str | None = None,
     alone_ms: float = math.nan,
+    before: Cost | None = None,
 ) -> results.RunResult:
     """Send `requests` GETs to `/{pattern}?io_ms=…` with `client`, `workload.users` in flight; measure and save them.
 
@@ -133,7 +160,8 @@ def run_client(
     server's CPU per request measured in this run, as every lesson's runs are, and a lone
     request's latency if given (`alone_ms`, see `lone_ms` and `Cost.alone_ms`), the pure
     concurrency model (`concurrency_rps`), and both CPUs (`client_cpu`, `server_cpu`, in cores;
-    `client_ms`, `server_ms` per request).
+    `client_ms`, `server_ms` per request). `before`: the costs priced before the run (`price`), which
+    price its before-prediction (`predicted_before_rps`, `ratio_before`).
     """
     w = dataclasses.replace(workload, users=1) if client == "loop" else workload  # a loop has one in flight
     check_run(client, w.pattern, requests, w.users, w.io_ms)
@@ -157,7 +185,7 @@ def run_client(
         params |= dict(workers=server.settings.workers, threads=server.settings.threads)
         row = _row(
             run_id, params, report or {}, status=status, server_s=server_s, slots=where, bound=bound,
-            started_at=started_at, alone_ms=alone_ms,
+            started_at=started_at, alone_ms=alone_ms, before=before,
         )  # fmt: skip
         saved = _finish(tmp, params, row, report)
     if status == Status.SERVER_DIED:
@@ -196,6 +224,7 @@ def _row(
     bound: Prediction,
     started_at: str,
     alone_ms: float = math.nan,
+    before: Cost | None = None,
 ) -> dict:
     """A client run's row: its parameters, the client's report, and the prediction priced with the CPU it measured.
 
@@ -213,6 +242,7 @@ def _row(
     batch = dict(requests=n, concurrency=params["users"], io_ms=params["io_ms"], server_slots=slots)
     priced = bool(cost.known and report)
     predicted = predict_client(params["client"], **batch, cost=cost if priced else None)
+    foreseen = predict_client(params["client"], **batch, cost=before) if before is not None else None
     problems = [] if status == Status.OK else [status]
     if report.get("failures"):
         problems.append(f"{report['failures']} of {n} requests failed")
@@ -231,6 +261,7 @@ def _row(
         "bottleneck": predicted.bottleneck,
         "ratio": rps / predicted.rps if predicted.rps > 0 else math.nan,
         "concurrency_rps": bound.rps,
+        **_before(rps, foreseen, before, cost),
         **_cpu(report, cost, server_s),
         "priced_by": "measured demand" if priced else "concurrency alone",
         "status": str(status),  # the words, not the enum
@@ -241,6 +272,27 @@ def _row(
         "batch": config.BATCH_ID.read(),  # or of one batch
     }
     return columns.client_row(run_id, params, figures)
+
+
+def _before(rps: float, foreseen: Prediction | None, before: Cost | None, cost: Cost) -> dict:
+    """A client run's prediction made before it, from the costs its batch priced then (None: not priced), and where
+    the run missed it by more than BEFORE_MISS, the costs the run measured beside those priced."""
+    p = foreseen or Prediction(math.nan, math.nan, "")
+    ratio = rps / p.rps if p.rps > 0 else math.nan
+    causes = []
+    if before is not None and abs(ratio - 1) > BEFORE_MISS:  # NaN compares False
+        for side, priced, measured in (("client", before.client_ms, cost.client_ms),
+                                       ("server", before.server_ms, cost.server_ms)):  # fmt: skip
+            if abs(measured / priced - 1) > BEFORE_MISS:
+                causes.append(f"{side} CPU/request {measured:.2f} ms, priced {priced:.2f}")
+    return {
+        "predicted_before_rps": p.rps,
+        "predicted_before_ms": p.latency_ms,
+        "before_bottleneck": p.bottleneck,
+        "ratio_before": ratio,
+        "before_priced_by": "one batch before" if foreseen is not None else "not priced",
+        "before_miss": "; ".join(causes),
+    }
 
 
 def _cpu(report: dict, cost: Cost, server_s: float) -> dict:
@@ -271,22 +323,29 @@ def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str 
     """run_client for every planned run (the rows of `plan` whose `run` is true), in the plan's order; a row each.
 
     First, a lone request's latency for each library and endpoint the runs use (`lone_ms`): it
-    prices every run of that pair (`Cost.alone_ms`).
+    prices every run of that pair (`Cost.alone_ms`); then each strategy's CPU per request on each
+    endpoint (`price`), which prices every run's prediction before it.
     """
     todo = runs[runs["run"]] if "run" in runs else runs
-    alone = {}
+    alone: dict[tuple[str, str], float] = {}
     for r in todo.itertuples():
         if (alone_client(r.client), r.pattern) not in alone:
             alone[alone_client(r.client), r.pattern] = lone_ms(server, r.client, r.pattern, io_ms)
+    before: dict[tuple[str, str], Cost | None] = {}
+    for r in todo.itertuples():
+        if (r.client, r.pattern) not in before:
+            lone = alone[alone_client(r.client), r.pattern]
+            before[r.client, r.pattern] = price(server, r.client, r.pattern, io_ms, lone)
     done = []
     for r in todo.itertuples():
         workload = Workload(r.pattern, int(r.users), io_ms=io_ms)
-        lone = alone[alone_client(r.client), r.pattern]
-        run = run_client(server, r.client, workload, requests=int(r.requests), lesson=lesson, alone_ms=lone)
+        lone, cost = alone[alone_client(r.client), r.pattern], before[r.client, r.pattern]
+        n = int(r.requests)
+        run = run_client(server, r.client, workload, requests=n, lesson=lesson, alone_ms=lone, before=cost)
         if pauses.problem(run.row["paused_ms"]):  # it measured the machine's pause: kept, marked, and measured again
             print(pauses.again(f"{r.client} on {r.pattern}", run.row))
             wait_until_quiet()  # a neighbour's burst on the host may last a while
-            run = run_client(server, r.client, workload, requests=int(r.requests), lesson=lesson, alone_ms=lone)
+            run = run_client(server, r.client, workload, requests=n, lesson=lesson, alone_ms=lone, before=cost)
         done.append(run)
     return pd.DataFrame([run.row for run in done])
 

@@ -129,6 +129,8 @@ def short_of(fidelity: pd.DataFrame) -> list[str]:
 def describe(run: pd.Series, *, bottleneck: bool = True) -> str:
     """A run in one line: pattern and the parameters that set it; what bounds it, unless `bottleneck` is False."""
     parts = [str(run.get("pattern"))]
+    client = run.get("client")  # a client run (lesson 06): who sent how many
+    parts += [f"from {client}", f"requests={_whole(run['requests'])}"] if isinstance(client, str) and client else []
     parts += [f"{k}={_whole(run[k])}" for k in ("users", "tasks", "io_ms", "cpu_n", "workers") if pd.notna(run.get(k))]
     threads = run.get("threads")
     parts += [f"threads={_whole(threads)}"] if pd.notna(threads) and threads != THREADS_DEFAULT else []
@@ -163,6 +165,8 @@ def before_table(lesson: str, runs: pd.DataFrame | None = None) -> Styler:
     if runs.empty or "predicted_before_rps" not in runs:
         print("no run of this lesson was predicted before it in this kernel")
         return pd.DataFrame().style
+    # a client run (lesson 06) reads no share of the cores others took: it has no sampled window to read it in
+    runs = runs.assign(**{c: float("nan") for c in ("disturbed", "disturbed_cpu") if c not in runs})
     disturbed = runs["disturbed"].eq(True)
     valid = runs["valid"].astype(bool)
     shown = pd.DataFrame(

@@ -504,7 +504,9 @@ def run_params(**changes) -> dict:
 CLIENT_ROW = [
     "run_id", "lesson", "pattern", "client", "library", "users", "requests", "tasks", "io_ms", "cpu_n", "workers",
     "threads", "rps", "wall_s", "p50_ms", "p95_ms", "mean_ms", "failures", "predicted_rps", "predicted_ms",
-    "bottleneck", "ratio", "concurrency_rps", "client_cpu", "client_ms", "send_share", "first_cpu_ms", "first_ms",
+    "bottleneck", "ratio", "concurrency_rps", "predicted_before_rps", "predicted_before_ms", "before_bottleneck",
+    "ratio_before", "before_priced_by", "before_miss", "client_cpu", "client_ms", "send_share", "first_cpu_ms",
+    "first_ms",
     "server_cpu", "server_ms", "alone_ms", "paused_ms", "stolen_cpu", "notes", "client_saturated", "priced_by",
     "status", "valid", "problems", "started_at", "git_commit", "batch",
 ]  # fmt: skip
@@ -527,6 +529,32 @@ def test_a_client_run_s_row_holds_the_declared_columns_in_order(report):
     )
     assert list(row) == CLIENT_ROW == [c.name for c in columns.CLIENT]
     json.dumps(row)  # as its manifest will hold it
+
+
+def test_a_client_runs_before_prediction_never_reads_its_own_run():
+    """The prediction made before a client run is priced by the costs given before it: what the run measured moves
+    the explained prediction, never the one made before."""
+    from labserver.clients import runs as client_runs
+    from labserver.theory.clients import Cost
+    from labserver.theory.model import Prediction
+
+    p = Prediction(10.0, 100.0, "client concurrency (10)")
+    before = Cost(client_ms=0.7, server_ms=0.3, alone_ms=52.0, send_share=0.7)
+    report = {"wall_s": 0.6, "rps": 166.0, "cpu_s": 0.07, "failures": 0, "p50_ms": 55.0, "ends": [0.1]}
+    params = run_params(client="threadpool", users=10)
+
+    def row(cpu_s: float) -> dict:
+        return client_runs._row("r", params, {**report, "cpu_s": cpu_s}, status="ok", server_s=0.03,
+                                slots=math.inf, bound=p, started_at="now", before=before)  # fmt: skip
+
+    light, heavy = row(0.07), row(0.7)  # the run's own client CPU, planted ten times over
+    assert heavy["predicted_rps"] < light["predicted_rps"]  # the explained prediction reads the run
+    assert heavy["predicted_before_rps"] == light["predicted_before_rps"] > 0  # the one made before does not
+    assert light["before_priced_by"] == "one batch before"
+    assert light["ratio_before"] == pytest.approx(166.0 / light["predicted_before_rps"])
+    unpriced = client_runs._row("r", params, report, status="ok", server_s=0.03, slots=math.inf, bound=p,
+                                started_at="now")  # fmt: skip
+    assert unpriced["before_priced_by"] == "not priced" and math.isnan(unpriced["ratio_before"])
 
 
 def test_a_client_run_s_row_refuses_a_parameter_it_does_not_declare():
