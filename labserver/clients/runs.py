@@ -103,28 +103,30 @@ def alone_client(client: Client) -> Client:
     return "loop"
 
 
-def lone_ms(server: LabServer, client: Client, pattern: str, io_ms: int) -> float:
-    """A lone request's latency on `/{pattern}?io_ms=…` with `client`'s library: the median of ALONE, one at a time.
+def lone(server: LabServer, client: Client, pattern: str, io_ms: int) -> tuple[dict | None, float]:
+    """ALONE requests to `/{pattern}?io_ms=…`, one at a time, with `client`'s library: their report (None if any
+    failed) and the server's CPU seconds meanwhile.
 
     The same library as the run, in its own process, as the run's: `requests.get` opens a new
-    connection for each (the loop), a Session and aiohttp reuse their one after the first. NaN if
-    any failed.
+    connection for each (the loop), a Session and aiohttp reuse their one after the first.
     """
-    report, _ = _batch(server, alone_client(client), pattern, io_ms, ALONE, 1)
-    return float(report["p50_ms"]) if report else math.nan
+    return _batch(server, alone_client(client), pattern, io_ms, ALONE, 1)
 
 
-def price(server: LabServer, client: Client, pattern: str, io_ms: int, alone_ms: float) -> Cost | None:
-    """`client`'s and the server's CPU per request on `/{pattern}?io_ms=…`, priced before a run: a loop's from ALONE
-    lone requests (it sends one at a time), any other's from HOT_REQUESTS with HOT in flight. None if any failed."""
-    requests, in_flight = (ALONE, 1) if client == "loop" else (HOT_REQUESTS, HOT)
-    report, server_s = _batch(server, client, pattern, io_ms, requests, in_flight)
-    if not report:
+def price(server: LabServer, client: Client, pattern: str, io_ms: int, alone: tuple[dict | None, float]) -> Cost | None:
+    """`client`'s and the server's CPU per request on `/{pattern}?io_ms=…`, priced before a run, with `alone` (`lone`'s
+    batch) setting its floor: a loop's CPU from that batch too (it sends one at a time, as the loop does), any other's
+    from HOT_REQUESTS with HOT in flight. None if any request failed."""
+    if client == "loop":
+        (report, server_s), requests = alone, ALONE
+    else:
+        (report, server_s), requests = _batch(server, client, pattern, io_ms, HOT_REQUESTS, HOT), HOT_REQUESTS
+    if not report or not alone[0]:
         return None
     return Cost(
         client_ms=report["cpu_s"] / requests * 1000,
         server_ms=server_s / requests * 1000,
-        alone_ms=alone_ms,
+        alone_ms=float(alone[0]["p50_ms"]),
         send_share=report.get("send_share", math.nan),
     )
 
@@ -322,30 +324,30 @@ def _now() -> str:
 def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str | None = None) -> pd.DataFrame:
     """run_client for every planned run (the rows of `plan` whose `run` is true), in the plan's order; a row each.
 
-    First, a lone request's latency for each library and endpoint the runs use (`lone_ms`): it
-    prices every run of that pair (`Cost.alone_ms`); then each strategy's CPU per request on each
+    First, a lone request's latency for each library and endpoint the runs use (`lone`): it
+    prices every run of that pair (`Cost.alone_ms`); and each strategy's CPU per request on each
     endpoint (`price`), which prices every run's prediction before it.
     """
     todo = runs[runs["run"]] if "run" in runs else runs
-    alone: dict[tuple[str, str], float] = {}
-    for r in todo.itertuples():
-        if (alone_client(r.client), r.pattern) not in alone:
-            alone[alone_client(r.client), r.pattern] = lone_ms(server, r.client, r.pattern, io_ms)
+    alone: dict[tuple[str, str], tuple[dict | None, float]] = {}
     before: dict[tuple[str, str], Cost | None] = {}
     for r in todo.itertuples():
+        if (alone_client(r.client), r.pattern) not in alone:
+            alone[alone_client(r.client), r.pattern] = lone(server, r.client, r.pattern, io_ms)
         if (r.client, r.pattern) not in before:
-            lone = alone[alone_client(r.client), r.pattern]
-            before[r.client, r.pattern] = price(server, r.client, r.pattern, io_ms, lone)
+            before[r.client, r.pattern] = price(
+                server, r.client, r.pattern, io_ms, alone[alone_client(r.client), r.pattern]
+            )
     done = []
     for r in todo.itertuples():
         workload = Workload(r.pattern, int(r.users), io_ms=io_ms)
-        lone, cost = alone[alone_client(r.client), r.pattern], before[r.client, r.pattern]
-        n = int(r.requests)
-        run = run_client(server, r.client, workload, requests=n, lesson=lesson, alone_ms=lone, before=cost)
+        report, cost = alone[alone_client(r.client), r.pattern][0], before[r.client, r.pattern]
+        n, floor = int(r.requests), float(report["p50_ms"]) if report else math.nan
+        run = run_client(server, r.client, workload, requests=n, lesson=lesson, alone_ms=floor, before=cost)
         if pauses.problem(run.row["paused_ms"]):  # it measured the machine's pause: kept, marked, and measured again
             print(pauses.again(f"{r.client} on {r.pattern}", run.row))
             wait_until_quiet()  # a neighbour's burst on the host may last a while
-            run = run_client(server, r.client, workload, requests=n, lesson=lesson, alone_ms=lone, before=cost)
+            run = run_client(server, r.client, workload, requests=n, lesson=lesson, alone_ms=floor, before=cost)
         done.append(run)
     return pd.DataFrame([run.row for run in done])
 

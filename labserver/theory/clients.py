@@ -56,7 +56,7 @@ class Cost:
     client_ms: float  # the client's, all its threads together (they share one core: the GIL)
     server_ms: float  # the server's
     # Not CPU: a lone request's latency, sent with the same library to the same endpoint just
-    # before the run (`clients.runs.lone_ms`); NaN: not measured. See `predict_client`.
+    # before the run (`clients.runs.lone`); NaN: not measured. See `predict_client`.
     alone_ms: float = math.nan
     # The share of client_ms spent before a request waits for its reply (building, connecting,
     # sending), measured by `requests` clients (clients.strategies); NaN: not split. See client_core_s.

@@ -650,3 +650,18 @@ def test_the_client_cpu_is_named_only_where_it_keeps_the_client_core_busy_most_o
     # 1,000 requests through 100 threads: the core busy nearly all the batch
     busy = predict_client("threadpool", requests=1000, concurrency=100, io_ms=50, cost=Cost(4.0, 0.5, alone, 0.648))
     assert busy.bottleneck == Bottleneck.CLIENT_CPU and 1000 * 0.004 * busy.rps / 1000 >= clients.CLIENT_BUSY
+
+
+def test_a_loop_is_priced_by_its_lone_requests_and_any_other_client_by_a_busy_batch(monkeypatch):
+    from labserver.clients import runs as client_runs
+
+    sent = []
+    busy = {"cpu_s": 0.032, "send_share": 0.6, "p50_ms": 60.0}
+    monkeypatch.setattr(client_runs, "_batch", lambda *a: sent.append(a[1:]) or (busy, 0.016))
+    alone = ({"cpu_s": 0.0105, "send_share": 0.55, "p50_ms": 52.0}, 0.007)  # ALONE = 7 lone requests
+    loop = client_runs.price(None, "loop", "sequential", 50, alone)
+    assert sent == [] and loop.client_ms == pytest.approx(1.5) and loop.server_ms == pytest.approx(1.0)
+    pool = client_runs.price(None, "threadpool", "sequential", 50, alone)
+    assert sent == [("threadpool", "sequential", 50, client_runs.HOT_REQUESTS, client_runs.HOT)]
+    assert pool.client_ms == pytest.approx(32 / client_runs.HOT_REQUESTS) and pool.alone_ms == 52.0  # the lone floor
+    assert client_runs.price(None, "aiohttp", "sequential", 50, (None, 0.0)) is None  # a lone request failed
