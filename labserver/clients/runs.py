@@ -31,9 +31,10 @@ from labserver.theory.workload import Workload
 
 ALONE = 7  # lone requests per library and endpoint before a sweep: their median prices Cost.alone_ms
 # Before a sweep, each client strategy's CPU per request is priced on each endpoint by a short batch of HOT_REQUESTS,
-# HOT in flight: many enough that the client's threads or its event loop run as busy as a run's, few enough to
-# cost a fraction of a second
-HOT, HOT_REQUESTS = 16, 64
+# HOT in flight, without the endpoint's wait: its replies come back as fast as the client reads them, so the client
+# runs busy, as in the runs its CPU decides (a client idle between replies pays a wake-up for each); and the batch
+# costs a fraction of a second
+HOT, HOT_REQUESTS = 16, 128
 
 
 def _client(
@@ -116,11 +117,11 @@ def lone(server: LabServer, client: Client, pattern: str, io_ms: int) -> tuple[d
 def price(server: LabServer, client: Client, pattern: str, io_ms: int, alone: tuple[dict | None, float]) -> Cost | None:
     """`client`'s and the server's CPU per request on `/{pattern}?io_ms=…`, priced before a run, with `alone` (`lone`'s
     batch) setting its floor: a loop's CPU from that batch too (it sends one at a time, as the loop does), any other's
-    from HOT_REQUESTS with HOT in flight. None if any request failed."""
+    from HOT_REQUESTS with HOT in flight and no wait. None if any request failed."""
     if client == "loop":
         (report, server_s), requests = alone, ALONE
     else:
-        (report, server_s), requests = _batch(server, client, pattern, io_ms, HOT_REQUESTS, HOT), HOT_REQUESTS
+        (report, server_s), requests = _batch(server, client, pattern, 0, HOT_REQUESTS, HOT), HOT_REQUESTS
     if not report or not alone[0]:
         return None
     return Cost(
@@ -329,6 +330,10 @@ def client_sweep(server: LabServer, runs: pd.DataFrame, io_ms: int, lesson: str 
     endpoint (`price`), which prices every run's prediction before it.
     """
     todo = runs[runs["run"]] if "run" in runs else runs
+    # not in a price: what an endpoint's first request builds and keeps, and a new server's process pool starting
+    for pattern in todo["pattern"].unique():
+        server.get(f"/{pattern}?io_ms=0")
+    wait_until_quiet()
     alone: dict[tuple[str, str], tuple[dict | None, float]] = {}
     before: dict[tuple[str, str], Cost | None] = {}
     for r in todo.itertuples():

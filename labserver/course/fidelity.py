@@ -20,6 +20,7 @@ from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness import results
 from labserver.harness.collect import DISTURBED
 from labserver.harness.results import environment
+from labserver.labels import client_label, pattern_label
 from labserver.theory.model import CPU_BOUND
 
 TOLERANCE = 0.10
@@ -128,9 +129,12 @@ def short_of(fidelity: pd.DataFrame) -> list[str]:
 
 def describe(run: pd.Series, *, bottleneck: bool = True) -> str:
     """A run in one line: pattern and the parameters that set it; what bounds it, unless `bottleneck` is False."""
+    client = run.get("client")
+    if isinstance(client, str) and client:  # a client run (lesson 06): who sent how many, to which endpoint
+        text = f"{client_label(client)} → {pattern_label(str(run['pattern']))}, {_whole(run['users'])} in flight, "
+        text += f"{_whole(run['requests'])} sent"
+        return text if not bottleneck else f"{text} ({run.get('bottleneck')})"
     parts = [str(run.get("pattern"))]
-    client = run.get("client")  # a client run (lesson 06): who sent how many
-    parts += [f"from {client}", f"requests={_whole(run['requests'])}"] if isinstance(client, str) and client else []
     parts += [f"{k}={_whole(run[k])}" for k in ("users", "tasks", "io_ms", "cpu_n", "workers") if pd.notna(run.get(k))]
     threads = run.get("threads")
     parts += [f"threads={_whole(threads)}"] if pd.notna(threads) and threads != THREADS_DEFAULT else []

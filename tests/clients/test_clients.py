@@ -662,6 +662,6 @@ def test_a_loop_is_priced_by_its_lone_requests_and_any_other_client_by_a_busy_ba
     loop = client_runs.price(None, "loop", "sequential", 50, alone)
     assert sent == [] and loop.client_ms == pytest.approx(1.5) and loop.server_ms == pytest.approx(1.0)
     pool = client_runs.price(None, "threadpool", "sequential", 50, alone)
-    assert sent == [("threadpool", "sequential", 50, client_runs.HOT_REQUESTS, client_runs.HOT)]
+    assert sent == [("threadpool", "sequential", 0, client_runs.HOT_REQUESTS, client_runs.HOT)]  # kept busy
     assert pool.client_ms == pytest.approx(32 / client_runs.HOT_REQUESTS) and pool.alone_ms == 52.0  # the lone floor
     assert client_runs.price(None, "aiohttp", "sequential", 50, (None, 0.0)) is None  # a lone request failed
