@@ -272,6 +272,15 @@ def _held_ms(server: Server, alone: _Sent) -> float:
     return held((alone.t0, alone.t1)) if held is not None else math.nan
 
 
+def alone(stage: Stage) -> int:
+    """The stage's requests sent one at a time on one kept-alive connection, for at least ALONE_S: how many were sent.
+    For a count the server keeps per request (labserver/yourapp's threads held), read before and after."""
+    url = urllib.parse.urlsplit(protocol.request_path(stage.locust()))
+    ask = Ask.of(stage.route, f"{url.path}?{url.query}".rstrip("?"))
+    address = (url.hostname or "127.0.0.1", url.port)
+    return len(_send(address, ask, users=1, warm_s=None, at_least=1, min_s=ALONE_S).times)
+
+
 def cpu_per_request_ms(server: LabServer, path: str, users: int = HOT_MOST) -> float:
     """The CPU per request (ms) of the process tree serving `path` on `server`, priced as `measure` prices a run of
     `users` users: hot_users' requests back to back over its `connections`, after some not counted. For a lesson's

@@ -195,6 +195,7 @@ def _predicted(v: Any, users: int) -> str:
     n = v.def_dependencies
     said = v.runs_on == m.DEPENDENCY  # its words already say a def dependency takes a thread
     deps = f", {n} def {'dependency' if n == 1 else 'dependencies'} in the thread pool" if n and not said else ""
+    deps += f" (a thread held {v.thread_hold_ms:.1f} ms a request)" if math.isfinite(v.thread_hold_ms) else ""
     return (
         f"{v.route} ({v.endpoint or 'endpoint not found: read as async def'}, runs on the {v.runs_on}"
         f"{deps}): S {v.service_ms:.1f} ms alone, "

@@ -50,6 +50,9 @@ STAND_IN = {"event loop": "sequential", "thread pool": "threadpool", HELD: "bloc
 # Requests priced back to back (pricing.HOT_USERS of them) that took this many times S or more took turns: where
 # the route's CPU is under half of S, what they took turns for is its wait, which holds the loop
 IN_TURN = 1.5
+# an `async def`'s `def` dependencies that hold a thread for this share of S or more are read as holding it for all of
+# S (as a `def` endpoint holds one); under it, for a moment that binds nothing
+HOLDS_THREAD = 0.5
 PRICINGS = 2  # pricings of each route, after the one left out: the least disturbed is kept
 
 
@@ -113,6 +116,9 @@ class Verdict:
     # the server's CPU per request with pricing.HOT_MOST requests in flight: what a run of as many users or more is
     # priced with (loop_ms and threads_ms: with pricing.HOT_USERS)
     busy_cpu_ms: float = math.nan
+    # how long a request held a thread, for an `async def` with `def` dependencies (NaN: not measured): where it is
+    # under HOLDS_THREAD of S, the route is read as the event loop's, its threads free between requests
+    thread_hold_ms: float = math.nan
 
     @property
     def measured_rps(self) -> float:
@@ -176,10 +182,13 @@ def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Ve
             f"{route['label']} gave no answer within {pricing.REQUEST_TIMEOUT_S:.0f} s, so it cannot be priced: "
             "does it wait for something that is not running?"
         ) from None
+    hold_ms = math.nan
     if runs_on == "event loop" and holds_loop(one):
         runs_on = HELD
     elif runs_on == "event loop" and where.get("def_dependencies", 0):
-        runs_on = DEPENDENCY
+        # a def dependency holds a thread while it runs: for its request's wait (read as a `def`), or for a moment
+        hold_ms = thread_hold_ms(server, stage)
+        runs_on = runs_on if hold_ms < HOLDS_THREAD * one.service_ms else DEPENDENCY  # NaN: as a `def`
     workload = dataclasses.replace(stage.workload, pattern=stand_in(runs_on), io_ms=io_ms(one))
     stage = dataclasses.replace(stage, workload=workload)
     verdict = Verdict(
@@ -193,8 +202,23 @@ def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Ve
         predicted_rps=math.nan,
         bound="",
         busy_cpu_ms=busy.worker_ms + busy.pool_ms,
+        thread_hold_ms=hold_ms,
     )
     return verdict, stage
+
+
+def thread_hold_ms(server: AppServer, stage: Stage) -> float:
+    """How long one request of `stage`'s route holds a thread of the pool (its `def` dependencies' calls, and any
+    other use), in ms: the layer's count of thread-seconds (wrap.CountedLimiter) over lone requests. NaN with several
+    workers, whose counts /info does not sum."""
+    if server.settings.workers != 1:
+        return math.nan
+    before = server.info()
+    sent = pricing.alone(stage)
+    after = server.info()
+    if "thread_held_s" not in before or not sent:
+        return math.nan
+    return (after["thread_held_s"] - before["thread_held_s"]) / sent * 1000
 
 
 def predict(stage: Stage, users: int) -> tuple[float, str]:
@@ -484,14 +508,16 @@ def scalability(verdicts: list[Verdict], threads: int, cores: float) -> pd.DataF
     """The Universal Scalability Law fitted to each route's sweep (theory/usl.py) beside the model: each one's
     figure at the busiest run's users, and which the data support there. The model's, where the resource it named is
     the one the telemetry saw full and it lies within 15% of the run; the law's, where it lies nearer the run and
-    the model's resource was not seen full; neither, else."""
+    the model's resource was not seen full; neither, else. The law's peak is shown only within the sweep's users."""
     rows = []
     for v in verdicts:
         fit, last = v.law(), v.runs[-1]
         law, ours = fit.rps(last["users"]), last["predicted_rps"]
         off = {name: abs(figure / last["rps"] - 1) for name, figure in (("law", law), ("model", ours))}
         if agrees(v, threads, cores) and off["model"] <= 0.15:
-            supported = f"the model: {words(last['bound'])}, seen full"
+            # where the users bind, agreeing means no resource was seen full
+            seen_full = "nothing full" if named(last["bound"]) is Resource.USERS else "seen full"
+            supported = f"the model: {words(last['bound'])}, {seen_full}"
         elif math.isfinite(off["law"]) and off["law"] < off["model"]:
             supported = "the law"
         else:
@@ -501,8 +527,9 @@ def scalability(verdicts: list[Verdict], threads: int, cores: float) -> pd.DataF
                 "route": v.route,
                 "σ (contention)": fit.sigma,
                 "κ (coherency)": fit.kappa,
-                "peak users N*": fit.peak_users,
-                "the law's most (req/s)": fit.peak_rps,
+                # past the sweep's users, the law's peak is a curve drawn where nothing was measured: left blank
+                "peak users N*": fit.peak_users if fit.peak_users <= last["users"] else math.nan,
+                "the law's most (req/s)": fit.peak_rps if fit.peak_users <= last["users"] else math.nan,
                 "users": last["users"],
                 "measured (req/s)": last["rps"],
                 "the law (req/s)": law,
@@ -574,6 +601,7 @@ def predictions(priced: list[Priced], users: int) -> pd.DataFrame:
                 "CPU in threads (ms)": v.threads_ms,
                 f"CPU, {pricing.HOT_MOST} in flight (ms)": v.busy_cpu_ms,
                 "def dependencies": v.def_dependencies,
+                "a thread held (ms)": v.thread_hold_ms,  # measured for an async def's def dependencies alone
                 f"predicted at {users} users (req/s)": v.predicted_rps,
                 "bound": words(v.bound),
                 "the decision card's row": v.card,

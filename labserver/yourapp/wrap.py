@@ -21,10 +21,12 @@ import importlib
 import json
 import os
 import sys
+import time
 import urllib.parse
 from typing import Any
 
 import anyio.to_thread
+from anyio._backends._asyncio import CapacityLimiter, _default_thread_limiter  # the pinned AnyIO's (constraints.txt)
 
 from labserver import config
 from labserver.demo import telemetry
@@ -100,6 +102,35 @@ def _on_loop(call: Any) -> bool:
     return _is_coroutine_callable(call) or _is_async_gen_callable(call)
 
 
+class CountedLimiter(CapacityLimiter):
+    """AnyIO's thread limiter, that also sums how long its tokens were held and how often: the thread-seconds the
+    app's `def` endpoints and dependencies take, which the pricing reads per request (measure.thread_hold_ms)."""
+
+    __slots__ = ("_since", "held_s", "uses")
+
+    def __init__(self, total_tokens: float):
+        super().__init__(total_tokens)
+        self.held_s, self.uses = 0.0, 0
+        self._since: dict[object, float] = {}
+
+    async def acquire_on_behalf_of(self, borrower: object) -> None:
+        await super().acquire_on_behalf_of(borrower)
+        self._since[borrower] = time.perf_counter()
+
+    def release_on_behalf_of(self, borrower: object) -> None:
+        super().release_on_behalf_of(borrower)
+        self.held_s += time.perf_counter() - self._since.pop(borrower, time.perf_counter())
+        self.uses += 1
+
+
+def count_threads() -> CountedLimiter:
+    """This event loop's default thread limiter, swapped for a CountedLimiter of as many tokens: run_in_threadpool,
+    and so FastAPI, borrow from whatever that default is when they call."""
+    counted = CountedLimiter(anyio.to_thread.current_default_thread_limiter().total_tokens)
+    _default_thread_limiter.set(counted)
+    return counted
+
+
 class LabLayer:
     """The app, counted and sampled, with the lab's paths beside it (the module's docstring)."""
 
@@ -109,6 +140,7 @@ class LabLayer:
         self.settings = settings
         self.sampler: Any = None
         self.started = False
+        self.threads: CountedLimiter | None = None  # the limiter that counts its tokens' hold, once started
         self.gauges = telemetry.Gauges(in_flight=lambda: self.app.in_flight, pool=lambda: None)
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
@@ -138,6 +170,7 @@ class LabLayer:
         threads = config.YOUR_APP_THREADS.read()
         if threads is not None:
             anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        self.threads = count_threads()
         if self.settings.telemetry_dir:
             self.sampler = telemetry.start(self.settings.telemetry_dir, self.gauges)
 
@@ -150,6 +183,8 @@ class LabLayer:
             limiter = anyio.to_thread.current_default_thread_limiter()
             body = {"pid": os.getpid(), "workers": self.settings.workers, "threads": int(limiter.total_tokens)}
             body |= self.gauges.read() | {"served": self.app.served}
+            if self.threads is not None:  # the thread-seconds taken so far, and how many times a thread was taken
+                body |= {"thread_held_s": self.threads.held_s, "thread_uses": self.threads.uses}
         elif what == "route":
             body = endpoint_of(self.inner, query.get("method", "GET"), query.get("path", "/"))
         else:

@@ -135,3 +135,23 @@ def test_without_a_limit_of_the_labs_the_apps_own_stays(tmp_path, monkeypatch):
     monkeypatch.delenv("LAB_APP_THREADS", raising=False)
     with TestClient(wrap.LabLayer(app, Settings(procs=0))) as client:
         assert client.get("/__lab__/info").json()["threads"] == 100
+
+
+def test_the_layers_thread_limiter_counts_each_hold_and_keeps_the_tokens():
+    import time
+
+    import anyio
+    import anyio.to_thread
+
+    from labserver.yourapp.wrap import count_threads
+
+    async def main() -> tuple:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 7  # an app's own limit, set in its lifespan
+        counted = count_threads()
+        assert anyio.to_thread.current_default_thread_limiter() is counted  # what FastAPI's threads now borrow
+        await anyio.to_thread.run_sync(time.sleep, 0.01)
+        await anyio.to_thread.run_sync(time.sleep, 0)
+        return counted.total_tokens, counted.uses, counted.held_s, counted.borrowed_tokens
+
+    tokens, uses, held_s, borrowed = anyio.run(main)
+    assert tokens == 7 and uses == 2 and held_s > 0 and borrowed == 0

@@ -190,9 +190,10 @@ def test_the_advice_is_priced_with_the_same_model(monkeypatch):
 
 
 SHOP = """
+import asyncio
 import time
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 app = FastAPI()
 
@@ -206,6 +207,26 @@ def slow() -> dict:
 @app.get("/broken")
 async def broken() -> dict:
     raise RuntimeError("the shop's own bug")
+
+
+def settings() -> dict:  # a plain `def` dependency that returns at once: a thread for a moment
+    return {"region": "eu"}
+
+
+def ledger() -> dict:  # ... and one that blocks for the request's wait: a thread for all of it
+    time.sleep(0.02)
+    return {"balance": 0}
+
+
+@app.get("/quick")
+async def quick(config: dict = Depends(settings)) -> dict:
+    await asyncio.sleep(0.02)
+    return config
+
+
+@app.get("/held")
+async def held(balance: dict = Depends(ledger)) -> dict:
+    return balance
 """
 
 
@@ -224,6 +245,20 @@ def test_an_app_it_has_never_seen_is_measured_from_its_own_folder(tmp_path):
     [verdict] = json.loads(done.stdout)
     assert verdict["runs_on"] == "thread pool" and verdict["endpoint"] == "slow"
     assert [r["users"] for r in verdict["runs"]][:1] == [1] and verdict["change"]
+    deps = subprocess.run(
+        [*cmd, "GET /quick", "GET /held", "--predict-only", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert deps.returncode == 0, deps.stderr
+    quick, held = json.loads(deps.stdout)
+    # a thread taken for a moment binds nothing: read as the event loop's, bound by the users
+    assert quick["runs_on"] == "event loop" and quick["def_dependencies"] == 1
+    assert quick["thread_hold_ms"] < 0.5 * quick["service_ms"]
+    # one held for the request's wait: read as a `def`
+    assert held["runs_on"] == measure.DEPENDENCY and held["thread_hold_ms"] >= 0.5 * held["service_ms"]
     broken = subprocess.run(
         [*cmd, "GET /broken", "--predict-only"], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
@@ -340,3 +375,17 @@ def test_each_verdict_names_the_decision_card_row_its_route_falls_under():
     # bound by a CPU, wherever it runs: it computes (20,000 items serialised on the loop, fib in a thread)
     assert row("event loop", Bottleneck.EVENT_LOOP) == row("thread pool", Bottleneck.GIL) == measure.CARD["computes"]
     assert row("thread pool", Bottleneck.CORES) == measure.CARD["computes"]
+
+
+def test_the_law_beside_the_model_claims_nothing_full_for_the_users_and_no_peak_past_the_sweep():
+    v = measure.Verdict("GET /a", "a", "event loop", 0, 50.0, 0.2, 0.0, predicted_rps=1250.0, bound="users")
+    users = [1, 2, 4, 8, 16, 32, 64]
+    v.runs = [  # a users-bound sweep, a shade under linear: its fitted peak lies far past 64 users
+        {**_run("users", 0, 0.2, 0.2), "users": n, "rps": 19.6 * n * (1 - 0.0005 * n), "predicted_rps": 19.5 * n,
+         "valid": True}
+        for n in users
+    ]  # fmt: skip
+    [row] = measure.scalability([v], threads=40, cores=2.0).to_dict("records")
+    assert v.law().peak_users > 64
+    assert math.isnan(row["peak users N*"]) and math.isnan(row["the law's most (req/s)"])
+    assert row["the data support"] == "the model: the users, nothing full"
