@@ -1,4 +1,4 @@
-"""A small shop's API, the lab's example of an app of one's own: seven routes of six kinds, bound by five things.
+"""A small shop's API, the lab's example of an app of one's own: seven routes of six kinds, bound by four things.
 
     python -m labserver measure examples.shop:app "GET /items" "GET /report" "GET /me" --users 64
 
