@@ -363,6 +363,8 @@ COLUMNS = [
     "users",
     "requests",
     "rps",
+    "predicted_before_rps",
+    "ratio_before",
     "predicted_rps",
     "ratio",
     "bottleneck",
@@ -390,6 +392,8 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
     return shown.round(
         {
             "rps": 1,
+            "predicted_before_rps": 1,
+            "ratio_before": 2,
             "predicted_rps": 1,
             "ratio": 2,
             "concurrency_rps": 1,
