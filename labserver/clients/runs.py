@@ -161,7 +161,7 @@ def run_client(
     The row holds the measurement (`rps` = requests / wall time, as seed 004 counts it), the
     prediction (`predicted_rps`, `bottleneck`, `ratio`), priced with the client's and the
     server's CPU per request measured in this run, as every lesson's runs are, and a lone
-    request's latency if given (`alone_ms`, see `lone_ms` and `Cost.alone_ms`), the pure
+    request's latency if given (`alone_ms`, see `lone` and `Cost.alone_ms`), the pure
     concurrency model (`concurrency_rps`), and both CPUs (`client_cpu`, `server_cpu`, in cores;
     `client_ms`, `server_ms` per request). `before`: the costs priced before the run (`price`), which
     price its before-prediction (`predicted_before_rps`, `ratio_before`).
@@ -286,7 +286,7 @@ def _before(rps: float, foreseen: Prediction | None, before: Cost | None, cost: 
     if before is not None and abs(ratio - 1) > BEFORE_MISS:  # NaN compares False
         for side, priced, measured in (("client", before.client_ms, cost.client_ms),
                                        ("server", before.server_ms, cost.server_ms)):  # fmt: skip
-            if abs(measured / priced - 1) > BEFORE_MISS:
+            if priced > 0 and abs(measured / priced - 1) > BEFORE_MISS:  # NaN compares False
                 causes.append(f"{side} CPU/request {measured:.2f} ms, priced {priced:.2f}")
     return {
         "predicted_before_rps": p.rps,
