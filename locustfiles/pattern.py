@@ -169,7 +169,7 @@ class PatternUser(PatternMixin[FastHttpSession], FastHttpUser):
 
 
 class PatternHttpUser(PatternMixin[HttpSession], HttpUser):
-    """The same user on `requests`: heavier, it saturates its core sooner (seed 004's lesson)."""
+    """The same user on `requests`: heavier, it saturates its core sooner (lesson 98)."""
 
     @task
     def request(self) -> None:

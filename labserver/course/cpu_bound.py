@@ -14,7 +14,7 @@ from labserver.course import published
 from labserver.harness import records
 from labserver.harness.results import compare
 from labserver.paths import runs_dir
-from labserver.theory import cores
+from labserver.theory import cores, pools
 from labserver.theory.model import cpu_ms
 
 POOL = "processpool"
@@ -126,19 +126,14 @@ def sweep(curve: pd.DataFrame, io_ms: int, users: int) -> Sweep:
     )
 
 
-def pena_async_over_sync(cpu_n: int = 25) -> float:
-    """Carlos Pena's async / sync req/s at FIB=`cpu_n`: one worker, 32 k6 VUs, two database queries a request."""
-    sync, async_ = published.PENA_SWEEP_RPS[cpu_n]
-    return async_ / sync
-
-
 def beside_pena(fib: FibAlone, mix: WithSleep, curve: pd.DataFrame, cpu_n: int) -> pd.DataFrame:
-    """Carlos Pena's FIB sweep (req/s, sync and async, one worker, 32 k6 VUs) beside lesson 03's figures."""
+    """Carlos Pena's FIB sweep (req/s, sync and async, one worker, 32 k6 VUs, two database queries a request) beside
+    lesson 03's figures: the sweep's fib(25) and lesson 03's `cpu_n`, each over its shallowest fib."""
     async25, async15 = published.PENA_SWEEP_RPS[25][1], published.PENA_SWEEP_RPS[15][1]
     curve_rps = curve.set_index("cpu_n")["rps"]
     rows = [
         ("async / sync on fib(25) with I/O, 1 worker (Carlos Pena's k6 test, 32 VUs: two DB queries, then fib; ours: "
-         "a sleep, then fib)", pena_async_over_sync(), mix.async_vs_threads),
+         "a sleep, then fib)", pools.async_over_sync(published.PENA_SWEEP_RPS)[25], mix.async_vs_threads),
         (f"async req/s at FIB=25 over FIB=15, with I/O (Carlos Pena: {async25:.1f} / {async15:.1f}; its I/O is two "
          "DB queries)", async25 / async15, curve_rps[cpu_n] / curve_rps[curve_rps.index.min()]),
     ]  # fmt: skip

@@ -218,11 +218,17 @@ def test_the_same_claim_checked_again_replaces_its_verdict():
     assert c.failed == []
 
 
-def test_the_same_key_in_another_lesson_is_another_claim():
-    Claims("01_async_vs_sync").valid("runs valid", pd.DataFrame({"valid": [True]}), key="runs-valid")
-    assert (
-        Claims("02_sequential_vs_gather").valid("runs valid", pd.DataFrame({"valid": [True]}), key="runs-valid").passed
-    )
+def test_the_same_key_in_another_lesson_is_saved_as_another_claim(tmp_path, monkeypatch):
+    # the batch's file of verdicts: the repeat table tells claims apart by lesson and key (batch.robustness)
+    saved = tmp_path / "claims.jsonl"
+    monkeypatch.setenv("LAB_CLAIMS_FILE", str(saved))
+    Claims("01_async_vs_sync").between("runs valid", 1.0, low=1, key="runs-valid")
+    Claims("02_sequential_vs_gather").between("runs valid", 0.5, low=1, key="runs-valid")
+    lines = [json.loads(line) for line in saved.read_text().splitlines()]
+    assert [(v["lesson"], v["key"], v["passed"]) for v in lines] == [
+        ("01_async_vs_sync", "runs-valid", True),
+        ("02_sequential_vs_gather", "runs-valid", False),
+    ]
 
 
 def test_a_guard_refuses_a_bad_key_even_where_it_records_nothing(monkeypatch):

@@ -72,8 +72,14 @@ def test_a_sweep_that_never_crossed_says_so():
     assert read.title == "The sweep did not cross from I/O to CPU"
 
 
-def test_pena_s_ratio_is_his_async_over_his_sync():
-    assert cpu_bound.pena_async_over_sync() > 1  # his async served more at FIB=25, with two queries a request
+def test_pena_s_figures_sit_beside_the_lesson_s_own(monkeypatch):
+    # a planted sweep: his async / sync at FIB=25 and his async's fall from FIB=15 to 25, beside ours
+    monkeypatch.setattr(cpu_bound.published, "PENA_SWEEP_RPS", {15: (300.0, 400.0), 25: (50.0, 80.0)})
+    mix = cpu_bound.WithSleep(factor=1.0, async_vs_threads=1.25, busy_ratio=1.0, change=0.0, busy=pd.Series())
+    curve = pd.DataFrame({"cpu_n": [15, 20, 25], "rps": [900.0, 300.0, 90.0]})
+    table = cpu_bound.beside_pena(None, mix, curve, cpu_n=20)  # type: ignore[arg-type]  # fib alone is not read
+    assert table["article"].tolist() == [1.6, 0.2]  # 80 / 50, then 80 / 400
+    assert table["ours"].tolist() == [1.25, pytest.approx(0.333)]  # fib(20) over fib(15): 300 / 900
 
 
 def test_a_disturbed_round_leaves_the_means_where_the_pattern_has_a_quiet_one():

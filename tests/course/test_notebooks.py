@@ -68,6 +68,39 @@ def test_lesson_has_profiles_it_can_take(path):
         assert not unknown, f"profile {profile!r} of {path.stem} sets parameters the notebook lacks: {unknown}"
 
 
+def _fits(value, annotation: ast.expr) -> bool:
+    """Whether a literal fits a parameter's annotation as the lessons write them: a type, list[a type], or a | b."""
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _fits(value, annotation.left) or _fits(value, annotation.right)
+    if isinstance(annotation, ast.Subscript):  # list[int], say
+        return isinstance(value, list) and all(_fits(v, annotation.slice) for v in value)
+    if isinstance(annotation, ast.Constant) and annotation.value is None:
+        return value is None
+    kind = {"int": int, "float": (int, float), "bool": bool, "str": str, "list": list, "None": type(None)}
+    want = kind[ast.unparse(annotation)]
+    return isinstance(value, want) and not (isinstance(value, bool) and want in (int, (int, float)))
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
+def test_every_profile_gives_each_parameter_its_type_and_quick_the_notebook_s_values(path):
+    nb = nbformat.read(path, as_version=4)
+    declared = {s.target.id: s for s in ast.parse(_parameters_cells(nb)[0].source).body}
+    for profile in profiles.NAMES:
+        for name, value in profiles.parameters(path.stem, profile).items():
+            wants = ast.unparse(declared[name].annotation)
+            assert _fits(value, declared[name].annotation), f"{path.stem} {profile}: {name}={value!r} is not {wants}"
+    for name, value in profiles.parameters(path.stem, "quick").items():  # quick is what a learner runs
+        assert value == ast.literal_eval(declared[name].value), f"{path.stem}: quick's {name} is not the notebook's"
+
+
+def test_a_profile_value_of_the_wrong_type_is_found():
+    assert not _fits("3", ast.parse("x: int", mode="exec").body[0].annotation)
+    assert not _fits([1.5], ast.parse("x: list[int]").body[0].annotation)
+    assert not _fits(True, ast.parse("x: int").body[0].annotation)
+    assert _fits(None, ast.parse("x: float | None").body[0].annotation)
+    assert _fits(2, ast.parse("x: float").body[0].annotation)
+
+
 @pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
 def test_lesson_uses_the_course_kernel(path):
     assert json.loads(path.read_text())["metadata"]["kernelspec"]["name"] == KERNEL

@@ -8,11 +8,6 @@ def test_every_profile_name_is_known():
         assert set(lesson) == set(profiles.NAMES)
 
 
-def test_quick_is_the_notebook_defaults():
-    for name in profiles.PROFILES:
-        assert profiles.parameters(name, "quick") == {}
-
-
 def test_smoke_runs_are_tiny():
     for name in profiles.PROFILES:
         smoke = profiles.parameters(name, "smoke")

@@ -56,10 +56,18 @@ def test_stop_tree_ends_every_descendant(tmp_path):
     assert proc.returncode is not None
 
 
-def test_stop_tree_of_a_finished_process_is_harmless(tmp_path):
-    proc = procs.spawn(["true"], tmp_path / "log")
-    proc.wait(timeout=30)
+def test_stop_tree_of_a_finished_process_stops_what_it_left_running(tmp_path):
+    # the shell exits at once, its child still runs in its group: stopping the finished process stops that too
+    proc = procs.spawn(["sh", "-c", "sleep 300 & echo $!"], tmp_path / "log")
+    assert proc.wait(timeout=30) == 0
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "log").read_text().strip() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = int((tmp_path / "log").read_text().split()[0])
+    assert psutil.pid_exists(left)
     procs.stop_tree(proc)
+    assert _gone([left])
+    assert proc.returncode == 0  # the finished process's own exit stays as it was
 
 
 @pytest.mark.slow
