@@ -25,7 +25,7 @@ from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
 from labserver.demo import connections, subinterpreters, telemetry
-from labserver.demo.calls import CLIENT_CONNECTIONS
+from labserver.demo.calls import CLIENT_CONNECTIONS, IDLE_S
 from labserver.demo.cpus import pin, usable_cpus
 from labserver.demo.lifeline import die_with_parent
 from labserver.demo.patterns import PATTERNS
@@ -113,7 +113,9 @@ async def lifespan(app: FastAPI):
     anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
     app.state.pool = _start_pool(settings.procs)
     # lesson 12: one client for every call to the other service (calls.py)
-    reused = httpx.Limits(max_connections=CLIENT_CONNECTIONS, max_keepalive_connections=CLIENT_CONNECTIONS)
+    reused = httpx.Limits(
+        max_connections=CLIENT_CONNECTIONS, max_keepalive_connections=CLIENT_CONNECTIONS, keepalive_expiry=IDLE_S
+    )
     app.state.client = httpx.AsyncClient(base_url=settings.upstream, limits=reused) if settings.upstream else None
     # Everything imported and built so far lives as long as the server: keep it out of the garbage
     # collector's full passes, which would otherwise walk it all (tens of ms with FastAPI and

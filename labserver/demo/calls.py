@@ -10,8 +10,13 @@ if TYPE_CHECKING:  # the client is made in the lifespan (app.py); this module ma
     import httpx
 
 # The app's one client keeps up to httpx's default of 100 connections per worker, each kept open for the next
-# call (httpx keeps only 20 idle by default, and opens the rest anew each call).
+# call (by default, once the pool holds 20 connections, busy or idle, httpcore closes each one that goes idle, and
+# later calls open new ones).
 CLIENT_CONNECTIONS = 100
+# ... and drops one left idle this long, well before the other service closes it (uvicorn: 5 s after its last reply).
+# At httpx's default, 5 s, both ends close it at once, and a call sent on it as the other end closes fails; the later
+# a busy event loop sends a call after its connection was chosen, the likelier that is.
+IDLE_S = 2.0
 _NONE = "this server was started without an upstream service to call"
 # answered to any valid input by a server started without another service to call
 RESPONSES = {503: {"description": _NONE}}

@@ -75,3 +75,10 @@ def test_out_of_step_reads_how_far_a_run_went_from_in_step_toward_its_cpu_bound(
     assert calling.out_of_step(run.copy().replace({0.0: low})) == pytest.approx(0.0)
     assert calling.out_of_step(pd.Series({**run, "rps": high})) == pytest.approx(1.0)
     assert calling.out_of_step(pd.Series({**run, "rps": (low + high) / 2})) == pytest.approx(0.5)
+
+
+def test_the_unbounded_fan_out_runs_longer_and_last():
+    plan = lessons.calling_services(users=20, io_ms=200, calls=4, duration_s=3, cores=2).plan
+    assert plan.runs[-1]["pattern"] == "fanout"
+    assert plan.runs[-1]["duration_s"] == lessons.UNBOUNDED_FAN_OUT_LONGER * 3
+    assert plan.runs[-2]["pattern"] == "fanoutbounded" and plan.runs[-2].get("duration_s", 3) == 3

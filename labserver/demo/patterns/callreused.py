@@ -1,8 +1,9 @@
 """callreused: an `async def` endpoint that calls another service with one `httpx.AsyncClient`, made at start-up.
 
 Teaches: the fix for `callnew`. One client, made in the app's lifespan and reused by every
-request, keeps its connections open in its pool: a call costs the request and nothing more,
-and the endpoint is bounded by its users, users / io, up to the client's 100 connections.
+request, keeps its connections open in its pool: a call needs no new client and no new
+connection, and the endpoint is bounded by its users, users / io, up to the client's 100
+connections, while its one event loop keeps up with the calls' CPU.
 """
 
 from fastapi import Depends, Request
