@@ -37,6 +37,9 @@ MACHINE_LOCUST_CORES = 0.2
 BUNCH_GAP_MS = 0.3
 # A run is marked disturbed when other programs, or the host's steal, took this many cores in its window
 DISTURBED = 0.1
+# ... or when its cores ran this share faster or slower than when it was priced (meters.probe_ms): the host's other
+# guests, unseen by any counter here. Past it, a run cannot be judged within the ±15% of its before-prediction
+SPEED_OFF = 0.15
 # Where a run and its before-prediction differ by more than this share, its row names what its window measured
 BEFORE_MISS = 0.10
 # ... and its users moved in step where this share more of its replies came back to back than would at random
@@ -205,6 +208,8 @@ def _miss_cause(ratio: float, one: OneUser | None, before: Before | None, figure
     causes = []
     if figures["disturbed_cpu"] >= DISTURBED:  # NaN compares False
         causes.append(f"others took {figures['disturbed_cpu']:.2f} cores")
+    if abs(figures.get("core_speed", math.nan) - 1) > BEFORE_MISS:  # NaN compares False
+        causes.append(f"the cores ran at {figures['core_speed']:.2f} of their speed when priced (the host's work)")
     if figures.get("worker_waited", math.nan) >= WAITED:  # NaN compares False
         causes.append(f"a worker waited for a CPU {figures['worker_waited']:.0%} of the window")
     if one is not None:
@@ -265,6 +270,9 @@ def _cpu(
         window=window,
     )
     disturbed = machine_meter.disturbed_cores(*window) if not apart else math.nan
+    priced = stage.before.one_user if stage.before is not None else None
+    # the cores' speed in the window against the pricing's: a fixed piece of Python's CPU time, there over here
+    speed = (priced.probe_ms if priced is not None else math.nan) / machine_meter.probe_ms(*window)
     use = {
         "usable_cores": server_cores if server_cores is not None else cpus.cores(),
         "locust_cpu": locust_cores,
@@ -288,9 +296,16 @@ def _cpu(
         "stolen_cpu": machine_meter.stolen_cores(*window),  # cores the host took for others (steal time)
         # what neither the lab's processes nor interrupts used: others' programs and the host's steal
         "disturbed_cpu": disturbed,
-        "disturbed": disturbed >= DISTURBED,  # NaN compares False
+        "core_speed": speed,
+        "disturbed": is_disturbed(disturbed, speed),
     }
     return _Cpu(use, cost, busiest)
+
+
+def is_disturbed(others_cores: float, core_speed: float) -> bool:
+    """Whether others took DISTURBED cores or more, or the cores ran SPEED_OFF or more off their priced speed (NaN:
+    not measured, so not disturbed)."""
+    return others_cores >= DISTURBED or abs(core_speed - 1) >= SPEED_OFF  # NaN compares False
 
 
 def _workers(meter: ServerMeter, window: Window, served: dict[int, int], rps: float) -> tuple[float, dict[str, float]]:

@@ -7,6 +7,11 @@ so it never fires in a run shorter than about 20 s: the lab measures instead.
 and Locust used from what everything else on the machine took meanwhile (a shared laptop,
 a second notebook, a build): CPU that was not there for the measurement.
 
+It also times a fixed piece of Python on each core in turn (`probe_ms`): a virtual machine's host
+can slow its cores by up to a half for seconds at a time (their clock, or their other hardware
+thread given to another guest) without any steal time, and a run priced on fast cores and run on
+slow ones misses its before-prediction for a cause no counter of this machine records.
+
 `RemoteCpuMeter` is `CpuMeter` for a server the lab did not start (harness/remote.py): psutil
 cannot see another machine, so the server reports its own processes' CPU seconds in /info.
 `LocustMeter` is Locust's: its master's own process, measured here, and each of its workers'
@@ -26,6 +31,10 @@ import psutil
 from labserver.demo import cpus
 from labserver.harness import pauses, procs
 
+# The probe's work: fib(PROBE_N), about a tenth of a ms, twice on each core, the lesser kept (the first can pay for a
+# core's wake-up); a few each second cost well under a thousandth of a core
+PROBE_N = 15
+PROBES_AT_LEAST = 4  # a window's speed is the median of this many probes or more
 K = TypeVar("K", bound=Hashable)  # what names a process: its pid, or a Locust worker's name
 
 
@@ -123,6 +132,44 @@ class CpuMeter:
             return {}
         (ta, a), (tb, b) = inside[0], inside[-1]
         return {pid: (b[pid] - a[pid]) / (tb - ta) for pid in b if pid in a and math.isfinite(b[pid] - a[pid])}
+
+
+def _fib(n: int) -> int:
+    return n if n < 2 else _fib(n - 1) + _fib(n - 2)
+
+
+def probe_ms(cpu: int | None = None) -> float:
+    """The CPU time of the probe's work on this thread, in ms: on `cpu` (this thread moved there for it, then put
+    back), or wherever it runs. The thread's own CPU clock leaves out the time other processes held the core."""
+    pinned = cpu is not None and hasattr(os, "sched_setaffinity")
+    allowed = os.sched_getaffinity(0) if pinned else set()
+    if cpu is not None and pinned:
+        os.sched_setaffinity(0, {cpu})  # this thread only, on Linux
+    try:
+        best = math.inf
+        for _ in range(2):
+            started = time.thread_time_ns()
+            _fib(PROBE_N)
+            best = min(best, time.thread_time_ns() - started)
+        return best / 1e6
+    finally:
+        if pinned:
+            os.sched_setaffinity(0, allowed)
+
+
+def probe_each() -> list[float]:
+    """`probe_ms` on each CPU this thread may use, in turn (once, where the OS cannot pin a thread)."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return [probe_ms(cpu) for cpu in allowed] if allowed else [probe_ms()]
+
+
+def median(values: list[float]) -> float:
+    """The middle of `values` (NaN for none)."""
+    ordered = sorted(v for v in values if math.isfinite(v))
+    if not ordered:
+        return math.nan
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def waited_seconds(pid: int) -> float:
@@ -324,8 +371,14 @@ class MachineMeter:
         # busy time is other programs' and the host's, which disturbed the run
         self.lab: list[tuple[float, float]] = []
         self.interrupts: list[tuple[float, float]] = []
+        self.probes: list[tuple[float, float]] = []  # (time, probe_ms), one core a sample, in turn
+        self._next_cpu = 0
 
     def sample(self) -> None:
+        allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        cpu = allowed[self._next_cpu % len(allowed)] if allowed else None
+        self._next_cpu += 1
+        self.probes.append((time.time(), probe_ms(cpu)))
         now = time.time()
         self.samples.append((now, busy_seconds()))
         self.throttled.append((now, cpus.throttled_s()))
@@ -338,6 +391,11 @@ class MachineMeter:
         (steal time). NaN without samples of both."""
         lab, interrupts = _rate(self.lab, t0, t1), _rate(self.interrupts, t0, t1)
         return max(0.0, self.usage(t0, t1) - lab - interrupts)
+
+    def probe_ms(self, t0: float, t1: float) -> float:
+        """The median probe between t0 and t1, in ms: the cores' speed (NaN with fewer than PROBES_AT_LEAST)."""
+        inside = [ms for t, ms in self.probes if t0 <= t <= t1]
+        return median(inside) if len(inside) >= PROBES_AT_LEAST else math.nan
 
     def throttled_s(self, t0: float, t1: float) -> float:
         """Seconds the lab's cgroup was held back by its CPU quota between t0 and t1 (0 without a quota)."""

@@ -49,7 +49,7 @@ from labserver.demo import cpus
 from labserver.demo.settings import Settings
 from labserver.harness import procs, publish, validity
 from labserver.harness.launcher import LabServer, Server
-from labserver.harness.meters import per_thread, tree_seconds
+from labserver.harness.meters import median, per_thread, probe_each, tree_seconds
 from labserver.harness.plan import Before, Options, Stage
 from labserver.theory.demand import OneUser
 
@@ -225,10 +225,12 @@ def measure(stage: Stage) -> OneUser:
     meter = None if root is not None else server.meter()
     readings: list[Threads] = []
     neighbours: list[float] = []  # CPU seconds of the processes that serve it (a database), so far
+    probes: list[float] = []  # the cores' speed, on each, at the start and the end (meters.probe_ms)
 
     def read() -> None:  # at the start and the end of the counted requests, from the thread that ends them
         readings.append(_threads(root) if root is not None else {})
         neighbours.append(sum(tree_seconds(pid) for pid in server.neighbours()))
+        probes.extend(probe_each())
         if meter is not None:
             meter.sample()
 
@@ -267,6 +269,7 @@ def measure(stage: Stage) -> OneUser:
         held_ms=held_ms,
         neighbours_ms=(neighbours[1] - neighbours[0]) / n * 1000,
         seconds=time.perf_counter() - started,
+        probe_ms=median(probes),
     )
 
 

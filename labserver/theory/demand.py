@@ -105,6 +105,8 @@ class OneUser:
     # About S where the requests overlap; about HOT_USERS × S where they take turns (a held event loop)
     busy_ms: float = math.nan
     reply_bytes: float = 0.0  # the mean reply's body, in bytes: what the load generator reads of each
+    # the cores' speed while the CPU was priced: a fixed piece of Python's CPU time, in ms (harness/meters.probe_ms)
+    probe_ms: float = math.nan
 
     @property
     def worker_ms(self) -> float:

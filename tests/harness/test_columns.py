@@ -97,6 +97,7 @@ PINNED = {
     "paused_ms": "ms",
     "stolen_cpu": "cores",
     "disturbed_cpu": "cores",
+    "core_speed": "ratio",
     "disturbed": "bool",
     "git_commit": "text",
     "batch": "text",

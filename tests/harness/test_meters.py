@@ -2,7 +2,10 @@ import math
 import os
 import time
 
+import pytest
+
 from labserver.demo.work import fib
+from labserver.harness import meters
 from labserver.harness.meters import (
     CpuMeter,
     MachineMeter,
@@ -161,3 +164,17 @@ def test_switches_count_every_thread_and_keep_those_of_threads_that_ended():
 
 def test_a_missing_process_has_no_thread_switches():
     assert thread_switches(2**22 + 12345) == {}
+
+
+def test_the_probe_times_its_work_and_leaves_the_thread_where_it_may_run():
+    allowed = os.sched_getaffinity(0)
+    times = meters.probe_each()
+    assert len(times) == len(allowed) and all(0 < ms < 1000 for ms in times)
+    assert os.sched_getaffinity(0) == allowed  # put back after each core's turn
+
+
+def test_a_window_s_speed_is_the_median_of_its_probes_and_needs_enough_of_them():
+    meter = meters.MachineMeter()
+    meter.probes = [(1.0, 0.1), (2.0, 0.3), (3.0, 0.2), (4.0, 0.9), (9.0, 5.0)]
+    assert meter.probe_ms(0, 5) == pytest.approx(0.25)  # (0.2 + 0.3) / 2: the outlier does not move it
+    assert math.isnan(meter.probe_ms(0, 3.5))  # three probes are too few to tell a speed

@@ -365,3 +365,12 @@ def test_a_route_s_generator_price_does_not_depend_on_its_users():
     route = {"method": "GET", "path": "/catalog", "label": "GET /catalog"}
     few, many = (Stage(server, Workload("sequential", n, io_ms=4), route=route) for n in (1, 1000))
     assert pricing._key(few) != pricing._key(many) and pricing._key(few)[:-2] == pricing._key(many)[:-2]
+
+
+def test_a_miss_names_cores_the_host_slowed_and_such_a_run_is_disturbed():
+    figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.33, "ratio": 1.0, "bunched": 0.5,
+               "bunched_at_random": 0.5, "core_speed": 0.7}  # fmt: skip
+    said = collect._miss_cause(0.7, ONE, Before(Prediction(100.0, 10.0, "users"), ONE, "one user", 0.33), figures)
+    assert "the cores ran at 0.70 of their speed when priced" in said
+    assert collect.is_disturbed(0.0, 0.7) and collect.is_disturbed(0.0, 1.2) and collect.is_disturbed(0.2, 1.0)
+    assert not collect.is_disturbed(0.05, 0.9) and not collect.is_disturbed(math.nan, math.nan)  # unmeasured: not
