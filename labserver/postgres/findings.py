@@ -74,7 +74,7 @@ class Fast:
         users = int(under_load["users"].iloc[0])
         return pd.DataFrame(
             {
-                "CPU ms per request, priced before (2 users)": self.cpu_priced,
+                "CPU ms per request, priced before (8 users)": self.cpu_priced,
                 f"CPU ms per request, {users} users": under_load["server_ms"],
                 "server CPU (cores)": under_load["server_cpu"],
             }
@@ -96,6 +96,8 @@ class Sweep:
     runs: pd.DataFrame  # one run per depth (cpu_n) and driver (runs.frame)
     overhead_ms: float  # the costlier version's CPU per request priced before the runs, fib aside
     kept: list[float]  # what is left of the async edge at the deepest depth, round by round (runs.edge_rounds)
+    # async / sync req/s by depth, round by round (runs.ratio_rounds): the rounds repeat the sweep's two ends
+    rounds: tuple[dict[int, float], ...] = ()
 
     @property
     def shallow(self) -> int:
@@ -107,8 +109,14 @@ class Sweep:
 
     @property
     def ratios(self) -> pd.Series:
-        """async / sync req/s by depth."""
-        return compare(self.runs, "rps", "async", "sync", by="driver", on="cpu_n").set_index("cpu_n")["ratio"]
+        """async / sync req/s by depth: at a depth the rounds repeat, the median of its rounds (one round moves by a
+        fifth on a machine whose cores change speed)."""
+        ratios = compare(self.runs, "rps", "async", "sync", by="driver", on="cpu_n").set_index("cpu_n")["ratio"]
+        for depth in ratios.index:
+            each = [r[depth] for r in self.rounds if depth in r]
+            if each:
+                ratios[depth] = statistics.median(each)
+        return ratios
 
     @property
     def converged(self) -> int | None:
@@ -180,7 +188,7 @@ def sweep(frames: dict[str, pd.DataFrame], base: pd.DataFrame, rounds: int) -> S
     """Part 3's findings from run_parts' frames ("sweep" and `rounds` − 1 rounds of its ends, runs.sweep_rounds)."""
     rows = frames["sweep"]
     overhead = float(base.loc[rows["pattern"].unique(), "cpu_ms"].max())
-    return Sweep(rows, overhead, runs.edge_rounds(frames, rounds))
+    return Sweep(rows, overhead, runs.edge_rounds(frames, rounds), tuple(runs.ratio_rounds(frames, rounds)))
 
 
 def measured(slow: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFrame:

@@ -254,9 +254,14 @@ def sweep_rounds(server: LabServer, endpoints: list[str], base: pd.DataFrame, co
 
 def edge_rounds(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
     """pools.edge_kept round by round: round 0 is part 3's own sweep ("sweep"), then `sweep_rounds`'."""
+    return [pools.edge_kept(ratios) for ratios in ratio_rounds(frames, count)]
+
+
+def ratio_rounds(frames: dict[str, pd.DataFrame], count: int) -> list[dict[int, float]]:
+    """async / sync req/s by depth, round by round: round 0 is part 3's own sweep, then `sweep_rounds`' (its ends)."""
     parts = ["sweep", *(f"sweep round {r}" for r in range(1, count))]
-    kept = []
+    found = []
     for part in parts:
         rps = frames[part].pivot_table(index="cpu_n", columns="driver", values="rps")
-        kept.append(pools.edge_kept((rps["async"] / rps["sync"]).to_dict()))
-    return kept
+        found.append((rps["async"] / rps["sync"]).to_dict())
+    return found

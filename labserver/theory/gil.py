@@ -76,8 +76,9 @@ def explain(sweep: pd.DataFrame, thread_cost: float, fib_ms: float, converged: i
         return extra_cpu(sweep, thread_cost, fib_ms).explain()
     at_deep = sweep[sweep["cpu_n"] == sweep["cpu_n"].max()].set_index("driver")["server_ms"]
     return (
-        f"The two converge (within {CONVERGED:.0%}) from fib({converged}) on: the sync version's extra CPU "
-        f"per request ({at_deep['sync'] / at_deep['async']:.2f}×) is small next to fib itself."
+        f"The two converge (within {CONVERGED:.0%}, the median of the rounds) from fib({converged}) on: their CPU "
+        f"per request (sync / async {at_deep['sync'] / at_deep['async']:.2f}× in this round) differs little next "
+        "to fib itself."
     )
 
 

@@ -38,8 +38,8 @@ def test_the_sentence_names_what_neither_explains_only_when_something_is_left():
 def test_explain_says_why_when_the_two_converge():
     text = gil.explain(sweep(sync_ms=(3.0, 44.0)), thread_cost=1.1, fib_ms=50.0, converged=28)
     assert text == (
-        "The two converge (within 15%) from fib(28) on: the sync version's extra CPU per request (1.10×) "
-        "is small next to fib itself."
+        "The two converge (within 15%, the median of the rounds) from fib(28) on: their CPU per request "
+        "(sync / async 1.10× in this round) differs little next to fib itself."
     )
 
 
