@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from labserver.charts.plots import COLORS, INVALID
@@ -17,6 +18,8 @@ CLIENT_COLORS = {
     "session": COLORS["offload"],
     "aiohttp": COLORS["gather"],
 }
+# The CPU chart's marker per endpoint: the plain `def` endpoint a square, the `async def` one a circle.
+ENDPOINT_MARKERS = {"threadpool": "s", "sequential": "o"}
 
 
 def label(frame: pd.DataFrame) -> pd.Series:
@@ -55,12 +58,36 @@ def throughput_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
 
 
 def cpu_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
-    """Client CPU against the rate it drove: where it reaches one core, the client measures itself."""
+    """Client CPU against the rate it drove: where it reaches one core, the client measures itself.
+
+    The colour is the client, the marker the endpoint: a client held by the server's threads sits apart
+    from the same client held by its own core.
+    """
     fig, ax = plt.subplots(layout="constrained")
-    for client, runs in frame.groupby("client", sort=False):
-        ax.scatter(runs["rps"], runs["client_cpu"], s=60, color=CLIENT_COLORS[client], label=client_label(client))
-    ax.axhline(SATURATED, color=INVALID, ls="--", lw=1, label=f"saturated ({SATURATED:.0%} of a core)")
+    named: set[str] = set()
+    for (client, pattern), runs in frame.groupby(["client", "pattern"], sort=False):
+        name = "_" + client if client in named else client_label(client)  # each client named once ("_": unnamed)
+        named.add(client)
+        ax.scatter(runs["rps"], runs["client_cpu"], s=60, color=CLIENT_COLORS[client],
+                   marker=ENDPOINT_MARKERS.get(pattern, "o"), label=name)  # fmt: skip
+    line = ax.axhline(SATURATED, color=INVALID, ls="--", lw=1, label=f"saturated ({SATURATED:.0%} of a core)")
     ax.set(xscale="log", title=title, xlabel="measured throughput (req/s), log scale", ylabel="client CPU (cores)")
     ax.set_ylim(0, max(1.1, float(frame["client_cpu"].max()) * 1.1))
-    ax.legend(fontsize="small")
+    clients = [
+        Line2D([], [], ls="", marker="o", color=CLIENT_COLORS[c], label=client_label(c))
+        for c in dict.fromkeys(frame["client"])
+    ]
+    endpoints = [
+        Line2D(
+            [],
+            [],
+            ls="",
+            marker=ENDPOINT_MARKERS.get(p, "o"),
+            color="black",
+            fillstyle="none",
+            label=f"/{p}: {pattern_label(p)}",
+        )
+        for p in dict.fromkeys(frame["pattern"])  # hollow and black: no client's colour
+    ]
+    ax.legend(handles=[*clients, *endpoints, line], fontsize="small")
     return fig

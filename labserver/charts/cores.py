@@ -38,14 +38,22 @@ def endpoints(runs: pd.DataFrame, title: str) -> plt.Figure:
     return fig
 
 
-def crossing(curve: pd.DataFrame, title: str, knee_n: float) -> plt.Figure:
+def crossing(curve: pd.DataFrame, title: str, knee_n: float, model: pd.DataFrame | None = None) -> plt.Figure:
     """Throughput against fib's depth (cpu_n), measured and predicted, with the model's crossing at fib(knee_n).
 
-    No line is drawn when `knee_n` is nan (theory.cores.fib_depth: the caps never cross).
+    `model` (model.predict_frame's rows, a `cpu_n` column added) draws the model at every depth between the runs',
+    so that its bend at the knee shows. No line is drawn when `knee_n` is nan (theory.cores.fib_depth: the caps
+    never cross).
     """
-    fig = throughput(curve, title=title, x="cpu_n")
+    fig = throughput(curve, title=title, x="cpu_n", curve=model)
+    ax = fig.axes[0]
+    for line in ax.lines:  # the model's line through every depth: named by depth, not by the axis's long label
+        name = str(line.get_label())
+        if " model, every " in name:
+            line.set_label(name.split(" model, every ")[0] + " model, every fib depth")
+    # lower left, where the runs below the knee sit high and the deep ones sit right: the knee's label stays clear
+    ax.legend(fontsize="small", loc="lower left")
     if math.isfinite(knee_n):
-        ax = fig.axes[0]
         ax.axvline(knee_n, color="grey", ls=":", lw=1)
         ax.annotate(
             f"model: CPU takes over\nnear fib({knee_n:.1f})",

@@ -12,7 +12,7 @@ import pandas as pd
 
 from labserver.charts import plots
 
-LOOPS = {"open loop": "#0173b2", "closed loop": "#de8f05", "model": "black", "replay": "#d55e00"}
+LOOPS = {"open loop": "#0173b2", "closed loop": "#de8f05", "model": "black", "replay": "#029e73"}
 
 
 def over_time(
@@ -36,7 +36,7 @@ def over_time(
         ax.scatter(frame["t_s"], frame["latency_ms"], s=3, alpha=0.25, color=color)
         window = max(5, len(frame) // 40)
         rolling = frame["latency_ms"].rolling(window, center=True, min_periods=1).quantile(0.95)
-        ax.plot(frame["t_s"], rolling, "-", color=color, label=f"{label}: p95 of the last {window} requests")
+        ax.plot(frame["t_s"], rolling, "-", color=color, label=f"{label}: rolling p95 ({window} requests)")
     if model is not None:
         ax.plot(model["t_s"], model["latency_ms"], "--", color=LOOPS["model"], label="model: S + (ρ − 1) t")
     if replay is not None:
@@ -51,7 +51,7 @@ def over_time(
 
 
 def shedding(accepted: pd.DataFrame, bound_ms: float, duration_s: float, title: str, ax=None) -> plt.Figure:
-    """A shedding server's accepted requests over an open-loop run (`over_time`), under the bound S (1 + ⌈K / c⌉).
+    """A shedding server's accepted requests over an open-loop run (`over_time`), under the bound S (1 + ⌈q / c⌉).
 
     `accepted` is a frame of `t_s` and `latency_ms` (arrivals.over_time); the bound, in ms, is drawn
     over the run's `duration_s`.
@@ -59,7 +59,7 @@ def shedding(accepted: pd.DataFrame, bound_ms: float, duration_s: float, title: 
     bound = pd.DataFrame({"t_s": [0, duration_s], "latency_ms": [bound_ms, bound_ms]})
     fig = over_time({"open loop": accepted}, title, model=bound, ax=ax)
     ax = ax or fig.axes[0]
-    ax.lines[-1].set_label("the bound S (1 + ⌈K / c⌉)")  # the model's line, drawn last
+    ax.lines[-1].set_label("the bound S (1 + ⌈q / c⌉)")  # the model's line, drawn last
     ax.legend(fontsize="small")
     return fig
 

@@ -263,8 +263,10 @@ def throughput_bounds(
     ax = fig.axes[0]
     ax.plot(little["users"], little["little_rps"], color="grey", lw=1, label="Little's law alone")
     ax.axhline(ceiling_rps, color="black", ls=":", lw=1, label="one worker's ceiling, 1 / D")
-    # room above the ceiling, and the legend beside the plot: the busiest runs sit at its top
-    top = max(ceiling_rps, float(pd.to_numeric(frame["rps"], errors="coerce").max()))
+    # room above the ceiling and every point drawn (a prediction made before a run can sit far above it), and the
+    # legend beside the plot: the busiest runs sit at its top
+    model, _ = predicted_column(frame)
+    top = max(ceiling_rps, float(pd.to_numeric(pd.concat([frame["rps"], frame[model]]), errors="coerce").max()))
     ax.set_ylim(0, top * 1.15)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
@@ -287,7 +289,7 @@ def process_cpu(frame: pd.DataFrame, title: str, ax=None) -> plt.Figure:
     sns.lineplot(cpu, x="rps", y="cores", hue="process", style="client", marker="o", ax=ax)
     ax.axhline(SATURATED, color=INVALID, ls="--", lw=1, label=f"saturated ({SATURATED:.0%} of a core)")
     ax.set(title=title, xlabel="measured throughput (req/s)", ylabel="CPU (cores)")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the plot: the lines fill it
     return fig
 
 

@@ -12,7 +12,8 @@ from labserver.labels import client_label, pattern_label
 
 
 def chart(runs: pd.DataFrame, heads: pd.DataFrame, title: str, good: float = 0.25) -> plt.Figure:
-    """Top: every valid run's measured / predicted, per lesson and pattern. Bottom: each headline, theirs and ours."""
+    """Top: every valid run's measured / predicted, explained after it (a dot) and before it (a ring, where the run
+    has one), per lesson and pattern; the band is ±`good`. Bottom: each headline, theirs and ours."""
     shown = heads.dropna(subset=["ours"]).reset_index(drop=True)
     rows = (max(4, _groups(runs)), max(3, 1.4 * len(shown)))  # headline labels take two lines
     fig, (top, bottom) = plt.subplots(
@@ -29,9 +30,13 @@ def chart(runs: pd.DataFrame, heads: pd.DataFrame, title: str, good: float = 0.2
         if "client" in frame:
             frame["group"] += frame["client"].map(lambda c: f" · {client_label(c)}" if isinstance(c, str) and c else "")
         frame = frame.sort_values("group", ascending=False)  # lesson 00 at the top
-        top.scatter(frame["ratio"], frame["group"], s=18, alpha=0.6, color="#4c72b0", label="one run")
+        top.scatter(frame["ratio"], frame["group"], s=18, alpha=0.6, color="#4c72b0", label="one run, explained after")
+        if "ratio_before" in frame:
+            before = pd.to_numeric(frame["ratio_before"], errors="coerce")  # NaN (none made before it): not drawn
+            top.scatter(before, frame["group"], s=30, facecolors="none", edgecolors="#dd8452",
+                        label="one run, predicted before it")  # fmt: skip
         medians = frame.groupby("group", sort=False)["ratio"].median()
-        top.scatter(medians.values, medians.index, marker="|", s=300, color="black", label="median")
+        top.scatter(medians.values, medians.index, marker="|", s=300, color="black", label="median, explained after")
         top.legend(fontsize="small", loc="lower right")
     top.axvline(1, color="grey", lw=1)
     top.axvspan(1 - good, 1 + good, color="grey", alpha=0.1)

@@ -114,7 +114,18 @@ def loop_lag(run, what: str, request_ms: float) -> plt.Figure | None:
         f"{what}: the loop's {EVERY_S * 1000:.0f} ms timer fires {lag_ms:.0f} ms late, "
         f"{lag_ms / request_ms:.1f} × tasks × io"
     )
-    return over_time(inside, title, history=run.history, panels=("in_flight", "loop_lag"))
+    fig = over_time(inside, title, history=run.history, panels=("in_flight", "loop_lag"))
+    fig.axes[0].set_xlim(left=0)  # the run from its start: replies before it belong to the warm-up
+    if not (pd.to_numeric(inside["in_flight"], errors="coerce").fillna(0) > 0).any():
+        fig.axes[1].annotate(
+            "0 at every sample: the sampler runs only between turns,\n"
+            "while the next requests wait unread in their sockets",
+            (0.02, 0.55),
+            xycoords="axes fraction",
+            color="grey",
+            fontsize="small",
+        )
+    return fig
 
 
 def _legend_outside(ax) -> None:

@@ -7,9 +7,9 @@ and, where the endpoint checks after each sub-task (`watchful`), those begun bef
 left, the last of which ends, finds the connection closed and stops the rest. What a request
 costs besides its fib (a new connection after each timeout, the framework) is measured by a run
 without fib, and taken off the others. The sub-tasks a request ran are read by Little's law, not
-from its CPU (a fib's CPU moves from one run to the next by up to a fifth): the requests the
-server held in flight, on average over the run, divided by the rate they came give each one's
-time in the server, which is so many sub-tasks of io + fib.
+from its CPU (a fib's CPU in the server reads up to a third above the notebook's timing): the
+requests the server held in flight, on average over the run, divided by the rate they came give
+each one's time in the server, which is so many sub-tasks of io + fib.
 """
 
 from __future__ import annotations
@@ -44,11 +44,13 @@ def sub_tasks_run(pattern: str, tasks: int, io_ms: int, fib_ms: float, timeout_s
 
 
 def predicted(plan: sizing.Plan, fib_ms: float) -> pd.DataFrame:
-    """Each planned run: its requests a second, the sub-tasks each runs, and their fib CPU per request."""
+    """Each planned run: its requests a second, the sub-tasks each runs (a run without fib runs them too), and their
+    fib CPU per request."""
     timeout_s = plan.load["timeout_s"]
     rows = []
     for run in plan.runs:
-        ran = sub_tasks_run(run["pattern"], run["tasks"], run["io_ms"], fib_ms, timeout_s) if run["cpu_n"] else 0
+        fib = fib_ms if run["cpu_n"] else 0.0
+        ran = sub_tasks_run(run["pattern"], run["tasks"], run["io_ms"], fib, timeout_s)
         rows.append(
             {
                 "pattern": run["pattern"],
@@ -57,7 +59,7 @@ def predicted(plan: sizing.Plan, fib_ms: float) -> pd.DataFrame:
                 "timeout_s": timeout_s,
                 "predicted_rps": round(gone(run["users"], timeout_s).rps, 1),
                 "sub_tasks_run": ran,
-                "predicted_fib_ms": round(ran * fib_ms, 1),
+                "predicted_fib_ms": round(ran * fib, 1),
             }
         )
     return pd.DataFrame(rows)
@@ -104,13 +106,14 @@ def ran_after(pattern: str, tasks: int) -> int:
 def left_behind(failing: pd.DataFrame) -> pd.DataFrame:
     """Part 2's runs whose call times out: each one's fib CPU per request (the server's less that of the run without
     fib), the sub-tasks it ran after its answer (that over one sub-task's fib, plain `gather`'s fib CPU over its
-    sub-tasks: fib as these runs run it) and those predicted."""
+    sub-tasks: fib as these runs run it, `one_fib_ms`) and those predicted."""
     own = failing.loc[failing["cpu_n"] == 0, "server_ms"].iloc[0]
     fib_ms = failing["server_ms"] - own
     every = failing[failing["pattern"] == "gather"].iloc[0]
     one = (every["server_ms"] - own) / every["tasks"]
     out = failing[(failing["cpu_n"] > 0) & (failing["pattern"] != "gather")].copy()
     out["fib_ms"] = fib_ms[out.index]
+    out["one_fib_ms"] = one
     out["ran_after"] = out["fib_ms"] / one
     out["predicted_ran_after"] = [ran_after(p, t) for p, t in zip(out["pattern"], out["tasks"], strict=True)]
     return out

@@ -575,7 +575,7 @@ def calling_services(
     cores = cpus.cores() if cores is None else cores
     patterns = ["callreused", "callnew"]
     check_sweep(patterns, [users], io_ms=io_ms, duration_s=duration_s)
-    # The bounded fan-out first: the client keeps its connections open between runs (5 s), and each run should
+    # The bounded fan-out first: the client keeps its connections open between runs (2 s), and each run should
     # find no more of them than its own calls hold.
     fanout = ["callreused", "fanoutbounded", "fanout"]
     check_sweep(fanout, [users], tasks=calls, io_ms=io_ms, duration_s=duration_s)

@@ -5,8 +5,8 @@ latency, grow for as long as the overload lasts (lesson 08). One that bounds the
 latency of what it accepts bounded and tells the rest to come back later: the cheapest request
 to serve is the one refused before it costs anything. Here the queue is the thread pool's
 waiting line (AnyIO's limiter: `def` endpoints wait there for one of `threads` tokens), and
-`max_waiting` is its length K, the `queue_limit` setting: with c threads the worker then holds
-at most c + K requests, an M/·/c/(c + K) queue (theory/queueing.py).
+`max_waiting` is its length q, the `queue_limit` setting: with c threads the worker then holds
+at most K = c + q requests, an M/·/c/K queue (theory/queueing.py).
 
 The lab's own routes (/health, /info) are never shed: the harness needs them most under load.
 """
@@ -38,7 +38,7 @@ class Shed:
 
     def full(self) -> bool:
         free, waiting = (self.queue or threads_queue)()
-        return free <= 0 and waiting >= self.max_waiting  # it would wait, and K already do
+        return free <= 0 and waiting >= self.max_waiting  # it would wait, and q already do
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["path"] in NEVER_SHED or not self.full():

@@ -237,13 +237,7 @@ def measure(stage: Stage) -> OneUser:
     w = stage.workload
     users = hot_users(w.users, w.rate)
     held = connections(w.users, w.rate, getattr(server, "limit_concurrency", None))
-    upstream = getattr(getattr(server, "settings", None), "upstream", None)
-    builds = stage.route is not None or bool(server.neighbours()) or bool(upstream)
-    # The demo's client to another service is the server's, shared by every route that calls it: the first route
-    # priced opens its connections for the rest. A database's pools and a route of one's own build per route.
-    shared = bool(upstream) and stage.route is None and not server.neighbours()
-    route = () if shared else (hot_ask.method, hot_path.path)
-    warmed = (root if root is not None else server.url, *route, users)
+    warmed, builds = _warm_key(stage, root, (hot_ask.method, hot_path.path), users)
     warm_s = FIRST_WARM_S if builds and warmed not in _warmed else WARM_S
     busy = _send(address, hot_ask, users=users, connections=held, warm_s=warm_s, read=read)
     _warmed.add(warmed)
@@ -271,6 +265,18 @@ def measure(stage: Stage) -> OneUser:
         seconds=time.perf_counter() - started,
         probe_ms=median(probes),
     )
+
+
+def _warm_key(stage: Stage, root: int | None, route: tuple[str, str], users: int) -> tuple[tuple, bool]:
+    """What a first warm-up warms (the server, its route where the route builds its own, the users), and whether the
+    server builds anything on a first request (a client to another service, a database's pools, one's own app)."""
+    server = stage.server
+    upstream = getattr(getattr(server, "settings", None), "upstream", None)
+    builds = stage.route is not None or bool(server.neighbours()) or bool(upstream)
+    # The demo's client to another service is the server's, shared by every route that calls it: the first route
+    # priced opens its connections for the rest. A database's pools and a route of one's own build per route.
+    shared = bool(upstream) and stage.route is None and not server.neighbours()
+    return (root if root is not None else server.url, *(() if shared else route), users), builds
 
 
 def _held_ms(server: Server, alone: _Sent) -> float:

@@ -72,11 +72,20 @@ def cpu_bound(run: pd.Series) -> float:
     return float(run.bottleneck in SERVER_OR_GENERATOR_CPU)
 
 
+def _processes(run: pd.Series) -> int:
+    """The Locust processes that sent `run`'s load (1 where the run does not say)."""
+    given = run.get("processes", 1)
+    return max(1, int(given)) if pd.notna(given) else 1
+
+
 def busiest_in_words(run: pd.Series) -> str:
-    """The busiest run against both predictions, and each side's CPU, for the claims' detail."""
+    """The busiest run against both predictions, and each side's CPU (Locust's per process where it ran several),
+    for the claims' detail."""
+    processes = _processes(run)
+    locust = f"Locust {run.locust_cpu / processes:.2f}" + (f" in each of {processes}" if processes > 1 else "")
     return (
         f"{run.rps:,.0f} req/s, {run.users:.0f} users: measured / Little's law {run.rps / run.little_rps:.2f}, "
-        f"/ the model {run.ratio:.2f}; worker {run.server_cpu:.2f}, Locust {run.locust_cpu:.2f}"
+        f"/ the model {run.ratio:.2f}; worker {run.server_cpu:.2f}, {locust}"
     )
 
 
@@ -85,8 +94,7 @@ def cpu_in_words(run: pd.Series) -> str:
     process where it ran several."""
     waited = run.get("worker_waited")
     wait = f" and waits {waited:.0%} for one" if pd.notna(waited) else ""
-    given = run.get("processes", 1)
-    processes = max(1, int(given)) if pd.notna(given) else 1
+    processes = _processes(run)
     locust = f"Locust {run.locust_cpu / processes:.0%}" + (f" in each of {processes}" if processes > 1 else "")
     return f"At {run.rps:,.0f} req/s the worker uses {run.server_cpu:.0%} of a core{wait}, {locust}"
 

@@ -183,9 +183,9 @@ def fluid_shed_share(rate: float, service_s: float, slots: int) -> float:
 
 
 def accepted_bound_s(service_s: float, slots: int, limit: int) -> float:
-    """The longest an accepted request takes with at most `limit` waiting for `slots` slots: S (1 + ⌈K / c⌉).
+    """The longest an accepted request takes with at most `limit` waiting for `slots` slots: S (1 + ⌈q / c⌉).
 
-    It waits for at most ⌈K / c⌉ services of the requests ahead of it, then its own.
+    It waits for at most ⌈q / c⌉ services (q = `limit`) of the requests ahead of it, then its own.
     """
     return service_s * (1 + math.ceil(limit / slots))
 

@@ -267,12 +267,12 @@ def advice(priced: Priced, users: int) -> Advice:
     if resource in (Resource.LOOP, Resource.WORKER) and math.floor(cores) > settings.workers:
         workers = math.floor(cores)
         rps = then(workers=workers)
-        # the CPU may be the endpoint's own work or FastAPI checking and serialising a big reply after it returns,
-        # which no pool can take: a smaller or cached reply is the change there
+        # the CPU may be the endpoint's own work, which a process pool can take, or FastAPI checking and serialising
+        # a big reply after it returns, which no pool can take: the lab cannot tell them apart, so it names both
         change = (
-            f"run {workers} workers (`--workers {workers}`, one a core), or take the CPU off the loop (the "
-            f"endpoint's own work to a process pool; a big reply made smaller or cached): with {workers} workers, "
-            f"{rps:,.0f} req/s"
+            f"run {workers} workers (`--workers {workers}`, one a core), or take the CPU off the loop: the endpoint's "
+            "own computing to a process pool, but FastAPI's checking and serialising of a big reply only by making it "
+            f"smaller or caching it: with {workers} workers, {rps:,.0f} req/s"
         )
         return Advice(change, rps, {"workers": workers})
     if resource is Resource.USERS:

@@ -33,8 +33,8 @@ def test_shedding_draws_the_accepted_requests_under_their_bound():
     fig = overload.shedding(_frame(0.0), bound_ms=200.0, duration_s=9, title="ρ = 1.5 with K = 20")
     ax = fig.axes[0]
     bound = ax.get_lines()[-1]
-    assert bound.get_label() == "the bound S (1 + ⌈K / c⌉)"
+    assert bound.get_label() == "the bound S (1 + ⌈q / c⌉)"
     assert list(bound.get_xdata()) == [0, 9] and list(bound.get_ydata()) == [200.0, 200.0]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels[-1] == "the bound S (1 + ⌈K / c⌉)" and "model: S + (ρ − 1) t" not in labels
+    assert labels[-1] == "the bound S (1 + ⌈q / c⌉)" and "model: S + (ρ − 1) t" not in labels
     assert ax.get_title() == "ρ = 1.5 with K = 20"

@@ -77,7 +77,9 @@ def test_sweep_reads_the_edge_where_it_converges(sweep):
     assert sweep.overhead_ms == 2.0
     assert sweep.kept == pytest.approx([(30 / 27 - 1) / 0.5, 0.5 / 1.25])
     assert sweep.edge_kept == pytest.approx(statistics.median(sweep.kept))
-    assert sweep.detail.startswith("median of 2 rounds: 0.22, 0.40; ratios {15: 1.88, 28: 1.31}; within 15% from: nowhere")
+    assert sweep.detail.startswith(
+        "median of 2 rounds: 0.22, 0.40; ratios {15: 1.88, 28: 1.31}; within 15% from: nowhere"
+    )
 
 
 def test_one_round_that_converges_does_not_make_the_sweep_converge():

@@ -4,7 +4,7 @@ Teaches: where an `async def` endpoint must call a blocking library, `await run_
 moves the wait off the event loop into the thread pool a plain `def` endpoint uses. The loop stays
 free; each waiting request holds a thread instead, so the bound is the thread pool's again:
 threads / (tasks × io_ms). `asyncio.to_thread` does the same in another pool, the loop's default
-executor, which has min(32, CPUs + 4) threads rather than the server's `threads`.
+executor, which has min(32, `os.cpu_count()` + 4) threads rather than the server's `threads`.
 """
 
 import time

@@ -2,9 +2,9 @@
 
 Teaches: the two look alike and use different pools. `run_in_threadpool` borrows one of AnyIO's
 thread tokens (40 by default), the pool a plain `def` endpoint uses; `asyncio.to_thread` runs its
-call in the event loop's default executor, a ThreadPoolExecutor of min(32, CPUs + 4) threads
+call in the event loop's default executor, a ThreadPoolExecutor of min(32, `os.cpu_count()` + 4) threads
 whatever the server's thread limit: 6 on 2 CPUs. Each waiting request holds one of those, so
-the bound is that pool's: min(32, CPUs + 4) / (tasks × io_ms) per worker.
+the bound is that pool's: min(32, `os.cpu_count()` + 4) / (tasks × io_ms) per worker.
 """
 
 import asyncio
