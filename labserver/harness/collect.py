@@ -38,7 +38,8 @@ BUNCH_GAP_MS = 0.3
 # A run is marked disturbed when other programs, or the host's steal, took this many cores in its window
 DISTURBED = 0.1
 # ... or when its cores ran this share faster or slower than when it was priced (meters.probe_ms): the host's other
-# guests, unseen by any counter here. Past it, a run cannot be judged within the ±15% of its before-prediction
+# guests, unseen by any counter here. Past it, a run its prediction made before it bound by a CPU cannot be judged
+# within the ±15% of that prediction (a run bound by its waits serves the same on slower cores)
 SPEED_OFF = 0.15
 # Where a run and its before-prediction differ by more than this share, its row names what its window measured
 BEFORE_MISS = 0.10
@@ -273,6 +274,7 @@ def _cpu(
     priced = stage.before.one_user if stage.before is not None else None
     # the cores' speed in the window against the pricing's: a fixed piece of Python's CPU time, there over here
     speed = (priced.probe_ms if priced is not None else math.nan) / machine_meter.probe_ms(*window)
+    cpu_bound = stage.before is not None and stage.before.prediction.bottleneck in model.CPU_BOUND
     use = {
         "usable_cores": server_cores if server_cores is not None else cpus.cores(),
         "locust_cpu": locust_cores,
@@ -297,15 +299,16 @@ def _cpu(
         # what neither the lab's processes nor interrupts used: others' programs and the host's steal
         "disturbed_cpu": disturbed,
         "core_speed": speed,
-        "disturbed": is_disturbed(disturbed, speed),
+        "disturbed": is_disturbed(disturbed, speed, cpu_bound=cpu_bound),
     }
     return _Cpu(use, cost, busiest)
 
 
-def is_disturbed(others_cores: float, core_speed: float) -> bool:
-    """Whether others took DISTURBED cores or more, or the cores ran SPEED_OFF or more off their priced speed (NaN:
-    not measured, so not disturbed)."""
-    return others_cores >= DISTURBED or abs(core_speed - 1) >= SPEED_OFF  # NaN compares False
+def is_disturbed(others_cores: float, core_speed: float, *, cpu_bound: bool) -> bool:
+    """Whether others took DISTURBED cores or more, or, in a run predicted to be bound by a CPU (`cpu_bound`), the
+    cores ran SPEED_OFF or more off their priced speed (NaN: not measured, so not disturbed)."""
+    slowed = cpu_bound and abs(core_speed - 1) >= SPEED_OFF  # NaN compares False
+    return others_cores >= DISTURBED or slowed
 
 
 def _workers(meter: ServerMeter, window: Window, served: dict[int, int], rps: float) -> tuple[float, dict[str, float]]:

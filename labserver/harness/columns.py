@@ -115,7 +115,7 @@ FIGURES = (
     Column("stolen_cpu", "cores", "CPU the host took for others (steal time), within machine_cpu"),
     Column("disturbed_cpu", "cores", "other programs' and the host's CPU: machine_cpu less the lab's and interrupts"),
     Column("core_speed", "ratio", "the cores' speed in the window over their speed when the run was priced"),
-    Column("disturbed", "bool", "others took 0.1 core or more, or the cores ran 15% off their priced speed"),
+    Column("disturbed", "bool", "others took 0.1 core or more, or the cores of a CPU-bound run ran 15% off priced"),
     Column("git_commit", "text", "the code that measured the run"),
     Column("batch", "text", "the batch that made the run (LAB_BATCH_ID); None outside one"),
     Column("started_at", "ISO 8601", "when the run's stage began, UTC"),

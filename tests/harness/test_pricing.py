@@ -372,5 +372,8 @@ def test_a_miss_names_cores_the_host_slowed_and_such_a_run_is_disturbed():
                "bunched_at_random": 0.5, "core_speed": 0.7}  # fmt: skip
     said = collect._miss_cause(0.7, ONE, Before(Prediction(100.0, 10.0, "users"), ONE, "one user", 0.33), figures)
     assert "the cores ran at 0.70 of their speed when priced" in said
-    assert collect.is_disturbed(0.0, 0.7) and collect.is_disturbed(0.0, 1.2) and collect.is_disturbed(0.2, 1.0)
-    assert not collect.is_disturbed(0.05, 0.9) and not collect.is_disturbed(math.nan, math.nan)  # unmeasured: not
+    assert collect.is_disturbed(0.0, 0.7, cpu_bound=True) and collect.is_disturbed(0.0, 1.2, cpu_bound=True)
+    assert collect.is_disturbed(0.2, 1.0, cpu_bound=False)  # others' CPU disturbs any run
+    assert not collect.is_disturbed(0.0, 0.7, cpu_bound=False)  # a run bound by its waits serves as much on slow cores
+    assert not collect.is_disturbed(0.05, 0.9, cpu_bound=True)
+    assert not collect.is_disturbed(math.nan, math.nan, cpu_bound=True)  # unmeasured: not
