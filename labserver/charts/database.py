@@ -71,7 +71,7 @@ def fib_sweep_chart(
     where the two versions count as converged (pools.CONVERGED).
     """
     fig, (rps_ax, ratio_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
-    plots.throughput(sweep, title="throughput against fib depth", x="cpu_n", hue="driver", ax=rps_ax)
+    plots.throughput(sweep, title="throughput against fib depth (the first round)", x="cpu_n", hue="driver", ax=rps_ax)
     rps_ax.set_xlabel("CPU work per request: fib(cpu_n)")  # one fib a request here, after its queries
     rps_ax.set_yscale("log")  # fib(n) grows about 1.6× per step: a log axis shows every depth
     rps_ax.set_ylim(sweep["rps"].min() / 2, sweep[["rps", "predicted_rps"]].max().max() * 2)
@@ -79,7 +79,11 @@ def fib_sweep_chart(
     ratio_ax.plot(ratios.index, ratios.values, "o-", label="this machine")
     ratio_ax.plot(published.index, published.values, "s--", color="grey", label=published_label)
     ratio_ax.axhspan(1 - CONVERGED, 1 + CONVERGED, color="grey", alpha=0.15, label=f"within {CONVERGED:.0%}: converged")
-    ratio_ax.set(title="async / sync", xlabel="CPU work per request: fib(cpu_n)", ylabel="async / sync throughput")
+    ratio_ax.set(
+        title="async / sync (the ends: median of the rounds)",
+        xlabel="CPU work per request: fib(cpu_n)",
+        ylabel="async / sync throughput",
+    )
     ratio_ax.legend(fontsize="small")
     fig.suptitle(title, fontweight="bold")
     fig.tight_layout()

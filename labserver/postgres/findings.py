@@ -74,7 +74,7 @@ class Fast:
         users = int(under_load["users"].iloc[0])
         return pd.DataFrame(
             {
-                "CPU ms per request, priced before (8 users)": self.cpu_priced,
+                "CPU ms per request, priced before the runs (8 users)": self.cpu_priced,
                 f"CPU ms per request, {users} users": under_load["server_ms"],
                 "server CPU (cores)": under_load["server_cpu"],
             }

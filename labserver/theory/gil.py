@@ -43,9 +43,16 @@ class ExtraCpu:
             if rest > 0
             else "."
         )
+        if self.extra_ms <= 0:
+            return (
+                f"No convergence within {CONVERGED:.0%} over the rounds (their median); in this round, at "
+                f"fib({self.deep}), a sync request cost {-self.extra_ms:.1f} ms less CPU than an async one: the gap "
+                "moves from round to round, more than the GIL's turns explain."
+            )
         return (
-            f"No convergence within {CONVERGED:.0%} in this sweep: at fib({self.deep}) a sync request cost "
-            f"{self.extra_ms:.1f} ms more CPU than an async one. {self.turns_ms:.1f} ms of it is fib taking turns "
+            f"No convergence within {CONVERGED:.0%} over the rounds (their median): in this round, at "
+            f"fib({self.deep}), a sync request cost {self.extra_ms:.1f} ms more CPU than an async one. "
+            f"{self.turns_ms:.1f} ms of it is fib taking turns "
             f"on the GIL ({self.thread_cost:.2f}× in the timing above); {self.own_ms:.1f} ms is the sync request's "
             f"own work, as at fib({self.shallow}) (two new threads, GIL turns across cores){unexplained} The turns "
             "grow with fib: a deeper fib does not close the gap on this machine."

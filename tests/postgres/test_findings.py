@@ -47,7 +47,7 @@ def test_fast_reads_the_ratio_the_pools_headroom_and_the_cpu_per_request():
     assert fast.priced_cpu_ratio == pytest.approx(2.0)
     table = fast.cpu_table()
     assert list(table.columns) == [
-        "CPU ms per request, priced before (8 users)",
+        "CPU ms per request, priced before the runs (8 users)",
         "CPU ms per request, 8 users",
         "server CPU (cores)",
     ]

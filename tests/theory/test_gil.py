@@ -27,12 +27,21 @@ def test_extra_cpu_splits_the_gap_into_turns_own_work_and_the_rest():
 
 def test_the_sentence_names_what_neither_explains_only_when_something_is_left():
     left = gil.extra_cpu(sweep(), thread_cost=1.1, fib_ms=50.0).explain()
-    assert left.startswith("No convergence within 15% in this sweep: at fib(28) a sync request cost 20.0 ms more")
+    assert left.startswith(
+        "No convergence within 15% over the rounds (their median): in this round, at fib(28), a sync request cost "
+        "20.0 ms more"
+    )
     assert "13.0 ms neither explains" in left
     assert "as at fib(15)" in left and "(1.10× in the timing above)" in left
     nothing_left = gil.extra_cpu(sweep(), thread_cost=1.5, fib_ms=50.0).explain()  # turns 25 ms > the gap
     assert "neither explains" not in nothing_left
     assert "(two new threads, GIL turns across cores). The turns grow with fib" in nothing_left
+
+
+def test_a_round_where_sync_cost_less_says_so_not_a_negative_extra():
+    cheaper = gil.ExtraCpu(shallow=15, deep=28, thread_cost=1.1, extra_ms=-4.0, turns_ms=5.0, own_ms=2.0).explain()
+    assert "a sync request cost 4.0 ms less CPU than an async one" in cheaper
+    assert "-4.0" not in cheaper and "neither explains" not in cheaper
 
 
 def test_explain_says_why_when_the_two_converge():
