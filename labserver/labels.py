@@ -34,7 +34,7 @@ PATTERN_LABELS: dict[str, str] = {
     "pooledinside": "def, its pooled session inside",
     "callnew": "async def + a new httpx client per request",
     "callreused": "async def + one httpx client, reused",
-    "fanout": "async def + gather over one client's calls",
+    "fanout": "async def + gather, calls unbounded",
     "fanoutbounded": "async def + gather, calls bounded by a semaphore",
     "watchful": "async def that stops when its client has gone",
     "gathertimeout": "gather; a call times out, the others run on",

@@ -9,7 +9,9 @@ from matplotlib.patches import Patch
 
 from labserver.charts.plots import COLORS, INVALID
 from labserver.labels import client_label, pattern_label
-from labserver.theory.cores import SATURATED
+
+# The share of a core at which lesson 06 reads a client as its own bottleneck (its claim 5's floor).
+CLIENT_BOUND = 0.8
 
 # A client thread pool is a thread pool, and aiohttp gathers: the same colours as those server patterns.
 CLIENT_COLORS = {
@@ -70,7 +72,7 @@ def cpu_chart(frame: pd.DataFrame, title: str) -> plt.Figure:
         named.add(client)
         ax.scatter(runs["rps"], runs["client_cpu"], s=60, color=CLIENT_COLORS[client],
                    marker=ENDPOINT_MARKERS.get(pattern, "o"), label=name)  # fmt: skip
-    line = ax.axhline(SATURATED, color=INVALID, ls="--", lw=1, label=f"saturated ({SATURATED:.0%} of a core)")
+    line = ax.axhline(CLIENT_BOUND, color=INVALID, ls="--", lw=1, label=f"client-bound ({CLIENT_BOUND:.0%} of a core)")
     ax.set(xscale="log", title=title, xlabel="measured throughput (req/s), log scale", ylabel="client CPU (cores)")
     ax.set_ylim(0, max(1.1, float(frame["client_cpu"].max()) * 1.1))
     clients = [

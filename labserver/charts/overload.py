@@ -20,23 +20,28 @@ def over_time(
     title: str,
     model: pd.DataFrame | None = None,
     replay: pd.DataFrame | None = None,
+    stat: str = "p95",
     ax=None,
 ) -> plt.Figure:
-    """Each request's latency (dots) against when it was meant to leave (open) or left (closed), with a rolling p95.
+    """Each request's latency (dots) against when it was meant to leave (open) or left (closed), with a rolling
+    `stat` ("p95" or "mean").
 
     `series` maps a label to a frame of `t_s` and `latency_ms`; `model`, if given, a frame of
     `t_s` and `latency_ms` drawn as a dashed line (the fluid model); `replay`, the same frame of
     each request as the queue replayed on the open loop's arrivals answers it, drawn as its
     rolling mean.
     """
+    if stat not in ("p95", "mean"):
+        raise ValueError(f'stat must be "p95" or "mean", not {stat!r}')
     fig, ax = plots.axes(ax)
     for label, frame in series.items():
         frame = frame.sort_values("t_s")
         color = LOOPS.get(label)
         ax.scatter(frame["t_s"], frame["latency_ms"], s=3, alpha=0.25, color=color)
         window = max(5, len(frame) // 40)
-        rolling = frame["latency_ms"].rolling(window, center=True, min_periods=1).quantile(0.95)
-        ax.plot(frame["t_s"], rolling, "-", color=color, label=f"{label}: rolling p95 ({window} requests)")
+        rolling = frame["latency_ms"].rolling(window, center=True, min_periods=1)
+        rolling = rolling.mean() if stat == "mean" else rolling.quantile(0.95)
+        ax.plot(frame["t_s"], rolling, "-", color=color, label=f"{label}: rolling {stat} ({window} requests)")
     if model is not None:
         ax.plot(model["t_s"], model["latency_ms"], "--", color=LOOPS["model"], label="model: S + (ρ − 1) t")
     if replay is not None:
@@ -46,7 +51,8 @@ def over_time(
                 label="the same queue replayed on the open loop's arrivals: mean")  # fmt: skip
     ax.set(title=title, xlabel="time in the run (s)", ylabel="latency (ms)")
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize="small")
+    # under the axes: inside, a long legend covers the rising lines wherever it sits
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.15), ncols=2)
     return fig
 
 

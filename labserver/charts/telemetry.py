@@ -100,19 +100,23 @@ def over_time(
     return fig
 
 
-def loop_lag(run, what: str, request_ms: float) -> plt.Figure | None:
+def loop_lag(run, what: str, request_ms: float, users: int = 0) -> plt.Figure | None:
     """A run's requests in flight and its loop's lag, titled with the lag's median in requests of `request_ms`.
 
-    `run` is a RunResult; `what` names it in the title. None where no sample fell inside the run's
-    window: a turn of a blocked loop that outlasts the window never wakes the sampler in it.
+    With `users`, the title counts the lag in turns of the loop instead: users × `request_ms`, every
+    user's request once. `run` is a RunResult; `what` names it in the title. None where no sample fell
+    inside the run's window: a turn of a blocked loop that outlasts the window never wakes the sampler in it.
     """
     inside = telemetry.load(run)
     if inside.empty:
         return None
     lag_ms = inside["loop_lag_ms"].median()
+    late = f"{what}: the loop's {EVERY_S * 1000:.0f} ms timer fires {lag_ms:.0f} ms late"
+    turn_ms = users * request_ms
     title = (
-        f"{what}: the loop's {EVERY_S * 1000:.0f} ms timer fires {lag_ms:.0f} ms late, "
-        f"{lag_ms / request_ms:.1f} × tasks × io"
+        f"{late}: {lag_ms / turn_ms:.1f} turns of {turn_ms:.0f} ms ({users} users × {request_ms:g} ms)"
+        if users
+        else f"{late}, {lag_ms / request_ms:.1f} × tasks × io"
     )
     fig = over_time(inside, title, history=run.history, panels=("in_flight", "loop_lag"))
     fig.axes[0].set_xlim(left=0)  # the run from its start: replies before it belong to the warm-up

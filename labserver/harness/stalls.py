@@ -6,8 +6,10 @@ timer while a measurement runs, it makes a server that is fast but stalls now an
 case in which a closed loop's latency misleads (coordinated omission).
 
 Each stall is kept as it happened (sent, answered), so that a run can say what share of its own
-measurement window the loop was held: a window of 8 s holds three stalls or four, by where it
-starts, which is 11% or 15% of it with a stall of 0.3 s every 2 s.
+measurement window the loop was held, a stall cut by an edge counting in part. A window of whole
+periods of the stall clock holds `stall_ms` / `every_s` of stall wherever it starts (15% with a stall of
+0.3 s every 2 s); a run's window (first to last counted reply) is a little shorter, so its share
+lands a few points either side, by where its ends fall among the stalls.
 
 `omission` measures one such server three ways (a calm closed loop, then a closed loop and an open
 loop with stalls) and sets their latencies side by side.

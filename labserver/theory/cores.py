@@ -29,8 +29,8 @@ PHI = (1 + 5**0.5) / 2  # fib(n) costs about PHI × fib(n - 1): it makes fib(n -
 WHERE = {
     "threadpool": ("thread pool", "{users} requests, a pool thread each"),
     "sequential": ("async", "{users} requests on one event loop"),
-    "processpool": ("pool", "{users} requests, {cores} processes"),
-    "hashed": ("hashlib", "{users} requests, a pool thread each"),
+    "processpool": ("pool", "{users} requests, {procs} processes"),
+    "hashed": ("hashlib", "{users} requests in {users} pool threads together"),
 }
 
 
@@ -139,9 +139,9 @@ def in_words(runs: pd.DataFrame, cores: float, cpu_n: int, fib_ms: float) -> str
     Means over each pattern's `runs` (its rounds); `fib_ms` is fib(cpu_n) timed in the notebook
     (model.cpu_ms), to set beside what the server paid for each request.
     """
-    mean = usage(runs).groupby("pattern")[["users", "server_cpu", "cpu_ms_per_request"]].mean()
+    mean = usage(runs).groupby("pattern")[["users", "procs", "server_cpu", "cpu_ms_per_request"]].mean()
     named = {p: said for p, said in WHERE.items() if p in mean.index}
-    said = {p: where.format(users=int(mean.loc[p, "users"]), cores=f"{cores:g}") for p, (_, where) in named.items()}
+    said = {p: named[p][1].format(users=int(mean.loc[p, "users"]), procs=int(mean.loc[p, "procs"])) for p in named}
     lines = [
         f"{label + ':':<12} {said[p]} kept {mean.loc[p, 'server_cpu']:.2f} cores "
         f"busy, {mean.loc[p, 'cpu_ms_per_request']:.1f} ms of CPU per request"

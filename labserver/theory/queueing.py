@@ -264,7 +264,7 @@ class Fit:
     """How an open-loop sweep (`against_model`'s frame) fits M/D/c where it holds, and its run nearest a ρ."""
 
     measured: pd.DataFrame  # each run's `rho`, `mean_ms`, `p95_ms`, from the intended send: what a visitor waits
-    low: pd.DataFrame  # the runs planned at ρ ≤ `up_to`: near ρ = 1 the approximation overstates the wait
+    low: pd.DataFrame  # the runs planned at ρ ≤ `up_to`: near ρ = 1 a short run has not settled, and ρ's errors magnify
     furthest: float  # their measured / modelled mean latency furthest from 1, either way
     near: pd.Series  # the run sent nearest ρ `near`
 

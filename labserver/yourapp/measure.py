@@ -279,8 +279,8 @@ def advice(priced: Priced, users: int) -> Advice:
         more = 2 * users
         rps = then(at_users=more)
         bound = predict(dataclasses.replace(stage, workload=dataclasses.replace(work, users=more)), more)[1]
-        return Advice(f"nothing yet: the server has room; at {more} users, {rps:,.0f} req/s, bound by {words(bound)}",
-                      rps)  # fmt: skip
+        change = f"no change needed: the users bind it; at {more} users, {rps:,.0f} req/s, bound by {words(bound)}"
+        return Advice(change, rps)
     return Advice("less CPU per request, or more cores: every core this server may use is busy", math.nan)
 
 
