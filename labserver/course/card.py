@@ -376,7 +376,8 @@ ROWS = [
     Row(
         "A blocking call inside `async def` that you cannot change",
         "hand it to a thread: `await run_in_threadpool(f, ...)` or `await asyncio.to_thread(f, ...)`",
-        "threads / io with `run_in_threadpool` (AnyIO's 40); `asyncio.to_thread`: its executor's min(32, CPUs + 4)",
+        "threads / io with `run_in_threadpool` (AnyIO's 40); `asyncio.to_thread`: its executor's min(32, CPUs + 4)"
+        " (the machine's CPUs before 3.13)",
         "run_in_threadpool: all 40 tokens borrowed; to_thread: its executor's threads all busy",
         "offload / (threads / io)",
         ("05",),

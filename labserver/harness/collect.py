@@ -38,8 +38,8 @@ BUNCH_GAP_MS = 0.3
 # A run is marked disturbed when other programs, or the host's steal, took this many cores in its window
 DISTURBED = 0.1
 # ... or when its cores ran this share faster or slower than when it was priced (meters.probe_ms): the host's other
-# guests, unseen by any counter here. Past it, a run its prediction made before it bound by a CPU cannot be judged
-# within the ±15% of that prediction (a run bound by its waits serves the same on slower cores)
+# guests, unseen by any counter here. Past it, a run bound by a CPU, or whose request alone is mostly CPU, cannot be
+# judged within the ±15% of its before-prediction (a run bound by its waits serves the same on slower cores)
 SPEED_OFF = 0.15
 # Where a run and its before-prediction differ by more than this share, its row names what its window measured
 BEFORE_MISS = 0.10
@@ -274,7 +274,9 @@ def _cpu(
     priced = stage.before.one_user if stage.before is not None else None
     # the cores' speed in the window against the pricing's: a fixed piece of Python's CPU time, there over here
     speed = (priced.probe_ms if priced is not None else math.nan) / machine_meter.probe_ms(*window)
+    # the speed moves a run bound by a CPU, or one whose request alone is mostly CPU (its users wait on it)
     cpu_bound = stage.before is not None and stage.before.prediction.bottleneck in model.CPU_BOUND
+    cpu_bound |= priced is not None and priced.worker_ms + priced.pool_ms >= priced.service_ms / 2
     use = {
         "usable_cores": server_cores if server_cores is not None else cpus.cores(),
         "locust_cpu": locust_cores,
