@@ -196,8 +196,8 @@ def before_table(lesson: str, runs: pd.DataFrame | None = None) -> Styler:
     print(
         "counted: a valid run, predicted before it, that nothing else disturbed; disturbed: other programs or the"
         f" host took {DISTURBED:g} core or more in its window ('others took'), or, for a run predicted to be bound by"
-        f" a CPU (or whose request alone is mostly CPU), the host ran its cores {SPEED_OFF:.0%} or more off the speed they had when it was priced"
-        " ('cores' speed')"
+        f" a CPU (or whose request alone is mostly CPU), the host ran its cores {SPEED_OFF:.0%} or more off the"
+        " speed they had when it was priced ('cores' speed')"
     )
     formats = {"predicted before (req/s)": "{:.1f}", "measured (req/s)": "{:.1f}", "measured / before": "{:.2f}"}
     took = ["others took (cores)", "cores' speed vs priced"]
