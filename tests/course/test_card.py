@@ -229,11 +229,11 @@ def test_a_database_pool_is_read_against_connections_over_hold_where_it_is_scarc
 
 
 def _open(lesson, rate, rps, first, last, shed=0.0, **row):
-    return _run(lesson, "threadpool", 1, rps, rate=rate, shed=shed, p95_first_third_ms=first,
-                p95_last_third_ms=last, **row)  # fmt: skip
+    return _run(lesson, "threadpool", 1, rps, rate=rate, shed=shed, mean_first_third_ms=first,
+                mean_last_third_ms=last, **row)  # fmt: skip
 
 
-def test_overload_reads_p95_s_growth_through_the_run_unbounded_and_bounded():
+def test_overload_reads_the_mean_latency_s_growth_through_the_run_unbounded_and_bounded():
     runs = pd.DataFrame([
         _open("08_overload", 235.0, 197.0, 700.0, 1750.0),
         _open("08_overload", 150.0, 150.0, 110.0, 112.0),  # within capacity: not overload
@@ -243,9 +243,8 @@ def test_overload_reads_p95_s_growth_through_the_run_unbounded_and_bounded():
     ])  # fmt: skip
     got = card.overload(runs)
     assert got.ratio == pytest.approx(2.5)
-    assert (
-        got.text
-        == "unbounded: p95 2.5× higher in the run's last third than its first; a bounded queue: 1.01×, 33% shed"
+    assert got.text == (
+        "unbounded: mean latency 2.5× higher in the run's last third than its first; a bounded queue: 1.01×, 33% shed"
     )
     assert math.isnan(card.overload(runs.iloc[2:]).ratio)  # no unbounded run past capacity
     assert math.isnan(card.overload(RUNS).ratio)
