@@ -67,9 +67,7 @@ class WithSleep:
     # core count explains (lesson 03, "Deeper: why the thread pool's users move in step")
     factor: float
     async_vs_threads: float  # async / thread pool req/s, the median over rounds
-    # the same at the CPU each request cost: throughput × CPU per request is the share of its core each kept
-    # busy, so a core that computes slower for a while moves the bare ratio and not this one
-    busy_ratio: float
+    predicted_ratio: float  # the same, as predicted before the runs (the model's in-step thread pool)
     change: float  # the largest change in a pattern's req/s, up or down, from fib alone
     busy: pd.Series  # per pattern, the mean share of the cores left to it that it kept busy
 
@@ -81,7 +79,7 @@ def with_sleep(runs: pd.DataFrame, fib: FibAlone) -> WithSleep:
     return WithSleep(
         factor=float(mean[POOL] / mean[ASYNC]),
         async_vs_threads=_median_ratio(runs, "rps"),
-        busy_ratio=_median_ratio(runs, "server_cpu"),
+        predicted_ratio=_median_ratio(runs, "predicted_before_rps"),
         change=float((mean / fib.mean["rps"] - 1).abs().max()),
         busy=cores.share_of_left(runs),
     )

@@ -113,7 +113,8 @@ class Plan:
         for k, part in self.segments():
             runs = [self._workload(i, cores) for i in part]
             prices = [validity.on_python(self.servers[self.runs[i]["server"]].get("python")) for i in part]
-            out += validity.foresee(runs, cores=cores, fib_ms=fib_ms, processes=k, prices=prices)
+            keys = [self.runs[i]["server"] for i in part]
+            out += validity.foresee(runs, cores=cores, fib_ms=fib_ms, processes=k, prices=prices, servers=keys)
         return out
 
     def _workload(self, i: int, cores: float) -> tuple[Workload, Settings]:

@@ -109,7 +109,13 @@ def collect(given: StageInput, meters: Meters, options: Options) -> results.RunR
     m = span.measured
     cpu = _cpu(meters, stage, span, given.server_cores, options.processes, given.held)
     p = stage.prediction(options, cpu.columns["usable_cores"], demand=cpu.cost)
+    # A window too short for the meters' samples measures no demand: the model's prediction would then price fib
+    # with the lab's own Python, not the server's (lesson 10's free-threaded build), so the one made before stands
+    unmeasured = stage.predicted is None and not cpu.cost.known and stage.before is not None
+    p = stage.before.prediction if unmeasured and stage.before is not None else p
     figures = {**_figures(m, p, stage.predicted), **cpu.columns, **_bunching(per_user, span.window, cpu.cost)}
+    if unmeasured and math.isfinite(p.rps):
+        figures["priced_by"] = demand.UNMEASURED
     a = arrivals.measure(per_user, *given.meant) if given.meant else None
     verdict, problems = _validity(given, m, figures, options=options, busiest=cpu.busiest, open_loop=a)
     environment = results.environment()

@@ -68,7 +68,12 @@ FIGURES = (
     Column("predicted_ms", "ms", "the prediction's mean latency"),
     Column("bottleneck", "text", "what sets the predicted throughput"),
     Column("ratio", "ratio", "measured / predicted throughput (1: as predicted)"),
-    Column("priced_by", "text", "what priced the prediction: 'measured demand', 'lesson' or 'not modelled'"),
+    Column(
+        "priced_by",
+        "text",
+        "what priced the prediction: 'measured demand', 'lesson', 'before the run (no demand measured)' or "
+        "'not modelled'",
+    ),
     Column("predicted_before_rps", "req/s", "the throughput predicted before the run, from its one-user prices"),
     Column("predicted_before_ms", "ms", "the mean latency predicted before the run"),
     Column("before_bottleneck", "text", "what sets the throughput predicted before the run"),

@@ -349,7 +349,12 @@ def foreseen_invalid(stages: list[Stage], options: Options) -> list[str]:
             runs = [(s.workload, s.server.settings) for s in plan]
             prices = [validity.on_python(_other_python(s.server)) for s in plan]
             seen = validity.foresee(
-                runs, fib_ms=_fib_ms, processes=options.processes, warmup_s=options.warmup_s, prices=prices
+                runs,
+                fib_ms=_fib_ms,
+                processes=options.processes,
+                warmup_s=options.warmup_s,
+                prices=prices,
+                servers=[id(s.server) for s in plan],
             )
             lines += validity.warn(seen)
     except Exception:  # a plan without foresight is better than no measurement

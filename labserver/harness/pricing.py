@@ -96,6 +96,9 @@ GENERATOR_SHARE = 0.1
 # of a megabyte or more costs it several times a small one's price
 BIG_REPLY_BYTES = 64 * 1024
 NOT_PRICED = "not priced"
+# What a kept-alive connection the server has closed raises on its next request
+STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
 _priced: dict[Hashable, OneUser] = {}
 _warmed: set[Hashable] = set()  # (server process, method, path, users): routes priced on that server before
@@ -425,7 +428,16 @@ class _Connections:
         """One request on the connection idle longest, given back after; the worker that answered, the reply's bytes."""
         conn = self._idle.get()
         try:
-            return _get(conn, self.ask)
+            try:
+                return _get(conn, self.ask)
+            except STALE as e:
+                # The server closed it while it sat idle: uvicorn ends a kept-alive connection after 5 s without a
+                # request, as a slow route warming hundreds of connections in turn leaves the first. A request that
+                # may be sent twice is sent again on a new one (RFC 9110, 9.2.2); any other fails its pricing.
+                if self.ask.method not in IDEMPOTENT:
+                    raise PricingError(f"{self.ask.method} {self.ask.path}: the server closed the connection") from e
+                conn.close()
+                return _get(conn, self.ask)
         finally:
             self._idle.put(conn)
 

@@ -6,7 +6,8 @@ A plan's runs take turns in one Locust process, and each is measured over what i
 R = users / X (Little's law, X the model's throughput), so that window holds about X × window
 replies and window / R rounds. A run is foreseen valid when:
 
-- its window holds at least collect.MIN_REQUESTS replies, the harness's own floor;
+- its window holds at least collect.MIN_REQUESTS replies, the harness's own floor, and lasts
+  MIN_WINDOW_S, long enough for the meters' samples that price its CPU and its cores' speed;
 - where its replies come in bursts (threads that compute in turns and end together: the model's
   `in_step`, and a thread pool on fib without I/O, whose threads share the core the same way),
   its window holds MIN_ROUNDS rounds: one or two bursts measure when a burst fell, not the flow;
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +48,12 @@ SETTLE_REPLIES = 2  # replies a user new to the plan needs before it is in its l
 # ...which come a round later than the model's round trips: the first round also opens the connections
 # and starts the threads
 SETTLE_ROUNDS = SETTLE_REPLIES + 1
+# A window holds this many of the machine meter's samples (one each supervise tick, 0.25 s apart): the CPU and
+# the cores' speed in it (meters.PROBES_AT_LEAST probes) are NaN with fewer
+MIN_WINDOW_S = 1.0
+# The run before drains for up to this many of its foreseen round trips: its throughput can read a third under
+# the model's where the host slows the cores (docs/evidence.md), and its queue then takes that much longer
+DRAIN_MARGIN = 1.5
 
 
 @dataclass(frozen=True)
@@ -118,19 +125,22 @@ def foresee(
     processes: int = 1,
     warmup_s: float = WARMUP_DEFAULT_S,
     prices: Sequence[Callable[[int], float] | None] | None = None,
+    servers: Sequence[Hashable] | None = None,
 ) -> list[Foreseen]:
     """Each run of one plan (one Locust process, its runs in order) as foreseen on `cores` usable CPUs.
 
     `fib_ms(n)` prices fib(n) in ms (default: timed here), unless `prices` gives a run a price of
     its own (its server runs another Python: `on_python`); `server_ms` is the server's own CPU
-    per request (uvicorn and FastAPI, model.predict's); `processes` the plan's Locust processes.
+    per request (uvicorn and FastAPI, model.predict's); `processes` the plan's Locust processes; `servers`
+    names each run's server (default: its settings), since every user that moves to another server starts anew.
     """
     cores = cores or cpus.cores()
     price = fib_ms or model.cpu_ms
     own = list(prices) if prices is not None else [None] * len(runs)
+    keys = list(servers) if servers is not None else [settings for _, settings in runs]
     out: list[Foreseen] = []
     before: Foreseen | None = None
-    for (workload, settings), mine in zip(runs, own, strict=True):
+    for i, ((workload, settings), mine) in enumerate(zip(runs, own, strict=True)):
         task_ms = model.work_ms(workload.pattern, workload.cpu_n, mine or price) if workload.cpu_n > 1 else 0.0
         p = model.predict(workload, settings, cores=cores, cpu_ms_per_task=task_ms, server_ms=server_ms)
         out.append(
@@ -140,6 +150,7 @@ def foresee(
                 p,
                 before,
                 cores=cores,
+                same_server=i > 0 and keys[i] == keys[i - 1],
                 task_s=task_ms / 1000,
                 processes=processes,
                 warmup_s=warmup_s,
@@ -156,6 +167,7 @@ def _window(
     before: Foreseen | None,
     *,
     cores: float,
+    same_server: bool,
     task_s: float,
     processes: int,
     warmup_s: float,
@@ -163,9 +175,10 @@ def _window(
     rps = p.rps if math.isfinite(p.rps) else 0.0
     round_s = w.users / rps if rps > 0 else math.inf
     # The run before drains first: its last requests left up to one of its round trips ago.
-    drain_s = before.round_s if before is not None else 0.0
-    # Users new to the plan need two replies each before they are in their loop, at most warmup_s.
-    new = before is None or w.users > before.workload.users
+    drain_s = DRAIN_MARGIN * before.round_s if before is not None else 0.0
+    # Users new to the plan, or to the server (each opens a connection), need two replies each before they are
+    # in their loop, at most warmup_s (publish.py).
+    new = before is None or not same_server or w.users > before.workload.users
     warm_s = min(warmup_s, SETTLE_ROUNDS * round_s) if new else 0.0
     window_s = max(0.0, w.duration_s - drain_s - warm_s)
     rounds = window_s / round_s if round_s > 0 else math.inf
@@ -177,6 +190,11 @@ def _window(
         problems.append(
             f"about {requests:.0f} replies in the {window_s:.1f} s left of its {w.duration_s} s "
             f"(at least {MIN_REQUESTS}): run longer or with more users"
+        )
+    elif window_s < MIN_WINDOW_S:
+        problems.append(
+            f"{window_s:.1f} s left of its {w.duration_s} s to measure in (at least {MIN_WINDOW_S:g} s, for the "
+            "meters' samples): run longer"
         )
     if bunched and rounds < MIN_ROUNDS:
         problems.append(

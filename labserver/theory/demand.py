@@ -14,6 +14,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+# What a run's prediction was priced with where its window measured no demand: the one made before the run
+UNMEASURED = "before the run (no demand measured)"
+
 
 @dataclass(frozen=True)
 class Demand:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from labserver.demo.traits import POOLS, Where
 from labserver.theory import cores
+from labserver.theory.demand import UNMEASURED
 from labserver.theory.model import predict_for
 from labserver.theory.workload import traits_of
 
@@ -52,8 +53,10 @@ def cpu_per_request(runs: pd.DataFrame, users: int = 1, pattern: str = "threadpo
 
 
 def near_model(runs: pd.DataFrame, tolerance: float = 0.1) -> float:
-    """The share of `runs`' valid runs whose throughput lies within ±`tolerance` of their prediction."""
-    valid = runs[runs["valid"].astype(bool)]
+    """The share of `runs`' valid runs whose throughput lies within ±`tolerance` of their prediction priced with
+    their own CPU (a run whose window measured none is left out)."""
+    unmeasured = runs.get("priced_by", pd.Series("", index=runs.index)).eq(UNMEASURED)
+    valid = runs[runs["valid"].astype(bool) & ~unmeasured]
     if valid.empty:
         return math.nan
     return float(((valid["rps"] / valid["predicted_rps"] - 1).abs() <= tolerance).mean())

@@ -16,7 +16,7 @@ from labserver import protocol
 from labserver.demo.settings import Settings
 from labserver.harness import collect, publish
 from labserver.harness.meters import CpuMeter, MachineMeter
-from labserver.harness.plan import Meters, Options, Outcome, Stage
+from labserver.harness.plan import Before, Meters, Options, Outcome, Stage
 from labserver.harness.records import Record
 from labserver.theory.model import Prediction
 from labserver.theory.workload import Workload
@@ -184,6 +184,18 @@ def test_without_a_prediction_the_model_predicts_from_the_params(tmp_path):
     row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path).row
     assert row["predicted_rps"] == pytest.approx(2 / 0.05)  # two users, 50 ms each, nothing else
     assert row["bottleneck"] == "users"
+
+
+def test_without_a_measured_demand_the_prediction_made_before_the_run_explains_it(tmp_path):
+    # unsampled meters: no CPU measured in the window (one too short for the samples), so the model's own prediction
+    # would price fib with the lab's Python; the one made before, on the server itself, stands
+    made = Before(Prediction(30.0, 66.0, "users"), None, "one user")
+    stage = dataclasses.replace(STAGE, before=made)
+    given = collect.StageInput(tmp_path, "run-1", stage, steady(2, T0 + 0.05, T0 + 5.0), start=T0, started_at=STARTED,
+                               status="ok", exit_code=0)  # fmt: skip
+    row = collect.collect(given, Meters(*unsampled()[:1], {}, MachineMeter()), Options(lesson="tests")).row
+    assert (row["predicted_rps"], row["predicted_before_rps"]) == (30.0, 30.0)
+    assert row["priced_by"] == "before the run (no demand measured)"
 
 
 def test_a_failed_locust_exit_fails_the_run_and_points_at_its_log(tmp_path):

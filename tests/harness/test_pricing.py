@@ -239,6 +239,40 @@ def test_an_error_reply_ends_every_user_and_is_raised(stub):
         pricing._send(stub, "/bad", users=3)
 
 
+class _Closes(_Stub):
+    """The stub, closing a kept-alive connection after 50 ms without a request, as uvicorn does after 5 s."""
+
+    timeout = 0.05
+
+    def do_POST(self):
+        self.do_GET()
+
+
+@pytest.fixture
+def closes():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Closes)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address
+    server.shutdown()
+
+
+def test_a_connection_the_server_closed_idle_is_opened_again_for_a_request_that_may_be_sent_twice(closes):
+    conns = pricing._Connections(closes, pricing.Ask("GET", "/ok"), 1)
+    assert conns.turn() == (123, 2)
+    time.sleep(0.3)  # the server has closed it
+    assert conns.turn() == (123, 2)
+    conns.close()
+
+
+def test_a_post_on_a_connection_the_server_closed_is_not_sent_again(closes):
+    conns = pricing._Connections(closes, pricing.Ask("POST", "/ok", body=b"{}"), 1)
+    conns.turn()
+    time.sleep(0.3)
+    with pytest.raises(pricing.PricingError, match="closed the connection"):
+        conns.turn()
+    conns.close()
+
+
 def test_a_miss_its_own_cpu_does_not_explain_names_users_in_step():
     figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.3, "ratio": 0.7, "bunched": 0.8,
                "bunched_at_random": 0.6}  # fmt: skip

@@ -31,14 +31,36 @@ def test_a_one_core_thread_pool_with_many_users_sends_one_burst_a_window():
 
 
 def test_the_run_before_drains_first_and_new_users_warm_up():
-    slow = (Workload("sequential", 100, cpu_n=25, duration_s=3), Settings())  # one core: a round trip of 1 s
+    slow = (Workload("sequential", 100, cpu_n=25, duration_s=3), Settings(procs=2))  # one core: a round trip of 1 s
     fast = (Workload("processpool", 100, cpu_n=25, duration_s=3), Settings(procs=2))
     first, second = seen(slow, fast)
     assert first.window_s == pytest.approx(3 - 1.0)  # new users: the warm-up's cap, 1 s (two round trips are 2)
-    assert second.window_s == pytest.approx(3 - 1.0)  # the same users carry on: the drain of one round trip only
-    more = (Workload("processpool", 200, cpu_n=25, duration_s=3), Settings(procs=2))
+    # the same users carry on: the drain of one round trip, with room for a throughput under the model's
+    assert second.window_s == pytest.approx(3 - validity.DRAIN_MARGIN * 1.0)
+    more = (Workload("processpool", 200, cpu_n=25, duration_s=4), Settings(procs=2))
     _, third = seen(slow, more)
-    assert third.window_s == pytest.approx(3 - 1.0 - 1.0)  # the drain, then new users warm up (2 × 1 s, capped)
+    assert third.window_s == pytest.approx(4 - validity.DRAIN_MARGIN * 1.0 - 1.0)  # the drain, then new users warm up
+
+
+def test_users_that_move_to_another_server_warm_up_again():
+    # lesson 04 on 16 cores: one worker's queue of 160 fib requests, then 16 workers' server, each user anew
+    one = (Workload("sequential", 160, cpu_n=25, duration_s=3), Settings())
+    many = (Workload("sequential", 160, cpu_n=25, duration_s=3), Settings(workers=16))
+    _, moved = validity.foresee([one, many], cores=16, fib_ms=fib, servers=["one worker", "16 workers"])
+    _, stayed = validity.foresee([one, many], cores=16, fib_ms=fib, servers=["one", "one"])
+    warm_s = validity.SETTLE_ROUNDS * moved.round_s
+    assert moved.window_s == pytest.approx(stayed.window_s - warm_s)
+    # its settings name the server where no names are given
+    assert validity.foresee([one, many], cores=16, fib_ms=fib)[1].window_s == pytest.approx(moved.window_s)
+
+
+def test_a_window_too_short_for_the_meters_samples_says_so():
+    # plenty of replies (a process pool on 16 cores), but under a second left after the run before drains
+    slow = (Workload("sequential", 20, cpu_n=25, duration_s=2), Settings(procs=16))
+    fast = (Workload("processpool", 20, cpu_n=25, duration_s=1), Settings(procs=16))
+    _, run = validity.foresee([slow, fast], cores=16, fib_ms=fib)
+    assert run.requests >= MIN_REQUESTS and run.window_s < validity.MIN_WINDOW_S
+    assert not run.valid and "meters" in run.problems[0]
 
 
 def test_a_run_with_too_few_replies_in_its_window_says_so():

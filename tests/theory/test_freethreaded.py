@@ -7,6 +7,7 @@ import pytest
 
 from labserver.demo import cpus
 from labserver.theory import freethreaded
+from labserver.theory.demand import UNMEASURED
 
 BUILDS = ("3.12.3, GIL build", "3.13.5t, GIL on", "3.13.5t, GIL off")
 GIL_BUILD, GIL_ON, GIL_OFF = BUILDS
@@ -84,3 +85,16 @@ def test_the_thread_pool_without_a_gil_and_the_interpreter_pool_get_every_core_a
     assert rps[GIL_ON, "interpreterpool"] > 1.5 * rps[GIL_ON, "threadpool"]  # a GIL each: the cores, GIL on
     sized = freethreaded.predict_builds({GIL_OFF: False}, users=40, one_core_users=20, cpu_n=15, threads=40, procs=2)
     assert list(sized["users"]) == [40, 20, 40]
+
+
+def test_near_model_leaves_out_a_run_whose_window_measured_no_demand():
+    runs = pd.DataFrame(
+        {
+            "valid": [True, True, True],
+            "rps": [100.0, 100.0, 20.0],
+            "predicted_rps": [100.0, 105.0, 100.0],
+            "priced_by": ["measured demand", "measured demand", UNMEASURED],
+        }
+    )
+    assert freethreaded.near_model(runs) == 1.0
+    assert freethreaded.near_model(runs.drop(columns="priced_by")) == pytest.approx(2 / 3)
