@@ -18,7 +18,7 @@ from pandas.io.formats.style import Styler
 from labserver import config
 from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness import results
-from labserver.harness.collect import DISTURBED, SPEED_OFF
+from labserver.harness.collect import DISTURBED
 from labserver.harness.results import environment
 from labserver.labels import client_label, pattern_label
 from labserver.theory.model import CPU_BOUND
@@ -170,7 +170,7 @@ def before_table(lesson: str, runs: pd.DataFrame | None = None) -> Styler:
         print("no run of this lesson was predicted before it in this kernel")
         return pd.DataFrame().style
     # a client run (lesson 06) reads no share of the cores others took: it has no sampled window to read it in
-    runs = runs.assign(**{c: float("nan") for c in ("disturbed", "disturbed_cpu", "core_speed") if c not in runs})
+    runs = runs.assign(**{c: float("nan") for c in ("disturbed", "disturbed_cpu") if c not in runs})
     disturbed = runs["disturbed"].eq(True)
     valid = runs["valid"].astype(bool)
     shown = pd.DataFrame(
@@ -183,7 +183,6 @@ def before_table(lesson: str, runs: pd.DataFrame | None = None) -> Styler:
             .where(runs["ratio_before"].notna() | ~valid, "no: not predicted")
             .where(~disturbed, "apart: disturbed"),
             "others took (cores)": runs["disturbed_cpu"].where(disturbed),
-            "cores' speed vs priced": runs["core_speed"].where(disturbed),
             "why it missed by over 10% (what this run measured)": runs["before_miss"].fillna(""),
         }
     ).reset_index(drop=True)
@@ -195,25 +194,16 @@ def before_table(lesson: str, runs: pd.DataFrame | None = None) -> Styler:
     print(line)
     print(
         "counted: a valid run, predicted before it, that nothing else disturbed; disturbed: other programs or the"
-        f" host took {DISTURBED:g} core or more in its window ('others took'), or, for a run predicted to be bound by"
-        f" a CPU (or whose request alone is mostly CPU), the host ran its cores {SPEED_OFF:.0%} or more off the"
-        " speed they had when it was priced ('cores' speed')"
+        f" host took {DISTURBED:g} core or more in its window ('others took')"
     )
     formats = {"predicted before (req/s)": "{:.1f}", "measured (req/s)": "{:.1f}", "measured / before": "{:.2f}"}
-    took = ["others took (cores)", "cores' speed vs priced"]
-    return shown.style.hide(axis="index").format(formats, na_rep="").format("{:.2f}", took, "")
+    return shown.style.hide(axis="index").format(formats, na_rep="").format("{:.2f}", ["others took (cores)"], "")
 
 
 def _took(disturbed: pd.DataFrame) -> str:
-    """What disturbed these runs: the cores others took, and the cores' speed against their priced speed, as ranges."""
-    parts = []
+    """What disturbed these runs: the cores others took, as a range."""
     took = disturbed["disturbed_cpu"][disturbed["disturbed_cpu"] >= DISTURBED]
-    if not took.empty:
-        parts.append(f"others took {_span(took)} core")
-    speed = disturbed["core_speed"][(disturbed["core_speed"] - 1).abs() >= SPEED_OFF]
-    if not speed.empty:
-        parts.append(f"cores at {_span(speed)} of their priced speed")
-    return "; ".join(parts) or "marked by an older harness"
+    return f"others took {_span(took)} core" if not took.empty else "marked by an older harness"
 
 
 def _span(values: pd.Series) -> str:

@@ -401,13 +401,11 @@ def test_a_route_s_generator_price_does_not_depend_on_its_users():
     assert pricing._key(few) != pricing._key(many) and pricing._key(few)[:-2] == pricing._key(many)[:-2]
 
 
-def test_a_miss_names_cores_the_host_slowed_and_such_a_run_is_disturbed():
+def test_a_miss_names_the_cores_probe_where_it_went_the_same_way_and_only_others_disturb_a_run():
     figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.33, "ratio": 1.0, "bunched": 0.5,
                "bunched_at_random": 0.5, "core_speed": 0.7}  # fmt: skip
-    said = collect._miss_cause(0.7, ONE, Before(Prediction(100.0, 10.0, "users"), ONE, "one user", 0.33), figures)
-    assert "the cores ran at 0.70 of their speed when priced" in said
-    assert collect.is_disturbed(0.0, 0.7, cpu_bound=True) and collect.is_disturbed(0.0, 1.2, cpu_bound=True)
-    assert collect.is_disturbed(0.2, 1.0, cpu_bound=False)  # others' CPU disturbs any run
-    assert not collect.is_disturbed(0.0, 0.7, cpu_bound=False)  # a run bound by its waits serves as much on slow cores
-    assert not collect.is_disturbed(0.05, 0.9, cpu_bound=True)
-    assert not collect.is_disturbed(math.nan, math.nan, cpu_bound=True)  # unmeasured: not
+    before = Before(Prediction(100.0, 10.0, "users"), ONE, "one user", 0.33)
+    assert "the cores' probe read 0.70 of its speed when priced" in collect._miss_cause(0.7, ONE, before, figures)
+    assert "probe" not in collect._miss_cause(1.3, ONE, before, figures)  # served more on slower cores: not the cause
+    assert collect.is_disturbed(0.2)  # others' CPU disturbs any run
+    assert not collect.is_disturbed(0.05) and not collect.is_disturbed(math.nan)  # unmeasured: not
