@@ -290,7 +290,7 @@ def slow_route(runs: pd.DataFrame) -> Measured:
     ratio = float(loop / process)
     return Measured(
         ratio, f"a cheap request's p95 round trip: {loop:.0f} ms beside fib on the loop, {thread:.0f} in a thread, "
-        f"{process:.0f} in a process ({ratio:.0f}×)"
+        f"{process:.1f} in a process ({ratio:.0f}×)"
     )  # fmt: skip
 
 
@@ -490,7 +490,8 @@ ROWS = [
         "the async driver in `async def`; a sync one in a plain `def` that takes its connection in the endpoint "
         "(a session that connects at its first query, as SQLAlchemy's does; a `def` `yield` dependency that connects "
         "before its `yield` can stall); a pool sized by Little's law, workers × pool under the server's "
-        "`max_connections`, the thread limit lowered to it or threads left to wait with a pool timeout",
+        "`max_connections`, and the thread limit lowered to the pool: threads left to wait for a connection, even "
+        "under a pool timeout, cost the worker's core (lesson 15, exercise 4)",
         "connections / hold time (Little's law); a `def` min(threads / S, connections / hold), S its time alone",
         "requests wait for a connection with the database idle, or the pool's timeout errors",
         "sync driver / (connections / hold), the pool scarcer than the threads",
@@ -517,10 +518,10 @@ ROWS = [
     ),
 ]
 
-# The rows `python -m labserver measure` names on an app of one's own (lesson 15): each links to the README's
-# section on it
+# The rows `python -m labserver measure` names on an app of one's own (lesson 15): each names the command, which the
+# README's section explains (a link to it would be dead in lesson 99, which shows the card too)
 YOURS = tuple(measure.CARD.values())
-YOURS_LINK = "15, [your app](#measure-your-own-app-python--m-labserver-measure)"
+YOURS_LINK = "15, your app (`python -m labserver measure`)"
 
 # The rules a developer needs first: the README's short card, above the full one
 FIRST = (

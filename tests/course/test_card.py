@@ -312,7 +312,7 @@ def test_a_slow_route_is_read_as_the_cheap_route_s_p95_on_the_loop_over_in_a_pro
     got = card.slow_route(runs)
     assert got.ratio == pytest.approx(40.0)
     loop = "a cheap request's p95 round trip: 80 ms beside fib on the loop"
-    assert got.text == f"{loop}, 20 in a thread, 2 in a process (40×)"
+    assert got.text == f"{loop}, 20 in a thread, 2.0 in a process (40×)"
     assert math.isnan(card.slow_route(runs[runs["where"] != "thread pool"]).ratio)
     assert math.isnan(card.slow_route(RUNS).ratio)
 
