@@ -27,7 +27,7 @@ SATURATED = 0.9
 PHI = (1 + 5**0.5) / 2  # fib(n) costs about PHI × fib(n - 1): it makes fib(n - 1) + fib(n - 2) calls
 # Lesson 03's words for where each pattern computes its requests, in the order it names them.
 WHERE = {
-    "threadpool": ("thread pool", "{users} requests, a pool thread each"),
+    "threadpool": ("thread pool", "{users} requests in {users} pool threads together"),
     "sequential": ("async", "{users} requests on one event loop"),
     "processpool": ("pool", "{users} requests, {procs} processes"),
     "hashed": ("hashlib", "{users} requests in {users} pool threads together"),

@@ -98,7 +98,10 @@ def test_in_words_names_each_pattern_with_its_cores_and_cost():
         ]
     )
     lines = cores.in_words(runs, cores=2, cpu_n=25, fib_ms=18.04).splitlines()
-    assert lines[0] == "thread pool: 20 requests, a pool thread each kept 1.00 cores busy, 20.0 ms of CPU per request"
+    assert (
+        lines[0]
+        == "thread pool: 20 requests in 20 pool threads together kept 1.00 cores busy, 20.0 ms of CPU per request"
+    )
     assert lines[1] == "async:       20 requests on one event loop kept 1.00 cores busy, 25.0 ms of CPU per request"
     # the mean over the pool's two runs: 1.9 cores, 19 ms
     assert lines[2] == "pool:        40 requests, 2 processes kept 1.90 cores busy, 19.0 ms of CPU per request"
