@@ -39,8 +39,7 @@ BUNCH_GAP_MS = 0.3
 DISTURBED = 0.1
 # A window whose probe of the cores' speed (meters.probe_ms) reads this share off its priced value, in the direction
 # the run missed its before-prediction, names the speed among the miss's causes. The probe alone disturbs no run: it
-# is timed in the notebook's process, and most runs it read 15% off served within 15% of their prediction
-# (docs/evidence.md)
+# is timed in the notebook's process, and does not foresee how fast the servers ran (docs/evidence.md)
 SPEED_OFF = 0.15
 # Where a run and its before-prediction differ by more than this share, its row names what its window measured
 BEFORE_MISS = 0.10
@@ -112,8 +111,9 @@ def collect(given: StageInput, meters: Meters, options: Options) -> results.RunR
     p = stage.prediction(options, cpu.columns["usable_cores"], demand=cpu.cost)
     # A window too short for the meters' samples measures no demand: the model's prediction would then price fib
     # with the lab's own Python, not the server's (lesson 10's free-threaded build), so the one made before stands
-    unmeasured = stage.predicted is None and not cpu.cost.known and stage.before is not None
-    p = stage.before.prediction if unmeasured and stage.before is not None else p
+    before = stage.before if stage.predicted is None and not cpu.cost.known else None
+    unmeasured = before is not None
+    p = before.prediction if before is not None else p
     figures = {**_figures(m, p, stage.predicted), **cpu.columns, **_bunching(per_user, span.window, cpu.cost)}
     if unmeasured and math.isfinite(p.rps):
         figures["priced_by"] = demand.UNMEASURED

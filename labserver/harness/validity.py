@@ -51,8 +51,8 @@ SETTLE_ROUNDS = SETTLE_REPLIES + 1
 # A window holds this many of the machine meter's samples (one each supervise tick, 0.25 s apart): the CPU and
 # the cores' speed in it (meters.PROBES_AT_LEAST probes) are NaN with fewer
 MIN_WINDOW_S = 1.0
-# The run before drains for up to this many of its foreseen round trips: its throughput can read a third under
-# the model's where the host slows the cores (docs/evidence.md), and its queue then takes that much longer
+# The run before drains for up to this many of its foreseen round trips: it can serve well under its prediction
+# (docs/evidence.md), and its queue then takes that much longer to drain
 DRAIN_MARGIN = 1.5
 
 
