@@ -16,10 +16,11 @@ less than a tenth on the one before (the throughput flattened) or its p95 passes
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -53,7 +54,6 @@ IN_TURN = 1.5
 # an `async def`'s `def` dependencies that hold a thread for this share of S or more are read as holding it for all of
 # S (as a `def` endpoint holds one); under it, for a moment that binds nothing
 HOLDS_THREAD = 0.5
-PRICINGS = 2  # pricings of each route, after the one left out: the least disturbed is kept
 
 
 class AppServer(LabServer):
@@ -163,25 +163,46 @@ def holds_loop(one: OneUser) -> bool:
     return one.busy_ms >= IN_TURN * one.service_ms and one.worker_ms < one.service_ms / 2
 
 
-def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Verdict, Stage]:
-    """`route` priced at one user on `server`, and the stage the model and the sweep read it as."""
+def stages(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[dict, Stage, Stage]:
+    """Where `route`'s endpoint runs (the app's answer), and the stages that price it on `server`: one user, and as
+    a run of many users prices it, with as many requests in flight (pricing.hot_users)."""
     where = server.endpoint(route)
     runs_on = where["runs_on"] if where.get("found") else "event loop"
     stage = Stage(server, Workload(pattern=stand_in(runs_on), users=1, duration_s=duration_s), route=route)
-    # a route's first requests pay what it builds once (validators, caches, lazy imports): priced and left out,
-    # else the first route priced on a new server reads up to half dearer than it runs; then the least of two
-    # pricings, since a moment's disturbance can make one read half dearer again
+    many = dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, users=pricing.HOT_MOST))
+    return where, stage, many
+
+
+@contextlib.contextmanager
+def _answers(route: protocol.Route) -> Iterator[None]:
     try:
-        pricing.measure(stage)
-        one = pricing.one_user(stage, tries=PRICINGS)
-        # and as a run of many users prices it, with as many requests in flight (pricing.hot_users)
-        many = dataclasses.replace(stage.workload, users=pricing.HOT_MOST)
-        busy = pricing.one_user(dataclasses.replace(stage, workload=many), tries=PRICINGS)
+        yield
     except TimeoutError:
         raise pricing.PricingError(
             f"{route['label']} gave no answer within {pricing.REQUEST_TIMEOUT_S:.0f} s, so it cannot be priced: "
             "does it wait for something that is not running?"
         ) from None
+
+
+def first_prices(server: AppServer, route: protocol.Route, duration_s: int) -> None:
+    """`route`'s first round of prices. Its first requests pay what it builds once (validators, caches, lazy
+    imports): priced and left out, else the first route priced on a new server reads up to half dearer than it
+    runs."""
+    _, stage, many = stages(server, route, duration_s)
+    with _answers(route):
+        pricing.measure(stage)
+        pricing.one_user(stage)
+        pricing.one_user(many)
+
+
+def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Verdict, Stage]:
+    """`route` priced at one user on `server`, and the stage the model and the sweep read it as: the lesser of this
+    pricing and the first round's (first_prices), since a moment's disturbance can make one read half dearer."""
+    where, stage, many = stages(server, route, duration_s)
+    runs_on = where["runs_on"] if where.get("found") else "event loop"
+    with _answers(route):
+        one = pricing.again(stage)
+        busy = pricing.again(many)
     hold_ms = math.nan
     if runs_on == "event loop" and holds_loop(one):
         runs_on = HELD
@@ -287,6 +308,10 @@ def advice(priced: Priced, users: int) -> Advice:
 def predict_all(server: AppServer, routes: list[protocol.Route], users: int, duration_s: int) -> list[Priced]:
     """Every route priced at one user on `server`, and the model's throughput and bound at `users`, before any
     load."""
+    # Each route is priced in two rounds, all routes in each: a slow moment of a few seconds can cover two pricings
+    # in a row, but seldom both rounds (a server alone priced again at once)
+    for route in routes:
+        first_prices(server, route, duration_s)
     priced = []
     for route in routes:
         verdict, stage = price(server, route, duration_s)
@@ -552,7 +577,7 @@ def mix(priced: list[Priced], shares: dict[str, float], users: int) -> pd.DataFr
     service_s = 0.0
     for each in priced:
         share = shares.get(each.verdict.route, 0.0)
-        v, one = each.verdict, pricing.one_user(each.stage, tries=PRICINGS)
+        v, one = each.verdict, pricing.one_user(each.stage)
         service_s += share * v.service_ms / 1000
         if stand_in(v.runs_on) == STAND_IN["thread pool"]:  # a thread held for all of S (a `def`, or its dependency)
             demand[Resource.THREADS] += share * v.service_ms / 1000

@@ -376,6 +376,20 @@ def test_of_several_pricings_the_least_disturbed_is_kept(monkeypatch):
     assert pricing.one_user(SimpleNamespace(), tries=2) == ONE  # once per make-up: not priced again
 
 
+def test_a_second_pricing_keeps_the_lesser_once_per_make_up(monkeypatch):
+    disturbed = dataclasses.replace(ONE, loop_ms=0.35)
+    prices = iter([disturbed, ONE, disturbed])
+    monkeypatch.setattr(pricing, "measure", lambda stage: next(prices))
+    monkeypatch.setattr(pricing, "_key", lambda stage: "tests: one make-up")
+    monkeypatch.setattr(pricing, "_priced", {})
+    monkeypatch.setattr(pricing, "_again", set())
+    assert pricing.one_user(SimpleNamespace()) == disturbed  # the first round read a slow moment
+    assert pricing.again(SimpleNamespace()) == ONE
+    assert pricing.again(SimpleNamespace()) == ONE  # a cell run again prices nothing more
+    assert pricing.one_user(SimpleNamespace()) == ONE  # what the runs' before-predictions read
+    assert next(prices) == disturbed  # the third was never measured
+
+
 def test_a_miss_names_a_worker_that_waited_for_a_cpu():
     figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.3, "ratio": 1.0, "bunched": 0.5,
                "bunched_at_random": 0.5, "worker_waited": 0.09}  # fmt: skip

@@ -312,6 +312,31 @@ def test_ctrl_c_during_the_sweep_stops_it_and_leaves_nothing_running(tmp_path):
     assert record["state"] == "interrupted (Ctrl-C)" and record["verdicts"][0]["route"] == "GET /report"
 
 
+def test_each_route_is_priced_again_a_round_of_routes_later(monkeypatch):
+    from types import SimpleNamespace
+
+    from labserver.harness import pricing
+
+    order: list[tuple[str, str]] = []
+    one = OneUser(service_ms=6.0, loop_ms=5.5, threads_ms=0.0, pool_ms=0.0, requests=3)
+
+    def priced(kind):
+        return lambda stage, *_, **__: order.append((kind, stage.route["label"])) or one
+
+    monkeypatch.setattr(pricing, "measure", priced("left out"))
+    monkeypatch.setattr(pricing, "one_user", priced("first"))
+    monkeypatch.setattr(pricing, "again", priced("again"))
+    monkeypatch.setattr(measure, "predict", lambda stage, users: (100.0, "users"))
+    monkeypatch.setattr(measure, "advice", lambda each, users: measure.Advice("none", math.nan))
+    server = SimpleNamespace(endpoint=lambda route: {"found": True, "runs_on": "event loop"})
+    routes = [{"label": "GET /a"}, {"label": "GET /b"}]
+    measure.predict_all(server, routes, users=8, duration_s=1)
+    seconds = [i for i, (kind, _) in enumerate(order) if kind == "again"]
+    firsts = [i for i, (kind, _) in enumerate(order) if kind == "first"]
+    assert max(firsts) < min(seconds)  # every route's first round before any route's second
+    assert [label for kind, label in order if kind == "again"] == ["GET /a", "GET /a", "GET /b", "GET /b"]
+
+
 def test_a_mix_is_priced_by_the_operational_laws(monkeypatch):
     from types import SimpleNamespace
 
