@@ -64,6 +64,8 @@ def usage(frame: pd.DataFrame, cores: int | None = None) -> pd.DataFrame:
         for r in frame.to_dict("records")
     ]
     out["busy"] = out["server_cpu"] / out["usable_cores"]
+    out["left_cores"] = _left(frame, out["usable_cores"])
+    out["busy_of_left"] = out["server_cpu"] / out["left_cores"]
     # the harness computes it once per run (`server_ms`); frames made by hand may lack it
     by_hand = "server_ms" not in frame
     out["cpu_ms_per_request"] = frame["server_cpu"] / frame["rps"] * 1000 if by_hand else frame["server_ms"]
@@ -94,12 +96,18 @@ def share_of_left(
     fixed share of all its cores would ask it for the generator's share too. A run that did not
     measure the machine's CPU is held to its usable cores alone.
     """
-    u = usage(frame, cores)
-    others = (frame["machine_cpu"] - frame["server_cpu"]).clip(lower=0)
-    left = pd.concat([u["usable_cores"], frame["usable_cores"] - others], axis=1).min(axis=1)
-    left = left.where(others.notna(), u["usable_cores"])
     keys = [by] if isinstance(by, str) else by
-    return (frame["server_cpu"] / left).groupby([frame[k] for k in keys]).agg(how)
+    return usage(frame, cores)["busy_of_left"].groupby([frame[k] for k in keys]).agg(how)
+
+
+def _left(frame: pd.DataFrame, usable_cores: pd.Series) -> pd.Series:
+    """The cores left to each run's pattern (share_of_left): its usable cores, and no more than the machine's less
+    what every other process took meanwhile; its usable cores alone where the machine's CPU was not measured."""
+    if "machine_cpu" not in frame or "usable_cores" not in frame:
+        return usable_cores
+    others = (frame["machine_cpu"] - frame["server_cpu"]).clip(lower=0)
+    left = pd.concat([usable_cores, frame["usable_cores"] - others], axis=1).min(axis=1)
+    return left.where(others.notna(), usable_cores)
 
 
 def cost_ratio(frame: pd.DataFrame, by: str, base, other) -> float:
