@@ -66,6 +66,7 @@ class WithSleep:
     # the pool's req/s over async def's: the thread pool's users fall in step with the sleep, and lose more than the
     # core count explains (lesson 03, "Deeper: why the thread pool's users move in step")
     factor: float
+    predicted_factor: float  # the same, as predicted before the runs (each priced on its own server)
     async_vs_threads: float  # async / thread pool req/s, the median over rounds
     predicted_ratio: float  # the same, as predicted before the runs (the model's in-step thread pool)
     change: float  # the largest change in a pattern's req/s, up or down, from fib alone
@@ -75,12 +76,13 @@ class WithSleep:
 def with_sleep(runs: pd.DataFrame, fib: FibAlone) -> WithSleep:
     """Read lesson 03's fib + sleep runs, beside the fib runs' reading `fib`; over undisturbed rounds (`quiet`)."""
     runs = quiet(runs)
-    mean = runs.groupby("pattern")["rps"].mean()
+    mean = runs.groupby("pattern")[["rps", "predicted_before_rps"]].mean()
     return WithSleep(
-        factor=float(mean[POOL] / mean[ASYNC]),
+        factor=float(mean.loc[POOL, "rps"] / mean.loc[ASYNC, "rps"]),
+        predicted_factor=float(mean.loc[POOL, "predicted_before_rps"] / mean.loc[ASYNC, "predicted_before_rps"]),
         async_vs_threads=_median_ratio(runs, "rps"),
         predicted_ratio=_median_ratio(runs, "predicted_before_rps"),
-        change=float((mean / fib.mean["rps"] - 1).abs().max()),
+        change=float((mean["rps"] / fib.mean["rps"] - 1).abs().max()),
         busy=cores.share_of_left(runs),
     )
 
