@@ -2,8 +2,9 @@
 
 A new `httpx.AsyncClient` builds an SSL context and loads the certificates it trusts, even for
 a plain http:// call: the notebook times that here, as the model times fib, and prices the
-`callnew` endpoint with it. The fan-out's calls are priced at nothing before the run: what the
-client's pool costs per call with many in flight is measured, not foreseen.
+`callnew` endpoint with it. This table prices the fan-out's calls at nothing; the prediction the
+harness makes before each run prices them from requests on the server (harness/pricing.py), the
+unbounded fan-out's with its calls in flight (`waits_kept`).
 """
 
 from __future__ import annotations

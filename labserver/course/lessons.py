@@ -578,12 +578,15 @@ def calling_services(
     # The bounded fan-out first: the client keeps its connections open between runs (2 s), and each run should
     # find no more of them than its own calls hold.
     fanout = ["callreused", "fanoutbounded", "fanout"]
+    # ... and the unbounded one on a server of its own: priced with its calls in flight before any run starts
+    # (pricing.waits_kept), it leaves the client it used making every later call dearer for a while
     check_sweep(fanout, [users], tasks=calls, io_ms=io_ms, duration_s=duration_s)
     port = free_port()
     servers: dict[str, dict] = {
         "service": {"threads": THREADS_DEFAULT, "procs": 0, "port": port},  # its /sequential waits io_ms
         "app": {"threads": THREADS_DEFAULT, "procs": 0, "upstream": f"http://127.0.0.1:{port}"},
     }
+    servers["unbounded"] = dict(servers["app"])
     runs = [dict(pattern=p, users=users, io_ms=io_ms, server="app", tags={"part": "a client"}) for p in patterns]
     # A new client's CPU runs on the one event loop: a round of `users` requests lasts users × that CPU, and its
     # replies come in bursts. The run holds five rounds after a second of warm-up (the foresight cannot price it).
@@ -592,6 +595,7 @@ def calling_services(
     runs += [
         dict(pattern=p, users=users, io_ms=io_ms, tasks=calls, server="app", tags={"part": "a fan-out"}) for p in fanout
     ]
+    runs[-1]["server"] = "unbounded"
     # Unbounded, the pool's CPU can fill the loop, and each request waits for it several io (the foresight cannot
     # price that): the run is three times as long, so that its rate rests on several replies from each user.
     runs[-1]["duration_s"] = UNBOUNDED_FAN_OUT_LONGER * duration_s

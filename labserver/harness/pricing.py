@@ -16,7 +16,9 @@ back on kept-alive connections, without the pattern's waits, after some that are
 requests in flight contending for its locks. For a run of more than SPREAD_FROM users, they take
 turns over as many connections as the run holds (`connections`), so the server's work for each
 request is spread over as much memory as the run's: a core's caches hold a few connections'
-objects, not hundreds. Then one user's requests with their waits, for ALONE_S, give S. The CPU comes
+objects, not hundreds. Calls made at once to another service through the server's client (a
+fan-out) keep their waits, at the run's users: its pool's CPU per call grows with the connections
+the waits hold (`waits_kept`). Then one user's requests with their waits, for ALONE_S, give S. The CPU comes
 from Linux's scheduler counters, in ns: each process's CPU clock (its ended threads included) and
 each live thread's /proc/<pid>/task/<tid>/schedstat, which sets the event loop's thread apart. A few
 requests of a fraction of a ms each are priced where the clock ticks of psutil's times (10 ms) would
@@ -46,6 +48,7 @@ import psutil
 
 from labserver import protocol
 from labserver.demo import cpus
+from labserver.demo.calls import CLIENT_CONNECTIONS
 from labserver.demo.settings import Settings
 from labserver.harness import procs, publish, validity
 from labserver.harness.launcher import LabServer, Server
@@ -55,6 +58,7 @@ from labserver.theory.demand import OneUser
 
 if TYPE_CHECKING:
     from labserver.harness import calibrate
+    from labserver.theory.workload import Workload
 from labserver.theory.model import MACHINE_BOUND, Bottleneck, Prediction
 
 # The CPU's price needs at least this many counted requests and this long, and stops at the first past both; at
@@ -180,8 +184,25 @@ def _key(stage: Stage) -> tuple[Hashable, ...]:
     if stage.route is not None:  # a route of one's own: its work is its own, whatever the model reads it as
         r = stage.route
         route = (r["method"], r["path"], r.get("body"), tuple(r.get("headers", {}).items()))
-        return (*server, s.url, *route, hot_users(w.users, w.rate), connections(w.users, w.rate))
-    return (*server, w.pattern, w.tasks, w.io_ms, w.cpu_n, hot_users(w.users, w.rate), connections(w.users, w.rate))
+        return (*server, s.url, *route, *_in_flight(stage))
+    return (*server, w.pattern, w.tasks, w.io_ms, w.cpu_n, *_in_flight(stage))
+
+
+def waits_kept(w: Workload) -> bool:
+    """Whether `w` is priced with its waits, at its own users: calls made at once to another service that nothing
+    bounds but the worker's one client (lesson 12's unbounded fan-out). Each holds one of the client's connections
+    through its wait, so its pool holds users × tasks of them and queues the calls past its limit; its CPU per call
+    grows with both, which requests without their waits, ending at once, never build. A semaphore below the
+    client's limit (`fanoutbounded`) keeps that queue out of the pool."""
+    return w.traits.overlaps and w.traits.calls >= CLIENT_CONNECTIONS and not w.rate
+
+
+def _in_flight(stage: Stage) -> tuple[int, int]:
+    """The users whose requests price a stage's CPU, and the connections they take turns over."""
+    w = stage.workload
+    if waits_kept(w):
+        return w.users, w.users
+    return hot_users(w.users, w.rate), connections(w.users, w.rate, getattr(stage.server, "limit_concurrency", None))
 
 
 def hot_users(users: int, rate: float | None = None) -> int:
@@ -233,11 +254,15 @@ def _cpu(one: OneUser) -> float:
 
 def measure(stage: Stage) -> OneUser:
     """The server's CPU per request by where it ran, from hot_users' requests back to back without the waits (a
-    server kept busy, as under load); then S, from one user's requests in turn."""
+    server kept busy, as under load; with them where waits_kept); then S, from one user's requests in turn."""
     started = time.perf_counter()
     server = stage.server
     url = urllib.parse.urlsplit(protocol.request_path(stage.locust()))
-    hot = dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, io_ms=0))
+    hot = (
+        stage
+        if waits_kept(stage.workload)
+        else dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, io_ms=0))
+    )
     hot_path = urllib.parse.urlsplit(protocol.request_path(hot.locust()))
     address = (url.hostname or "127.0.0.1", url.port)
     # a route of one's own has no waits to leave out: its hot requests are its own
@@ -256,9 +281,7 @@ def measure(stage: Stage) -> OneUser:
         if meter is not None:
             meter.sample()
 
-    w = stage.workload
-    users = hot_users(w.users, w.rate)
-    held = connections(w.users, w.rate, getattr(server, "limit_concurrency", None))
+    users, held = _in_flight(stage)
     warmed, builds = _warm_key(stage, root, (hot_ask.method, hot_path.path), users)
     warm_s = FIRST_WARM_S if builds and warmed not in _warmed else WARM_S
     busy = _send(address, hot_ask, users=users, connections=held, warm_s=warm_s, read=read)

@@ -77,8 +77,11 @@ def test_out_of_step_reads_how_far_a_run_went_from_in_step_toward_its_cpu_bound(
     assert calling.out_of_step(pd.Series({**run, "rps": (low + high) / 2})) == pytest.approx(0.5)
 
 
-def test_the_unbounded_fan_out_runs_longer_and_last():
+def test_the_unbounded_fan_out_runs_longer_and_last_on_a_server_of_its_own():
     plan = lessons.calling_services(users=20, io_ms=200, calls=4, duration_s=3, cores=2).plan
     assert plan.runs[-1]["pattern"] == "fanout"
+    # its pricing, calls in flight, leaves its client dearer: no other run shares that client
+    assert plan.runs[-1]["server"] == "unbounded" and {r["server"] for r in plan.runs[:-1]} == {"app"}
+    assert plan.servers["unbounded"] == plan.servers["app"]  # the same settings, calling the same service
     assert plan.runs[-1]["duration_s"] == lessons.UNBOUNDED_FAN_OUT_LONGER * 3
     assert plan.runs[-2]["pattern"] == "fanoutbounded" and plan.runs[-2].get("duration_s", 3) == 3

@@ -172,6 +172,18 @@ def test_runs_of_many_users_are_priced_with_as_many_in_flight(monkeypatch):
     assert pricing.connections(1000, limit=100) == 99  # uvicorn refuses the connection that reaches its limit
 
 
+def test_a_fan_out_is_priced_with_its_waits_at_its_own_users():
+    server = stand_in()
+    fan = Workload("fanout", 20, tasks=4, io_ms=200)
+    assert pricing.waits_kept(fan)
+    assert not pricing.waits_kept(Workload("fanoutbounded", 20, tasks=4, io_ms=200))  # its semaphore: 40 in the pool
+    assert not pricing.waits_kept(Workload("callreused", 20, tasks=4, io_ms=200))  # a call at a time: one connection
+    assert not pricing.waits_kept(Workload("sequential", 20, io_ms=200))
+    assert pricing._in_flight(Stage(server, fan)) == (20, 20)  # every user, each holding its calls' connections
+    assert pricing._in_flight(Stage(server, Workload("sequential", 20, io_ms=200))) == (8, 8)
+    assert pricing._key(Stage(server, fan)) != pricing._key(Stage(server, dataclasses.replace(fan, users=40)))
+
+
 @pytest.mark.slow
 def test_one_user_prices_come_from_where_the_work_ran():
     pricing.forget()
