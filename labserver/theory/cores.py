@@ -128,8 +128,9 @@ def cpu_bound(frame: pd.DataFrame, at: float = SATURATED, cores: int | None = No
 
 
 def predicted_cpu_bound(frame: pd.DataFrame) -> pd.Series:
-    """Whether the model named a CPU limit (cores, or one core per worker's GIL) as each run's bottleneck."""
-    return frame["bottleneck"].isin(model.CORE_BOUND)
+    """Whether the model named a CPU limit (cores, or one core per worker's GIL) as each run's bottleneck before
+    the run (`before_bottleneck`): priced with the run's own CPU, it would read the run back."""
+    return frame["before_bottleneck"].isin(model.CORE_BOUND)
 
 
 def ceiling_rps(frame: pd.DataFrame, cores: int | None = None) -> pd.Series:

@@ -63,6 +63,7 @@ def test_sweep_names_where_the_cpu_took_over():
     curve = pd.DataFrame(
         dict(cpu_n=[15, 25], rps=[300.0, 100.0], predicted_rps=[310.0, 100.0], server_cpu=[0.3, 0.99],
              workers=1, procs=0, pattern="sequential", bottleneck=["users", "GIL (one core per worker)"],
+             before_bottleneck=["users", "GIL (one core per worker)"],
              threads=40, usable_cores=2.0, machine_cpu=[0.4, 1.1])
     )  # fmt: skip
     read = cpu_bound.sweep(curve, io_ms=50, users=20)
