@@ -25,7 +25,7 @@ def server_cpu(usage: pd.DataFrame, title: str, cores: float) -> plt.Figure:
     ax.axhline(1, color="grey", ls=":", lw=1)
     ax.axhline(cores, color="grey", ls="--", lw=1)
     ax.annotate("one core", (-0.45, 1), xytext=(0, 3), textcoords="offset points", color="grey")
-    ax.annotate(f"{cores} cores (the machine)", (-0.45, cores), xytext=(0, 3), textcoords="offset points", color="grey")
+    ax.annotate(f"{cores} usable cores", (-0.45, cores), xytext=(0, 3), textcoords="offset points", color="grey")
     ax.set(title=title, ylabel="server CPU (cores)", ylim=(0, cores * 1.15))
     return fig
 

@@ -31,7 +31,7 @@ def builds(runs: pd.DataFrame, title: str, cores: float) -> plt.Figure:
     left.legend(loc="upper right", fontsize="small")
     left.set(title="throughput", xlabel="build", ylabel="throughput (req/s)")
     sns.barplot(frame, y="server_cpu", ax=right, **common)
-    for level, text in ((1, "one core"), (cores, f"{cores:g} cores (the machine)")):
+    for level, text in ((1, "one core"), (cores, f"{cores:g} usable cores")):
         right.axhline(level, color="grey", ls=":" if level == 1 else "--", lw=1)
         right.annotate(text, (-0.45, level), xytext=(0, 3), textcoords="offset points", color="grey")
     right.set(title="server CPU", xlabel="build", ylabel="server CPU (cores)", ylim=(0, cores * 1.3))

@@ -32,7 +32,7 @@ def test_server_cpu_marks_one_core_and_the_machine():
     assert ax.get_title() == "the GIL"
     assert ax.get_ylabel() == "server CPU (cores)"
     assert ax.get_ylim() == pytest.approx((0, 2.3))
-    assert [t.get_text() for t in ax.texts] == ["one core", "2 cores (the machine)"]
+    assert [t.get_text() for t in ax.texts] == ["one core", "2 usable cores"]
     assert [round(p.get_height(), 3) for p in ax.patches[:3]] == [0.995, 0.99, 1.925]  # the mean per pattern
     ticks = [t.get_text().replace("\n", " ") for t in ax.get_xticklabels()]
     assert ticks == ["def (thread pool)", "async def + await", "async def + process pool"]

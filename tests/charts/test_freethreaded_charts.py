@@ -49,7 +49,7 @@ def test_builds_draws_one_bar_per_pattern_each_with_its_own_prediction():
 def test_builds_marks_one_core_and_the_machine_and_names_the_endpoints():
     fig = ft_charts.builds(_runs(), title="no GIL", cores=2)
     right = fig.axes[1]
-    assert [t.get_text() for t in right.texts] == ["one core", "2 cores (the machine)"]
+    assert [t.get_text() for t in right.texts] == ["one core", "2 usable cores"]
     assert right.get_ylabel() == "server CPU (cores)"
     names = [t.get_text().replace("\n", " ") for t in right.get_legend().get_texts()]
     assert names == ["def (thread pool)", "async def + process pool", "async def + await"]
