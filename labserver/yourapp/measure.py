@@ -184,21 +184,21 @@ def _answers(route: protocol.Route) -> Iterator[None]:
         ) from None
 
 
-def first_prices(server: AppServer, route: protocol.Route, duration_s: int) -> None:
-    """`route`'s first round of prices. Its first requests pay what it builds once (validators, caches, lazy
-    imports): priced and left out, else the first route priced on a new server reads up to half dearer than it
-    runs."""
-    _, stage, many = stages(server, route, duration_s)
+def first_prices(route: protocol.Route, stage: Stage, many: Stage) -> None:
+    """`route`'s first round of prices, on its `stages`. Its first requests pay what it builds once (validators,
+    caches, lazy imports): priced and left out, else the first route priced on a new server reads up to half dearer
+    than it runs."""
     with _answers(route):
         pricing.measure(stage)
         pricing.one_user(stage)
         pricing.one_user(many)
 
 
-def price(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[Verdict, Stage]:
-    """`route` priced at one user on `server`, and the stage the model and the sweep read it as: the lesser of this
-    pricing and the first round's (first_prices), since a moment's disturbance can make one read half dearer."""
-    where, stage, many = stages(server, route, duration_s)
+def price(server: AppServer, route: protocol.Route, staged: tuple[dict, Stage, Stage]) -> tuple[Verdict, Stage]:
+    """`route` priced at one user on `server` (its `stages`), and the stage the model and the sweep read it as: the
+    lesser of this pricing and the first round's (first_prices), since a moment's disturbance can make one read half
+    dearer."""
+    where, stage, many = staged
     runs_on = where["runs_on"] if where.get("found") else "event loop"
     with _answers(route):
         one = pricing.again(stage)
@@ -310,11 +310,12 @@ def predict_all(server: AppServer, routes: list[protocol.Route], users: int, dur
     load."""
     # Each route is priced in two rounds, all routes in each: a slow moment of a few seconds can cover two pricings
     # in a row, but seldom both rounds (a server alone priced again at once)
-    for route in routes:
-        first_prices(server, route, duration_s)
+    staged = [stages(server, route, duration_s) for route in routes]
+    for route, (_, stage, many) in zip(routes, staged, strict=True):
+        first_prices(route, stage, many)
     priced = []
-    for route in routes:
-        verdict, stage = price(server, route, duration_s)
+    for route, each_staged in zip(routes, staged, strict=True):
+        verdict, stage = price(server, route, each_staged)
         verdict.predicted_rps, verdict.bound = predict(stage, users)
         verdict.card = card_row(verdict.runs_on, verdict.bound)
         each = Priced(verdict, stage)
