@@ -392,3 +392,14 @@ def test_a_request_with_no_wait_and_no_fib_is_priced_by_its_measured_cpu(pattern
 def test_a_process_pool_of_no_processes_serves_nothing():
     p = predict(Workload("processpool", 10, io_ms=0), Settings(procs=0), cores=2.0, cpu_ms_per_task=5.0)
     assert (p.rps, p.latency_ms) == (0.0, math.inf)
+
+
+def test_one_fibs_cpu_time_is_the_best_of_rounds_apart(monkeypatch):
+    """A slow moment that reads a whole round of timings high (13 ms against 8.7) does not set fib's price: the rounds
+    are FIB_APART_S apart and the best is kept."""
+    rounds = iter([13.0, 8.7, 9.1])
+    slept: list[float] = []
+    monkeypatch.setattr(model, "_best_ms", lambda *_: next(rounds))
+    assert model.cpu_time_ms(25, sleep=slept.append) == 8.7
+    assert slept == [model.FIB_APART_S] * (model.FIB_ROUNDS - 1)
+    assert model.cpu_time_ms(1, sleep=slept.append) == 0.0
