@@ -465,8 +465,9 @@ ROWS = [
     ),
     Row(
         "Several calls to other services in one request (a fan-out)",
-        "`asyncio.gather` over the one reused client, each call through an `asyncio.Semaphore` sized for the other "
-        "service; an `asyncio.TaskGroup` instead where one failed call ends the answer (it cancels the rest)",
+        "`asyncio.gather` over the one reused client, each call through an `asyncio.Semaphore` well below the "
+        "client's connection limit and within what the other service takes; an `asyncio.TaskGroup` instead where one "
+        "failed call ends the answer (it cancels the rest)",
         "min(users / io, bound / (calls × io)); unbounded, httpx's CPU per call grows with the connections its pool "
         "holds, until its core",
         "the other service flooded with users × calls at once; the worker near a core while it only waits",
@@ -560,15 +561,16 @@ def batches(runs: pd.DataFrame, count: int) -> list[str]:
 
 
 def ranged(row: Row, runs: pd.DataFrame, ids: list[str]) -> str:
-    """`row`'s figure in each batch of `ids`: the last one's words, then its range over them and the count; a range
-    wider than ±MOVES of its middle says why (`row.moves`)."""
+    """`row`'s figure in each batch of `ids`: its range over them and the count, then the last one's words (a
+    learner's own run is compared with the range, not with one batch's figure); a range wider than ±MOVES of its
+    middle says why (`row.moves`)."""
     got = [row.measure(runs[runs["batch"].astype(str) == b]) for b in ids]
     known = [g for g in got if math.isfinite(g.ratio)]
     if not known:
         return f"{NOT_YET} ({row.shows})"
     low, high = min(g.ratio for g in known), max(g.ratio for g in known)
     span = f"{low:.3g}" if f"{low:.3g}" == f"{high:.3g}" else f"{low:.3g}–{high:.3g}"
-    text = f"{known[-1].text}; {span} over {len(known)} batch{'es' * (len(known) > 1)}"
+    text = f"{span} over {len(known)} batch{'es' * (len(known) > 1)} (the last: {known[-1].text})"
     if high - low > MOVES * (high + low):
         text += f"; moves past ±{MOVES:.0%}: {row.moves or 'why is not known yet'}"
     return text

@@ -69,12 +69,11 @@ class WithSleep:
     predicted_factor: float  # the same, as predicted before the runs (each priced on its own server)
     async_vs_threads: float  # async / thread pool req/s, the median over rounds
     predicted_ratio: float  # the same, as predicted before the runs (the model's in-step thread pool)
-    change: float  # the largest change in a pattern's req/s, up or down, from fib alone
     busy: pd.Series  # per pattern, the mean share of the cores left to it that it kept busy
 
 
-def with_sleep(runs: pd.DataFrame, fib: FibAlone) -> WithSleep:
-    """Read lesson 03's fib + sleep runs, beside the fib runs' reading `fib`; over undisturbed rounds (`quiet`)."""
+def with_sleep(runs: pd.DataFrame) -> WithSleep:
+    """Read lesson 03's fib + sleep runs, over undisturbed rounds (`quiet`)."""
     runs = quiet(runs)
     mean = runs.groupby("pattern")[["rps", "predicted_before_rps"]].mean()
     return WithSleep(
@@ -82,7 +81,6 @@ def with_sleep(runs: pd.DataFrame, fib: FibAlone) -> WithSleep:
         predicted_factor=float(mean.loc[POOL, "predicted_before_rps"] / mean.loc[ASYNC, "predicted_before_rps"]),
         async_vs_threads=_median_ratio(runs, "rps"),
         predicted_ratio=_median_ratio(runs, "predicted_before_rps"),
-        change=float((mean["rps"] / fib.mean["rps"] - 1).abs().max()),
         busy=cores.share_of_left(runs),
     )
 

@@ -188,13 +188,14 @@ def before_table(lesson: str, runs: pd.DataFrame | None = None) -> Styler:
     ).reset_index(drop=True)
     judged = runs[valid & ~disturbed & runs["ratio_before"].notna()]
     within = int(((judged["ratio_before"] - 1).abs() <= BEFORE_TOLERANCE).sum())
-    line = f"{within} of {len(judged)} runs counted within ±15% of the prediction made before them"
+    line = f"{within} of {len(judged)} runs counted within ±15% of the prediction made before them (the course's aim)"
     if disturbed.any():
         line += f"; {int(disturbed.sum())} disturbed ({_took(runs[disturbed])})"
     print(line)
     print(
         "counted: a valid run, predicted before it, that nothing else disturbed; disturbed: other programs or the"
-        f" host took {DISTURBED:g} core or more in its window ('others took')"
+        f" host took {DISTURBED:g} core or more in its window ('others took'); a run off by over 10% says what its"
+        " window measured"
     )
     formats = {"predicted before (req/s)": "{:.1f}", "measured (req/s)": "{:.1f}", "measured / before": "{:.2f}"}
     return shown.style.hide(axis="index").format(formats, na_rep="").format("{:.2f}", ["others took (cores)"], "")

@@ -341,14 +341,16 @@ def test_a_figure_is_ranged_over_the_last_batches_with_their_count():
     runs = _batched([100.0, 392.0, 396.0, 400.0])  # the first batch is past the last three
     assert card.batches(runs, 3) == ["20261121T000000", "20261122T000000", "20261123T000000"]  # the last three
     text = card.ranged(row, runs, card.batches(runs, 3))
-    assert text == "1.00 of threads / io (offload at 50 users); 0.98–1 over 3 batches"
+    assert text == "0.98–1 over 3 batches (the last: 1.00 of threads / io (offload at 50 users))"
 
 
 def test_a_figure_that_moves_past_twenty_percent_says_why():
     row = next(r for r in card.ROWS if r.measure is card.offload_at_threads)
     runs = _batched([200.0, 400.0])
     text = card.ranged(row, runs, card.batches(runs, 3))
-    assert text.startswith("1.00 of threads / io (offload at 50 users); 0.5–1 over 2 batches; moves past ±20%: ")
+    assert text.startswith(
+        "0.5–1 over 2 batches (the last: 1.00 of threads / io (offload at 50 users)); moves past ±20%: "
+    )
     assert text.endswith(row.moves or "why is not known yet")
     assert card.ranged(row, runs.iloc[0:0], []) == f"{card.NOT_YET} ({row.shows})"
 

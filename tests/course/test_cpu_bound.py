@@ -41,22 +41,20 @@ def test_fib_alone_reads_the_pool_over_the_one_core_patterns():
     assert fib.busy["threadpool"] == pytest.approx(1.0)  # one usable core: all of it
 
 
-def test_with_sleep_reads_the_largest_change_from_fib_alone():
+def test_with_sleep_reads_the_pool_and_the_threads_against_async_and_the_busy_shares():
     busy = {"threadpool": 1.0, "sequential": 1.0, "processpool": 1.8}
-    fib = cpu_bound.fib_alone(_runs({"threadpool": [100], "sequential": [100], "processpool": [200]}, busy), ONE_CORE)
     mix = cpu_bound.with_sleep(
         _runs(
             {"threadpool": [80], "sequential": [100], "processpool": [200]},
             {**busy, "threadpool": 0.8},
             before={"threadpool": 64.0, "sequential": 100.0, "processpool": 180.0},
-        ),
-        fib,
+        )
     )
     assert mix.factor == pytest.approx(200 / 100)  # against async: the thread pool's in-step loss left out
     assert mix.predicted_factor == pytest.approx(180 / 100)  # the pool's dearer CPU priced before the runs
     assert mix.async_vs_threads == pytest.approx(1.25)
     assert mix.predicted_ratio == pytest.approx(100 / 64)  # as predicted before the runs
-    assert mix.change == pytest.approx(0.2)
+    assert mix.busy["threadpool"] == pytest.approx(0.8)  # its core idled while its users slept in step
 
 
 def test_sweep_names_where_the_cpu_took_over():
@@ -86,7 +84,7 @@ def test_pena_s_figures_sit_beside_the_lesson_s_own(monkeypatch):
     # a planted sweep: his async / sync at FIB=25 and his async's fall from FIB=15 to 25, beside ours
     monkeypatch.setattr(cpu_bound.published, "PENA_SWEEP_RPS", {15: (300.0, 400.0), 25: (50.0, 80.0)})
     mix = cpu_bound.WithSleep(
-        factor=1.0, predicted_factor=1.0, async_vs_threads=1.25, predicted_ratio=1.3, change=0.0, busy=pd.Series()
+        factor=1.0, predicted_factor=1.0, async_vs_threads=1.25, predicted_ratio=1.3, busy=pd.Series()
     )
     curve = pd.DataFrame({"cpu_n": [15, 20, 25], "rps": [900.0, 300.0, 90.0]})
     table = cpu_bound.beside_pena(None, mix, curve, cpu_n=20)  # type: ignore[arg-type]  # fib alone is not read
