@@ -30,11 +30,11 @@ def server_cpu(usage: pd.DataFrame, title: str, cores: float) -> plt.Figure:
     return fig
 
 
-def endpoints(runs: pd.DataFrame, title: str) -> plt.Figure:
-    """Mean req/s per pattern, one bar per `endpoint` (e.g. fib alone, fib + sleep) side by side."""
+def endpoints(runs: pd.DataFrame, title: str, y: str = "rps", ylabel: str = "throughput (req/s)") -> plt.Figure:
+    """Mean `y` (req/s by default) per pattern, one bar per `endpoint` (e.g. fib alone, fib + sleep) side by side."""
     fig, ax = plt.subplots()
-    sns.barplot(named(runs), x="pattern", y="rps", hue="endpoint", palette=ENDPOINT_COLORS, errorbar=None, ax=ax)
-    ax.set(title=title, xlabel="pattern", ylabel="throughput (req/s)")
+    sns.barplot(named(runs), x="pattern", y=y, hue="endpoint", palette=ENDPOINT_COLORS, errorbar=None, ax=ax)
+    ax.set(title=title, xlabel="pattern", ylabel=ylabel)
     return fig
 
 

@@ -169,10 +169,12 @@ def bars(
     ylabel: str = "throughput (req/s)",
     *,
     predicted: str = "predicted",
+    mark: tuple[str, str] | None = None,
 ) -> plt.Figure:
     """Measured and predicted `values` (default: req/s, and the prediction made before each run where the runs have
     one) side by side, one pair of bars per `x`; `predicted` names the second of `values` in the legend (say, a
-    model priced after the run with what it measured)."""
+    model priced after the run with what it measured). `mark`: (a column of `frame`, its name in the legend), drawn
+    as a black tick across each pair, say what the learner predicted against before any run."""
     fig, ax = axes(ax)
     model, words = predicted_column(frame) if values is None else (values[1], predicted)
     measured, modelled = values or ("rps", model)
@@ -182,6 +184,10 @@ def bars(
         tidy = named(tidy)
     sns.barplot(tidy, x=x, y=ylabel, hue="what", ax=ax, palette=["#4c72b0", "#c4c4c4"])
     ax.set(title=title, xlabel=_label(x), ylabel=ylabel)
+    if mark is not None:  # each pair sits at its x's place in the frame's order, as seaborn lays them out
+        ticks = frame.drop_duplicates(x)[mark[0]].to_numpy()
+        ax.scatter(range(len(ticks)), ticks, marker="_", s=900, linewidths=2, color="black", label=mark[1], zorder=3)
+        ax.legend()
     for bar in ax.containers[0] if ax.containers else []:  # a measured bar of 0 (a run that stalled) says so
         if bar.get_height() == 0:
             ax.annotate("0", (bar.get_x() + bar.get_width() / 2, 0), ha="center", va="bottom", fontsize="small")

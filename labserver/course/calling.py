@@ -32,7 +32,8 @@ def client_ms(repeat: int = 5) -> float:
 
 
 def predicted(plan: sizing.Plan, cores: float, new_client_ms: float) -> pd.DataFrame:
-    """The model for each planned run: `callnew` pays a new client's CPU on the event loop, `callreused` none."""
+    """The model for each planned run (`model_rps`), before any: `callnew` pays a new client's CPU on the event loop,
+    `callreused` none, and no call's CPU is priced."""
     rows = []
     for run in plan.runs:
         workload = Workload.of(run)
@@ -46,11 +47,16 @@ def predicted(plan: sizing.Plan, cores: float, new_client_ms: float) -> pd.DataF
                 "calls": workload.tasks,
                 "io_ms": run["io_ms"],
                 "client_cpu_ms": price,
-                "predicted_rps": round(p.rps, 1),
+                "model_rps": round(p.rps, 1),
                 "bottleneck": p.bottleneck,
             }
         )
     return pd.DataFrame(rows)
+
+
+def with_model(runs: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """`runs` with `model_rps` beside each: the lesson's model before any run (`predicted`), by part and pattern."""
+    return runs.merge(table[["part", "pattern", "model_rps"]], on=["part", "pattern"], how="left")
 
 
 def in_step(run: pd.Series) -> float:

@@ -177,3 +177,12 @@ def test_a_hue_other_than_pattern_is_shown_as_it_is(runs):
 def test_every_pattern_has_its_colour():
     assert set(plots.COLORS) == set(PATTERNS)
     assert len(set(plots.LABEL_COLORS)) == len(PATTERNS)  # two lines or one, no two labels alike
+
+
+def test_bars_mark_what_was_predicted_before_any_run_across_each_pair(runs):
+    frame = runs[runs.users == 80].assign(model_rps=[100.0, 300.0])
+    ax = plots.bars(frame, title="t", mark=("model_rps", "model before the runs")).axes[0]
+    assert "model before the runs" in _labels(ax)
+    ticks = ax.collections[-1].get_offsets()
+    assert ticks[:, 0].tolist() == [0, 1]  # one per pair, at the pairs' places
+    assert ticks[:, 1].tolist() == [100.0, 300.0]

@@ -16,9 +16,9 @@ def test_a_new_client_s_price_is_the_cheapest_of_its_tries(monkeypatch):
 def test_only_the_new_client_pays_its_price_in_the_prediction():
     plan = lessons.calling_services(users=50, io_ms=200, calls=4, duration_s=3, cores=2).plan
     table = calling.predicted(plan, cores=2, new_client_ms=20.0).set_index(["part", "pattern"]).loc["a client"]
-    assert table.loc["callreused", "predicted_rps"] == pytest.approx(50 / 0.2)  # users / io
+    assert table.loc["callreused", "model_rps"] == pytest.approx(50 / 0.2)  # users / io
     # its users in step: a round is every user's client on the loop, then one io: 50 / (0.2 s + 50 × 20 ms)
-    assert table.loc["callnew", "predicted_rps"] == pytest.approx(50 / (0.2 + 50 * 0.020), abs=0.05)  # to 0.1
+    assert table.loc["callnew", "model_rps"] == pytest.approx(50 / (0.2 + 50 * 0.020), abs=0.05)  # to 0.1
     assert table.loc["callnew", "bottleneck"] == "one core (users in step on the event loop)"
 
 
@@ -38,10 +38,10 @@ def test_the_fan_out_is_predicted_from_the_calls_in_flight_before_its_cpu_is_kno
     plan = lessons.calling_services(users=20, io_ms=200, calls=4, duration_s=3, cores=2).plan
     table = calling.predicted(plan, cores=2, new_client_ms=20.0).set_index(["part", "pattern"])
     fan = table.loc["a fan-out"]
-    assert fan.loc["callreused", "predicted_rps"] == pytest.approx(20 / (4 * 0.2))  # users / (calls × io)
-    assert fan.loc["fanout", "predicted_rps"] == pytest.approx(20 / 0.2)  # at once: users / io
+    assert fan.loc["callreused", "model_rps"] == pytest.approx(20 / (4 * 0.2))  # users / (calls × io)
+    assert fan.loc["fanout", "model_rps"] == pytest.approx(20 / 0.2)  # at once: users / io
     bounded = fan.loc["fanoutbounded"]
-    assert bounded["predicted_rps"] == pytest.approx(40 / (4 * 0.2))  # the semaphore's 40 / (calls × io)
+    assert bounded["model_rps"] == pytest.approx(40 / (4 * 0.2))  # the semaphore's 40 / (calls × io)
     assert bounded["bottleneck"] == "calls in flight"
 
 
@@ -85,3 +85,11 @@ def test_the_unbounded_fan_out_runs_longer_and_last_on_a_server_of_its_own():
     assert plan.servers["unbounded"] == plan.servers["app"]  # the same settings, calling the same service
     assert plan.runs[-1]["duration_s"] == lessons.UNBOUNDED_FAN_OUT_LONGER * 3
     assert plan.runs[-2]["pattern"] == "fanoutbounded" and plan.runs[-2].get("duration_s", 3) == 3
+
+
+def test_each_run_gets_the_model_before_any_run_by_part_and_pattern():
+    plan = lessons.calling_services(users=20, io_ms=200, calls=4, duration_s=3, cores=2).plan
+    table = calling.predicted(plan, cores=2, new_client_ms=20.0)
+    runs = pd.DataFrame({"part": ["a fan-out", "a client"], "pattern": ["callreused"] * 2, "rps": [24.0, 99.0]})
+    marked = calling.with_model(runs, table)
+    assert marked["model_rps"].tolist() == [pytest.approx(20 / (4 * 0.2)), pytest.approx(20 / 0.2)]
