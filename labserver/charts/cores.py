@@ -35,6 +35,9 @@ def endpoints(runs: pd.DataFrame, title: str, y: str = "rps", ylabel: str = "thr
     fig, ax = plt.subplots()
     sns.barplot(named(runs), x="pattern", y=y, hue="endpoint", palette=ENDPOINT_COLORS, errorbar=None, ax=ax)
     ax.set(title=title, xlabel="pattern", ylabel=ylabel)
+    # the legend in a band of its own above the bars, which may all reach the top (shares of the cores kept busy)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.2)
+    sns.move_legend(ax, "upper center", ncols=2, title=None)
     return fig
 
 
