@@ -468,8 +468,8 @@ ROWS = [
         "`asyncio.gather` over the one reused client, each call through an `asyncio.Semaphore` well below the "
         "client's connection limit and within what the other service takes; an `asyncio.TaskGroup` instead where one "
         "failed call ends the answer (it cancels the rest)",
-        "min(users / io, bound / (calls × io)); unbounded, httpx's CPU per call grows with the connections its pool "
-        "holds, until its core",
+        "min(users / io, bound / (calls × io)); unbounded, httpx's CPU per call grows with the calls in flight in its "
+        "pool, until its core",
         "the other service flooded with users × calls at once; the worker near a core while it only waits",
         "bounded / unbounded fan-out, req/s, and their CPU per call",
         ("12",),
