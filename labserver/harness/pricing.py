@@ -170,6 +170,15 @@ def _generator_price(on: Stage | None = None) -> calibrate.GeneratorPrice:
     return calibrate.generator_price() if on is None else calibrate.generator_price_on(on, _key(on)[:-2])
 
 
+def price_generator(stage: Stage, *, again: bool = False) -> None:
+    """Where `stage`'s route answers with big replies, the load generator priced on it, as foresee reads it: a first
+    round, or `again` (once per make-up), a second apart from the first, the cheaper kept."""
+    if stage.route is not None and one_user(stage).reply_bytes >= BIG_REPLY_BYTES:
+        from labserver.harness import calibrate  # it measures with run_plan, whose module imports this one
+
+        calibrate.generator_price_on(stage, _key(stage)[:-2], again=again)
+
+
 def _cores(stage: Stage) -> float:
     server = stage.server
     return cpus.cores() if getattr(server, "same_machine", True) else server.cores()
@@ -305,6 +314,7 @@ def measure(stage: Stage) -> OneUser:
         requests=len(alone.times),
         busy_ms=sum(busy.times) / n * 1000,
         reply_bytes=sum(alone.sizes) / len(alone.sizes),
+        client_ms=sum(alone.cpu) / len(alone.cpu) * 1000,
         held_ms=held_ms,
         neighbours_ms=(neighbours[1] - neighbours[0]) / n * 1000,
         seconds=time.perf_counter() - started,
@@ -386,12 +396,15 @@ class _Sent:
     t0: float
     t1: float
     sizes: list[int] = dataclasses.field(default_factory=list)  # each counted reply's body, in bytes
+    cpu: list[float] = dataclasses.field(default_factory=list)  # each counted request's CPU in its client thread (s)
 
-    def note(self, seconds: float, answer: tuple[int | None, int]) -> None:
-        """One counted request: its time, and the worker and body bytes `_get` read of its reply."""
+    def note(self, seconds: float, answer: tuple[int | None, int], cpu_s: float = 0.0) -> None:
+        """One counted request: its time, the worker and body bytes `_get` read of its reply, and the CPU its client
+        thread spent on it."""
         self.times.append(seconds)
         self.pids.add(answer[0])
         self.sizes.append(answer[1])
+        self.cpu.append(cpu_s)
 
 
 def _send(
@@ -429,9 +442,9 @@ def _send(
                 conns.warm(warm_s)
             warmed.wait()
             while not errors:
-                at = time.perf_counter()
+                at, cpu = time.perf_counter(), time.thread_time()
                 answer = conns.turn()
-                sent.note(time.perf_counter() - at, answer)
+                sent.note(time.perf_counter() - at, answer, time.thread_time() - cpu)
                 spent = time.perf_counter() - clock["started"]
                 if (len(sent.times) >= at_least and spent >= min_s) or spent >= MAX_S:
                     break

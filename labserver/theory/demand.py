@@ -108,6 +108,9 @@ class OneUser:
     # About S where the requests overlap; about HOT_USERS × S where they take turns (a held event loop)
     busy_ms: float = math.nan
     reply_bytes: float = 0.0  # the mean reply's body, in bytes: what the load generator reads of each
+    # the pricing's client's own CPU per request alone (sending, reading the reply): part of S, and what the load
+    # generator's price stands for in a run, where each user's round trip adds it to the server's
+    client_ms: float = 0.0
     # the cores' speed while the CPU was priced: a fixed piece of Python's CPU time, in ms (harness/meters.probe_ms)
     probe_ms: float = math.nan
 

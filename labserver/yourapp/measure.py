@@ -147,8 +147,10 @@ def stand_in(runs_on: str | None) -> str:
 
 
 def io_ms(one: OneUser) -> int:
-    """The part of S that is not the server's CPU: what the route waits for, as the model's `io_ms`."""
-    return max(0, round(one.service_ms - one.worker_ms - one.pool_ms))
+    """The part of S that is neither the server's CPU nor the client's: what the route waits for, as the model's
+    `io_ms`. The client's is the load generator's in a run, which the model adds to each round trip: a reply of a
+    megabyte costs a client a few ms to read, which S holds too."""
+    return max(0, round(one.service_ms - one.worker_ms - one.pool_ms - one.client_ms))
 
 
 def users_steps(most: int, least: int = 1) -> list[int]:
@@ -185,24 +187,26 @@ def _answers(route: protocol.Route) -> Iterator[None]:
 
 
 def first_prices(route: protocol.Route, stage: Stage, many: Stage) -> None:
-    """`route`'s first round of prices, on its `stages`. Its first requests pay what it builds once (validators,
-    caches, lazy imports): priced and left out, else the first route priced on a new server reads up to half dearer
-    than it runs."""
+    """`route`'s first round of prices, on its `stages`, the load generator's on it included where its replies are
+    big. Its first requests pay what it builds once (validators, caches, lazy imports): priced and left out, else the
+    first route priced on a new server reads up to half dearer than it runs."""
     with _answers(route):
         pricing.measure(stage)
         pricing.one_user(stage)
         pricing.one_user(many)
+    pricing.price_generator(many)
 
 
 def price(server: AppServer, route: protocol.Route, staged: tuple[dict, Stage, Stage]) -> tuple[Verdict, Stage]:
     """`route` priced at one user on `server` (its `stages`), and the stage the model and the sweep read it as: the
     lesser of this pricing and the first round's (first_prices), since a moment's disturbance can make one read half
-    dearer."""
+    dearer; the load generator's on it likewise."""
     where, stage, many = staged
     runs_on = where["runs_on"] if where.get("found") else "event loop"
     with _answers(route):
         one = pricing.again(stage)
         busy = pricing.again(many)
+    pricing.price_generator(many, again=True)
     hold_ms = math.nan
     if runs_on == "event loop" and holds_loop(one):
         runs_on = HELD

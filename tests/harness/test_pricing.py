@@ -378,6 +378,29 @@ def test_the_generators_price_on_a_route_is_measured_on_it_once_per_make_up(monk
     assert isinstance(run["predicted"], Prediction)  # priced by no one: its own prediction would ask for this price
 
 
+def test_the_generators_price_on_a_route_again_keeps_the_cheaper_once_per_make_up(monkeypatch):
+    from labserver.harness import calibrate
+
+    rounds = iter([(2.9, 2.7), (2.1, 1.9), (1.0, 1.0)])  # a slow moment over the first round's runs, then a usual one
+    runs = []
+
+    def run_plan(*args, **kwargs):
+        runs.append(args)
+        return [
+            SimpleNamespace(row={"locust_ms": ms, "other_cpu": 0.0, "rps": 110.0, "run_id": "r"}) for ms in next(rounds)
+        ]
+
+    monkeypatch.setattr(calibrate, "run_plan", run_plan)
+    monkeypatch.setattr(calibrate, "_generator_on", {})
+    monkeypatch.setattr(calibrate, "_generator_again", set())
+    route = {"method": "GET", "path": "/catalog", "label": "GET /catalog"}
+    stage = Stage(stand_in(), Workload("sequential", 64), route=route)
+    assert calibrate.generator_price_on(stage, "catalog").locust_ms == 2.7
+    assert calibrate.generator_price_on(stage, "catalog", again=True).locust_ms == 1.9  # the cheaper round
+    assert calibrate.generator_price_on(stage, "catalog", again=True).locust_ms == 1.9  # a cell run again: no run
+    assert calibrate.generator_price_on(stage, "catalog").locust_ms == 1.9 and len(runs) == 2
+
+
 def test_of_several_pricings_the_least_disturbed_is_kept(monkeypatch):
     disturbed = dataclasses.replace(ONE, loop_ms=0.35)  # a moment's disturbance: half dearer again
     prices = iter([disturbed, ONE])
@@ -435,3 +458,18 @@ def test_a_miss_names_the_cores_probe_where_it_went_the_same_way_and_only_others
     assert "probe" not in collect._miss_cause(1.3, ONE, before, figures)  # served more on slower cores: not the cause
     assert collect.is_disturbed(0.2)  # others' CPU disturbs any run
     assert not collect.is_disturbed(0.05) and not collect.is_disturbed(math.nan)  # unmeasured: not
+
+
+def test_the_generator_is_priced_on_a_route_only_where_its_replies_are_big(monkeypatch):
+    from labserver.harness import calibrate
+
+    asked = []
+    monkeypatch.setattr(calibrate, "generator_price_on", lambda stage, key, again=False: asked.append(again))
+    route = {"method": "GET", "path": "/catalog", "label": "GET /catalog"}
+    server = SimpleNamespace(**vars(stand_in()), url="http://127.0.0.1:8000")
+    stage = Stage(server, Workload("sequential", 64), route=route)
+    for size in (pricing.BIG_REPLY_BYTES - 1, pricing.BIG_REPLY_BYTES):
+        monkeypatch.setattr(pricing, "one_user", lambda stage, size=size: dataclasses.replace(ONE, reply_bytes=size))
+        pricing.price_generator(stage, again=True)
+    pricing.price_generator(dataclasses.replace(stage, route=None))  # the lab's own patterns: priced by GENERATOR_MS
+    assert asked == [True]

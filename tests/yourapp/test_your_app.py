@@ -23,6 +23,9 @@ def test_a_route_waits_for_what_its_time_alone_does_not_compute():
     one = OneUser(service_ms=51.6, loop_ms=0.5, threads_ms=0.2, pool_ms=0.0, requests=1)
     assert measure.io_ms(one) == 51
     assert measure.io_ms(OneUser(service_ms=0.4, loop_ms=0.5, threads_ms=0.0, pool_ms=0.0, requests=1)) == 0
+    # a big reply: reading it is the client's CPU, which a run prices as the load generator's, not a wait
+    big = OneUser(service_ms=13.3, loop_ms=8.6, threads_ms=0.0, pool_ms=0.0, requests=4, client_ms=3.5)
+    assert measure.io_ms(big) == 1
     assert measure.stand_in("thread pool") == "threadpool"
     assert measure.stand_in(None) == "sequential"  # not a Starlette app: read as awaited
 
@@ -326,6 +329,7 @@ def test_each_route_is_priced_again_a_round_of_routes_later(monkeypatch):
     monkeypatch.setattr(pricing, "measure", priced("left out"))
     monkeypatch.setattr(pricing, "one_user", priced("first"))
     monkeypatch.setattr(pricing, "again", priced("again"))
+    monkeypatch.setattr(pricing, "price_generator", lambda stage, again=False: priced(("generator", again))(stage))
     monkeypatch.setattr(measure, "predict", lambda stage, users: (100.0, "users"))
     monkeypatch.setattr(measure, "advice", lambda each, users: measure.Advice("none", math.nan))
     server = SimpleNamespace(endpoint=lambda route: {"found": True, "runs_on": "event loop"})
@@ -335,6 +339,12 @@ def test_each_route_is_priced_again_a_round_of_routes_later(monkeypatch):
     firsts = [i for i, (kind, _) in enumerate(order) if kind == "first"]
     assert max(firsts) < min(seconds)  # every route's first round before any route's second
     assert [label for kind, label in order if kind == "again"] == ["GET /a", "GET /a", "GET /b", "GET /b"]
+    # the load generator's price on each route (where its replies are big) in both rounds too
+    generator = [(i, kind[1], label) for i, (kind, label) in enumerate(order) if kind[0] == "generator"]
+    assert [(again, label) for _, again, label in generator] == [
+        (False, "GET /a"), (False, "GET /b"), (True, "GET /a"), (True, "GET /b")
+    ]  # fmt: skip
+    assert all(i < min(seconds) for i, again, _ in generator if not again)
 
 
 def test_a_mix_is_priced_by_the_operational_laws(monkeypatch):
