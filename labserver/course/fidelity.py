@@ -188,7 +188,10 @@ def before_table(lesson: str, runs: pd.DataFrame | None = None) -> Styler:
     ).reset_index(drop=True)
     judged = runs[valid & ~disturbed & runs["ratio_before"].notna()]
     within = int(((judged["ratio_before"] - 1).abs() <= BEFORE_TOLERANCE).sum())
-    line = f"{within} of {len(judged)} runs counted within ±15% of the prediction made before them (the course's aim)"
+    line = f"{within} of {len(judged)} runs counted within ±15% of the prediction made before them"
+    if len(judged):
+        share = within / len(judged)
+        line += f" ({share:.0%}: {'under' if share < BEFORE_SHARE else 'meets'} the course's aim of {BEFORE_SHARE:.0%})"
     if disturbed.any():
         line += f"; {int(disturbed.sum())} disturbed ({_took(runs[disturbed])})"
     print(line)
