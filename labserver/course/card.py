@@ -465,7 +465,7 @@ ROWS = [
     ),
     Row(
         "Several calls to other services in one request (a fan-out)",
-        "`asyncio.gather` over the one reused client, each call through an `asyncio.Semaphore` well below the "
+        "`asyncio.gather` over the one reused client, each call through an `asyncio.Semaphore` below the "
         "client's connection limit and within what the other service takes; an `asyncio.TaskGroup` instead where one "
         "failed call ends the answer (it cancels the rest)",
         "min(users / io, bound / (calls × io)); unbounded, httpx's CPU per call grows with the calls in flight in its "

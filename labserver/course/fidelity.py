@@ -191,7 +191,7 @@ def before_table(lesson: str, runs: pd.DataFrame | None = None) -> Styler:
     line = f"{within} of {len(judged)} runs counted within ±15% of the prediction made before them"
     if len(judged):
         share = within / len(judged)
-        line += f" ({share:.0%}: {'under' if share < BEFORE_SHARE else 'meets'} the course's aim of {BEFORE_SHARE:.0%})"
+        line += f" ({share:.1%}: {'under' if share < BEFORE_SHARE else 'meets'} the course's aim of {BEFORE_SHARE:.0%})"
     if disturbed.any():
         line += f"; {int(disturbed.sum())} disturbed ({_took(runs[disturbed])})"
     print(line)

@@ -108,7 +108,7 @@ def test_a_lesson_s_table_sets_each_run_beside_its_before_prediction_and_marks_t
     assert shown["run"][3] == "processpool users=20 cpu_n=25"
     said = capsys.readouterr().out
     assert "2 of 3 runs counted within ±15%" in said  # the disturbed run and the invalid one apart
-    assert "(67%: under the course's aim of 90%)" in said
+    assert "(66.7%: under the course's aim of 90%)" in said
     assert "1 disturbed (others took 0.65 core)" in said
     assert "counted: a valid run, predicted before it, that nothing else disturbed" in said  # the terms, defined
     assert "took 0.1 core or more in its window" in said
