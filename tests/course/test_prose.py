@@ -83,3 +83,12 @@ def test_every_exercise_has_a_solution(path):
 def test_glossary_and_evidence_exist():
     assert (NOTEBOOKS / "glossary.md").read_text().count("\n## ") >= 20
     assert "## " in (ROOT / "docs" / "evidence.md").read_text()
+
+
+@pytest.mark.parametrize("path", [p for p in LESSONS if not p.stem.startswith("99")], ids=lambda p: p.stem)
+def test_in_a_hurry_is_collapsed_above_the_prediction(path):
+    # The answer, read before the Predict cell, would give away what the learner is asked to predict: it stays one
+    # click away for the hurried, and off the main path for everyone else (the summary, 99, predicts nothing)
+    first = _cells(path, "markdown")[0]
+    assert "<summary><b>In a hurry?</b>" in first, f"{path.stem}: its first cell lacks a collapsed In a hurry"
+    assert "In a hurry" not in main_path(first), f"{path.stem}: In a hurry is on the main path"
