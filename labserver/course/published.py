@@ -134,7 +134,7 @@ def beside_database(
     low, high = PENA_CONVERGED_FIB
     rows = [
         ("fast SELECT: async / sync", ratio(PENA_SELECT_RPS, "async", "sync"), fast),
-        ("fast SELECT, server pinned to one core: async / sync", None, pinned),
+        ("fast SELECT, server pinned to one core: async / sync, median of the rounds", None, pinned),
         ("fast SELECT: sync / async CPU per request, priced before the runs", None, priced_cpu),
         (
             f"sweep: async / sync at fib({shallow})",

@@ -8,6 +8,7 @@ the cores moves from run to run, so claim 4 takes the median ratio (docs/evidenc
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
@@ -133,6 +134,17 @@ def pinned_ratios(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
     return [sync_ms(one) / sync_ms(anywhere) for anywhere, one in _pairs(count)]
 
 
+def pinned_flips(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
+    """async / sync req/s on the pinned server, against each round's sync run: the async SELECT runs there once (part
+    2), the sync one each round, and which serves more moves from round to round as sync's CPU per request does."""
+
+    def rps(part: str, pattern: str) -> float:
+        rows = frames[part]
+        return float(rows.loc[rows["pattern"] == pattern, "rps"].iloc[0])
+
+    return [rps("pinned", "async_select") / rps(one, "sync_select") for _, one in _pairs(count)]
+
+
 @dataclass(frozen=True)
 class Study:
     """What the pinned runs show: part 2 on each server, and the sync runs round by round.
@@ -144,6 +156,7 @@ class Study:
     servers: pd.DataFrame  # part 2's runs on any core and pinned, side by side (by_server)
     ratios: list[float]  # the sync version's CPU per request pinned / on any core, round by round
     spread: pd.DataFrame  # the sync runs, round by round (sync_rounds)
+    flips: list[float] = dataclasses.field(default_factory=list)  # async / sync req/s pinned, round by round
 
     @property
     def median(self) -> float:
@@ -163,8 +176,8 @@ class Study:
 
     @property
     def async_over_sync(self) -> float:
-        """async / sync req/s on the pinned server in part 2 (NaN without one)."""
-        return float(self.servers["async / sync"].iloc[1]) if self.cpu is not None else math.nan
+        """async / sync req/s on the pinned server, the median over the rounds (pinned_flips; NaN without one)."""
+        return statistics.median(self.flips) if self.cpu is not None and self.flips else math.nan
 
     def tables(self) -> list[pd.DataFrame]:
         """`servers` and `medians`, rounded for the eye ([] without a pinned server)."""
@@ -178,6 +191,9 @@ class Study:
             "sync's CPU per request pinned / on any core, round by round: "
             + ", ".join(f"{x:.2f}" for x in self.ratios)
             + f"\nmedian: {self.median:.2f}\n"
+            + "pinned, async / sync req/s against each round's sync run (async ran once, in the first): "
+            + ", ".join(f"{x:.2f}" for x in self.flips)
+            + f"; median {self.async_over_sync:.2f}\n"
             + gil.spread(medians.loc["any core"], medians.loc["pinned"])
         )
 
@@ -186,5 +202,8 @@ def study(frames: dict[str, pd.DataFrame], count: int, cpus: list[int]) -> Study
     """The pinned-core study from run_parts' frames: `count` rounds (see `parts`) on a server pinned to `cpus`."""
     if not cpus:
         return Study(None, pd.DataFrame(), [], pd.DataFrame())
-    servers = by_server({"any core": frames["fast"], f"pinned to CPU {cpus[0]}": frames["pinned"]})
-    return Study(cpus[0], servers, pinned_ratios(frames, count), sync_rounds(frames, count))
+    # part 2's runs, the first round: the only one in which async runs too
+    servers = by_server({"any core, round 1": frames["fast"], f"pinned to CPU {cpus[0]}, round 1": frames["pinned"]})
+    return Study(
+        cpus[0], servers, pinned_ratios(frames, count), sync_rounds(frames, count), pinned_flips(frames, count)
+    )

@@ -68,15 +68,27 @@ def test_the_study_sets_the_rounds_side_by_side_and_takes_their_median():
     assert study.ratios == pytest.approx([0.5, 0.75])
     assert study.median == pytest.approx(0.625)
     assert study.detail == "pinned to CPU 3; median of 2 rounds: 0.50, 0.75"
-    assert list(study.servers.index) == ["any core", "pinned to CPU 3"]
+    assert list(study.servers.index) == ["any core, round 1", "pinned to CPU 3, round 1"]
+    assert study.flips == pytest.approx([1.5, 1.5])  # async's one pinned run over each round's sync run
     assert study.async_over_sync == pytest.approx(1.5)
     assert study.medians.loc["pinned", "CPU ms per request"] == pytest.approx(0.55)
     servers, medians = study.tables()
-    assert servers.at["pinned to CPU 3", "sync CPU ms per request"] == 0.5
+    assert servers.at["pinned to CPU 3, round 1", "sync CPU ms per request"] == 0.5
     assert list(medians.index) == ["any core", "pinned"]
     text = str(study)
     assert text.startswith("sync's CPU per request pinned / on any core, round by round: 0.50, 0.75\nmedian: 0.62")
+    assert "against each round's sync run (async ran once, in the first): 1.50, 1.50; median 1.50" in text
     assert "The sync worker on any core" in text  # gil.spread's sentence
+
+
+def test_async_over_sync_pinned_is_the_median_over_each_rounds_sync_run():
+    sync_rps = {"pinned": 1000.0, "round 1, pinned": 1500.0, "round 2, pinned": 1600.0}
+    frames = {"fast": _select(1.0), "round 1, any": _select(0.8), "round 2, any": _select(0.8)}
+    for part, rps in sync_rps.items():
+        frames[part] = _select(0.5).assign(rps=[rps, 1200.0])  # async's 1200 counts only in "pinned", part 2
+    study = pinning.study(frames, 3, [1])
+    assert study.flips == pytest.approx([1.2, 0.8, 0.75])
+    assert study.async_over_sync == pytest.approx(0.8)
 
 
 def test_without_a_pinned_server_the_study_says_so_and_shows_no_table():
