@@ -70,9 +70,11 @@ def crossing(curve: pd.DataFrame, title: str, knee_n: float, model: pd.DataFrame
 
 
 def workers(runs: pd.DataFrame, title: str, cores: float) -> plt.Figure:
-    """Req/s against uvicorn workers, one panel per `workload` (mean over its runs), with the machine's cores marked."""
+    """Req/s against uvicorn workers, one panel per `workload` (mean over its runs), beside the prediction made
+    before them where the runs have one (plots.predicted_column), with the machine's cores marked."""
+    model = {c: (c, "mean") for c in ("predicted_rps", "predicted_before_rps") if c in runs.columns}
     chart = runs.groupby(["workload", "workers"], as_index=False).agg(
-        rps=("rps", "mean"), predicted_rps=("predicted_rps", "mean"), valid=("valid", "all")
+        rps=("rps", "mean"), valid=("valid", "all"), **model
     )
     panels = sorted(chart["workload"].unique())  # "CPU-bound" before "I/O-bound"
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.5), squeeze=False)

@@ -538,7 +538,8 @@ def scalability(verdicts: list[Verdict], threads: int, cores: float) -> pd.DataF
     """The Universal Scalability Law fitted to each route's sweep (theory/usl.py) beside the model: each one's
     figure at the busiest run's users, and which the data support there. The model's, where the resource it named is
     the one the telemetry saw full and it lies within 15% of the run; the law's, where it lies nearer the run and
-    the model's resource was not seen full; neither, else. The law's peak is shown only within the sweep's users."""
+    the model does not hold there (its resource not seen full, or the run more than 15% off); neither, else. The
+    law's peak is shown only within the sweep's users."""
     rows = []
     for v in verdicts:
         fit, last = v.law(), v.runs[-1]

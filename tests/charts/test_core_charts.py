@@ -99,3 +99,11 @@ def test_workers_one_panel_per_workload_with_the_cores_marked():
     assert [t.get_text() for t in cpu.texts] == ["2 cores"]
     assert any(line.get_linestyle() == ":" and line.get_xdata()[0] == 2 for line in cpu.lines)
     assert len(cpu.collections) == 1  # the 3-worker run is marked invalid
+
+
+def test_workers_draws_the_prediction_made_before_the_runs_where_they_have_one():
+    runs = _worker_runs().assign(predicted_before_rps=lambda f: f["predicted_rps"] * 0.9)
+    cpu = core_charts.workers(runs, title="t", cores=2).axes[0]
+    labels = cpu.get_legend_handles_labels()[1]
+    assert any("predicted before" in label for label in labels)
+    assert any(list(line.get_ydata()) == pytest.approx([54.0, 108.0, 108.0]) for line in cpu.lines)
