@@ -174,7 +174,7 @@ class Sweep:
         users, each = int(self.runs["users"].iloc[0]), ", ".join(f"{x:.2f}" for x in self.kept)
         return "\n".join(
             [
-                f"fib({self.deep}) on {users} threads at once costs {thread_cost:.2f}× its CPU on one thread.",
+                _thread_cost(self.deep, users, thread_cost),
                 f"At fib({self.deep}): cores busy {self.busy}; async / sync throughput {self.rps_ratio:.2f}, "
                 f"sync / async CPU per request {self.cpu_ratio:.2f}.",
                 gil.explain(self.share, thread_cost, fib_ms, self.converged),
@@ -182,6 +182,15 @@ class Sweep:
                 f"median {self.edge_kept:.2f}",
             ]
         )
+
+
+def _thread_cost(deep: int, users: int, cost: float) -> str:
+    """fib's cost on many threads over one, in words: under 1, a change in the cores' speed between the two timings,
+    since turns on the GIL only add CPU."""
+    said = f"fib({deep}) on {users} threads at once costs {cost:.2f}× its CPU on one thread"
+    if cost < 1:
+        return f"{said}: under 1, the cores ran faster for the threads than for the one, as turns only add CPU."
+    return f"{said}."
 
 
 def sweep(frames: dict[str, pd.DataFrame], base: pd.DataFrame, rounds: int) -> Sweep:

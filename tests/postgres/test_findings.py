@@ -105,6 +105,11 @@ def test_sweep_at_its_deepest_depth_sets_throughput_beside_cpu_per_request(sweep
     assert lines[3] == "async edge at fib(28) over the edge at fib(15), round by round: 0.22, 0.40; median 0.31"
 
 
+def test_a_thread_cost_under_one_is_said_to_be_the_cores_speed_not_a_saving(sweep):
+    first = sweep.explain(thread_cost=0.74, fib_ms=28.0).splitlines()[0]
+    assert first.startswith("fib(28) on 4 threads at once costs 0.74× its CPU on one thread: under 1, the cores ran")
+
+
 def test_measured_holds_every_part_the_lesson_reads_but_the_extra_rounds():
     part = pd.DataFrame({"pattern": ["sync_select"], "valid": [True]})
     frames = {"fast": part, "sweep": part, "round 1, any": part}
