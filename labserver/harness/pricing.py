@@ -28,6 +28,9 @@ meter. The processes that serve the server (`neighbours()`: a database) are pric
 
 A make-up (the server's settings and Python, the pattern and its work) is priced once per process,
 as calibrate.service_time is, so that a lesson's cell run again costs nothing; `forget` prices again.
+Make-ups that differ only in their waits send the same requests without them: their CPU is priced
+once, by the first, and each measures only its own S. Both runs' before-predictions then read one price
+of one CPU, as a lesson's ratio of the two compares them.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import psutil
 
@@ -105,6 +108,7 @@ STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
 _priced: dict[Hashable, OneUser] = {}
+_hot: dict[Hashable, OneUser] = {}  # the first pricing of each set of requests without their waits (_hot_key)
 _again: set[Hashable] = set()  # make-ups priced a second time (again)
 _warmed: set[Hashable] = set()  # (server process, method, path, users): routes priced on that server before
 
@@ -232,7 +236,17 @@ def connections(users: int, rate: float | None = None, limit: int | None = None)
 def forget() -> None:
     """Price every make-up again from the next run on (after the machine's load changed, say)."""
     _priced.clear()
+    _hot.clear()
     _again.clear()
+
+
+def _hot_key(stage: Stage) -> tuple[Hashable, ...]:
+    """What sets the requests a stage's CPU is priced with: its _key, less the waits they leave out (`io_ms`).
+    A make-up priced with its waits (waits_kept), or a route of one's own, is its own."""
+    key = _key(stage)
+    if stage.route is not None or waits_kept(stage.workload):
+        return key
+    return _key(dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, io_ms=0)))
 
 
 def one_user(stage: Stage, tries: int = 1) -> OneUser:
@@ -240,7 +254,13 @@ def one_user(stage: Stage, tries: int = 1) -> OneUser:
     one that cost the server least CPU per request (the least disturbed, as timeit keeps the least of its runs)."""
     key = _key(stage)
     if key not in _priced:
-        _priced[key] = min((measure(stage) for _ in range(tries)), key=_cpu)
+        hot = _hot_key(stage)
+        twin = _hot.get(hot)
+        if twin is not None:  # the same requests, without their waits, priced for another make-up
+            _priced[key] = measure(stage, cpu_of=twin)
+        else:
+            _priced[key] = min((measure(stage) for _ in range(tries)), key=_cpu)
+            _hot[hot] = _priced[key]
     return _priced[key]
 
 
@@ -261,9 +281,11 @@ def _cpu(one: OneUser) -> float:
     return one.worker_ms + one.pool_ms
 
 
-def measure(stage: Stage) -> OneUser:
+def measure(stage: Stage, cpu_of: OneUser | None = None) -> OneUser:
     """The server's CPU per request by where it ran, from hot_users' requests back to back without the waits (a
-    server kept busy, as under load; with them where waits_kept); then S, from one user's requests in turn."""
+    server kept busy, as under load; with them where waits_kept); then S, from one user's requests in turn.
+    `cpu_of`: the CPU as another make-up's pricing measured it, on the same requests (_hot_key); only S is
+    measured."""
     started = time.perf_counter()
     server = stage.server
     url = urllib.parse.urlsplit(protocol.request_path(stage.locust()))
@@ -290,15 +312,16 @@ def measure(stage: Stage) -> OneUser:
         if meter is not None:
             meter.sample()
 
+    if cpu_of is not None:
+        # on a server that may have sat idle a moment: its first requests warm it, as the hot ones do otherwise
+        alone, held_ms = _alone(server, address, ask, warm_s=WARM_S)
+        return dataclasses.replace(cpu_of, seconds=time.perf_counter() - started, **_lone_prices(alone, held_ms))
     users, held = _in_flight(stage)
     warmed, builds = _warm_key(stage, root, (hot_ask.method, hot_path.path), users)
     warm_s = FIRST_WARM_S if builds and warmed not in _warmed else WARM_S
     busy = _send(address, hot_ask, users=users, connections=held, warm_s=warm_s, read=read)
     _warmed.add(warmed)
-    counter = publish.hold_counter(server)
-    so_far = counter() if counter is not None else None
-    alone = _send(address, ask, users=1, warm_s=None, at_least=1, min_s=ALONE_S)
-    held_ms = publish.hold_ms(so_far, counter()) if counter is not None else _held_ms(server, alone)
+    alone, held_ms = _alone(server, address, ask, warm_s=None)
     n, window_s = len(busy.times), busy.t1 - busy.t0
     if root is not None:
         loop_s, threads_s, pool_s = _split(readings[0], readings[1], busy.pids)
@@ -307,18 +330,43 @@ def measure(stage: Stage) -> OneUser:
         loop_s = sum(c for pid, c in per.items() if pid in busy.pids) * window_s
         threads_s, pool_s = 0.0, sum(c for pid, c in per.items() if pid not in busy.pids) * window_s
     return OneUser(
-        service_ms=sum(alone.times) / len(alone.times) * 1000,
         loop_ms=loop_s / n * 1000,
         threads_ms=threads_s / n * 1000,
         pool_ms=pool_s / n * 1000,
-        requests=len(alone.times),
         busy_ms=sum(busy.times) / n * 1000,
-        reply_bytes=sum(alone.sizes) / len(alone.sizes),
-        client_ms=sum(alone.cpu) / len(alone.cpu) * 1000,
-        held_ms=held_ms,
         neighbours_ms=(neighbours[1] - neighbours[0]) / n * 1000,
         seconds=time.perf_counter() - started,
         probe_ms=median(probes),
+        **_lone_prices(alone, held_ms),
+    )
+
+
+def _alone(server: Server, address: tuple[str, int | None], ask: Ask, warm_s: float | None) -> tuple[_Sent, float]:
+    """One user's requests in turn, for at least ALONE_S, and a pooled connection's hold per use over them."""
+    counter = publish.hold_counter(server)
+    so_far = counter() if counter is not None else None
+    alone = _send(address, ask, users=1, warm_s=warm_s, at_least=1, min_s=ALONE_S)
+    return alone, publish.hold_ms(so_far, counter()) if counter is not None else _held_ms(server, alone)
+
+
+class _Lone(TypedDict):
+    """The prices one user's requests in turn give, as OneUser names them."""
+
+    service_ms: float
+    requests: int
+    reply_bytes: float
+    client_ms: float
+    held_ms: float
+
+
+def _lone_prices(alone: _Sent, held_ms: float) -> _Lone:
+    """A OneUser's prices that one user's requests give: S, the reply's size, the client's CPU, the hold."""
+    return _Lone(
+        service_ms=sum(alone.times) / len(alone.times) * 1000,
+        requests=len(alone.times),
+        reply_bytes=sum(alone.sizes) / len(alone.sizes),
+        client_ms=sum(alone.cpu) / len(alone.cpu) * 1000,
+        held_ms=held_ms,
     )
 
 

@@ -126,6 +126,38 @@ def test_a_make_up_is_priced_once_and_a_run_that_cannot_be_priced_goes_on(monkey
     assert calls == ["threadpool", "blocking"]  # known in this process: priced again only after forget()
 
 
+def test_make_ups_that_differ_only_in_their_waits_share_one_price_of_their_cpu(monkeypatch):
+    calls = []
+
+    def measure(stage, cpu_of=None):
+        calls.append((stage.workload.io_ms, cpu_of))
+        service_ms = stage.workload.io_ms + 1.0
+        if cpu_of is not None:
+            return dataclasses.replace(cpu_of, service_ms=service_ms)
+        return dataclasses.replace(ONE, service_ms=service_ms, loop_ms=0.2 + len(calls))
+
+    monkeypatch.setattr(pricing, "measure", measure)
+    monkeypatch.setattr(pricing, "_priced", {})
+    monkeypatch.setattr(pricing, "_hot", {})
+    server = stand_in()
+    fib, fib_sleep = (Stage(server, Workload("threadpool", 20, io_ms=io, cpu_n=20)) for io in (0, 50))
+    other = Stage(server, Workload("threadpool", 20, io_ms=50, cpu_n=22))
+    first, second, third = (pricing.one_user(s) for s in (fib, fib_sleep, other))
+    assert calls == [(0, None), (50, first), (50, None)]  # fib(22) sends other requests: priced on its own
+    assert (second.loop_ms, second.threads_ms) == (first.loop_ms, first.threads_ms)
+    assert (first.service_ms, second.service_ms) == (1.0, 51.0)  # each its own S, its waits in it
+    assert third.loop_ms != first.loop_ms
+
+
+def test_a_fan_out_priced_with_its_waits_shares_no_price_with_other_waits():
+    server = SimpleNamespace(settings=Settings(workers=1, threads=40, procs=0, upstream="http://127.0.0.1:1"))
+    waits = [Stage(server, Workload("fanout", 20, tasks=4, io_ms=io)) for io in (100, 200)]
+    assert pricing.waits_kept(waits[0].workload)
+    assert pricing._hot_key(waits[0]) != pricing._hot_key(waits[1])
+    plain = [Stage(server, Workload("threadpool", 20, io_ms=io)) for io in (100, 200)]
+    assert pricing._hot_key(plain[0]) == pricing._hot_key(plain[1])
+
+
 def test_cpu_is_split_into_loops_threads_and_the_rest():
     before = {(7, 7): 1.0, (7, 8): 2.0, (9, 9): 0.5}
     after = {(7, 7): 1.5, (7, 8): 2.25, (7, 10): 0.1, (9, 9): 1.5, (9, 11): 0.2}
@@ -158,6 +190,7 @@ def test_the_process_clock_counts_a_thread_that_ended():
 def test_runs_of_many_users_are_priced_with_as_many_in_flight(monkeypatch):
     users = []
     monkeypatch.setattr(pricing, "_priced", {})
+    monkeypatch.setattr(pricing, "_hot", {})
     monkeypatch.setattr(pricing, "measure", lambda stage: users.append(stage.workload.users) or ONE)
     server = stand_in()
     for n in (1, 2, 7, 8, 64, 1000):
@@ -406,7 +439,9 @@ def test_of_several_pricings_the_least_disturbed_is_kept(monkeypatch):
     prices = iter([disturbed, ONE])
     monkeypatch.setattr(pricing, "measure", lambda stage: next(prices))
     monkeypatch.setattr(pricing, "_key", lambda stage: "tests: one make-up")
+    monkeypatch.setattr(pricing, "_hot_key", lambda stage: "tests: one make-up")
     monkeypatch.setattr(pricing, "_priced", {})
+    monkeypatch.setattr(pricing, "_hot", {})
     assert pricing.one_user(SimpleNamespace(), tries=2) == ONE
     assert pricing.one_user(SimpleNamespace(), tries=2) == ONE  # once per make-up: not priced again
 
@@ -416,7 +451,9 @@ def test_a_second_pricing_keeps_the_lesser_once_per_make_up(monkeypatch):
     prices = iter([disturbed, ONE, disturbed])
     monkeypatch.setattr(pricing, "measure", lambda stage: next(prices))
     monkeypatch.setattr(pricing, "_key", lambda stage: "tests: one make-up")
+    monkeypatch.setattr(pricing, "_hot_key", lambda stage: "tests: one make-up")
     monkeypatch.setattr(pricing, "_priced", {})
+    monkeypatch.setattr(pricing, "_hot", {})
     monkeypatch.setattr(pricing, "_again", set())
     assert pricing.one_user(SimpleNamespace()) == disturbed  # the first round read a slow moment
     assert pricing.again(SimpleNamespace()) == ONE
