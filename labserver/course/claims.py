@@ -99,7 +99,8 @@ class Claims:
         self, claim: str, measured: float, predicted: float, tolerance: float, detail: str = "", *, key: str
     ) -> Verdict:
         """measured / predicted lies within 1 ± tolerance."""
-        detail = detail or f"measured {measured:.4g}, predicted {predicted:.4g}"
+        # the verdict's own "measured" is the ratio: the two it divides are named apart, so neither reads as it
+        detail = detail or f"that is {measured:.4g} against {predicted:.4g} predicted"
         return self.ratio(claim, measured, predicted, 1 - tolerance, 1 + tolerance, detail, key=key)
 
     def valid(self, claim: str, frame: pd.DataFrame, *, key: str) -> Verdict:
