@@ -32,6 +32,11 @@ DPI = 80
 PREDICTED = "black"
 PROGRESS = "#4c72b0"
 NICE = (1, 1.5, 2, 3, 4, 5, 6, 8, 10)  # y-axis tops: the axes change only when a bar outgrows them
+# Past this many runs, a run's load and work under its bar overprint its neighbours': the ticks number the runs,
+# and the colours name their patterns
+MANY_RUNS = 12
+LOAD = "users (or arrivals a second, for an open loop)"
+NUMBERED = "runs, in the order they ran"
 
 
 class Chart:
@@ -60,7 +65,7 @@ class Chart:
             grid = {"top": 0.74, "bottom": 0.17, "left": 0.085, "right": 0.98, "wspace": 0.2}
             self.axes = self.fig.subplots(1, 2, gridspec_kw=grid)
             for ax, label in zip(self.axes, ("throughput (req/s)", "mean latency (ms)"), strict=True):
-                ax.set(ylabel=label, xlabel="users (an open loop: arrivals a second)")
+                ax.set(ylabel=label, xlabel=LOAD)
                 ax.yaxis.set_major_locator(MaxNLocator(4))
             self.bars: list[list] = [[], []]  # per axis, one Rectangle per run
             self.ticks = [self._marks(ax, "_", 400, PREDICTED, 3) for ax in self.axes]  # the predictions
@@ -87,6 +92,8 @@ class Chart:
         # a run's work under its load where the runs' works differ: runs of one pattern and load are told apart
         works = len({r.work for r in runs}) > 1
         ticks = tuple(f"{r.load}\n{r.work}" if works else r.load for r in runs)
+        if len(runs) > MANY_RUNS:
+            ticks = tuple(str(i) for i in range(1, len(runs) + 1))
         text = (ticks, tuple(dict.fromkeys(r.pattern for r in runs)), caption)
         fresh = self.layout is None or text != self.layout[:3] or all(r.final for r in runs)
         layout = (*text, self._tops(wanted, fresh))
@@ -151,11 +158,12 @@ class Chart:
         labels, patterns, caption, tops = layout
         self.caption.set_text(caption)
         for ax, top in zip(self.axes, tops, strict=True):
-            ax.set_xticks(range(len(runs)), labels, fontsize="x-small" if len(runs) > 12 else "small")
+            ax.set_xticks(range(len(runs)), labels, fontsize="x-small" if len(runs) > MANY_RUNS else "small")
+            ax.set_xlabel(NUMBERED if len(runs) > MANY_RUNS else LOAD)
             ax.set_xlim(-0.6, max(len(runs), 4) - 0.4)
             ax.set_ylim(0, top)
         if layout[1] != (self.layout or (None, None))[1]:
-            handles = [Patch(color=plots.COLORS.get(p, "grey"), label=p) for p in patterns]
+            handles = [Patch(color=plots.pattern_color(p), label=p) for p in patterns]
             tick = Line2D([], [], color=PREDICTED, marker="_", ms=12, mew=2.5, ls="")
             if self.legend is not None:
                 self.legend.remove()
@@ -178,7 +186,7 @@ class Chart:
             bars.append(ax.bar(len(bars), 0.0, width=0.7, animated=True)[0])
         for i, (bar, run, height) in enumerate(zip(bars, runs, heights, strict=False)):
             bar.set_height(height)
-            bar.set_facecolor(plots.COLORS.get(run.pattern, "grey"))
+            bar.set_facecolor(plots.pattern_color(run.pattern))
             bar.set_alpha(1.0 if run.final or i < len(runs) - 1 else 0.5)  # the run in progress: paler
         return bars[: len(runs)]
 

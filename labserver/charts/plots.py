@@ -43,6 +43,14 @@ COLORS["watchful"] = sns.color_palette("dark", 10)[0]  # lesson 13: sequential's
 # lesson 13's part 2: gather's orange; with a timeout a lighter one, its fix (a TaskGroup) a deeper one
 COLORS["gathertimeout"] = sns.color_palette("pastel", 10)[1]
 COLORS["taskgroup"] = sns.color_palette("dark", 10)[1]
+# lesson 07's database routes (demo/routes.SHOP): the sync driver, in a `def` endpoint, in the thread pool's green,
+# the async one in async's blue; the simulation, CPU work after the queries, in deeper ones
+ROUTE_COLORS = {
+    "sync_select": COLORS["threadpool"],
+    "async_select": COLORS["sequential"],
+    "sync_simulation": sns.color_palette("dark", 10)[2],
+    "async_simulation": sns.color_palette("dark", 10)[0],
+}
 INVALID = "#d62728"
 
 
@@ -53,8 +61,9 @@ def theme() -> None:
 theme()
 
 
-def _color(pattern: str):
-    return COLORS.get(pattern, "grey")
+def pattern_color(pattern: str):
+    """A pattern's colour, or a database route's; grey for anything else."""
+    return COLORS.get(pattern) or ROUTE_COLORS.get(pattern, "grey")
 
 
 def _name(key, hue: str) -> str:
@@ -109,7 +118,7 @@ def throughput(
     fig, ax = axes(ax)
     model, words = predicted_column(frame)
     for key, group in frame.sort_values(x).groupby(hue, sort=False):
-        color = _color(key) if hue == "pattern" else None
+        color = pattern_color(key) if hue == "pattern" else None
         name = _name(key, hue)
         line = ax.plot(group[x], group["rps"], "o-", color=color, label=f"{name} measured")[0]
         # a tick at each prediction: a run alone in its group (the busiest, say) has no line to draw, only its tick
@@ -131,7 +140,7 @@ def latency(frame: pd.DataFrame, title: str, x: str = "users", hue: str = "patte
     """p50 (dotted) and p95 (solid) latency, with the model's mean latency (dashed)."""
     fig, ax = axes(ax)
     for key, group in frame.sort_values(x).groupby(hue, sort=False):
-        color = _color(key) if hue == "pattern" else None
+        color = pattern_color(key) if hue == "pattern" else None
         name = _name(key, hue)
         line = ax.plot(group[x], group["p95_ms"], "o-", color=color, label=f"{name} p95")[0]
         ax.plot(group[x], group["p50_ms"], ":", color=line.get_color(), label=f"{name} p50")

@@ -114,9 +114,13 @@ def priced(args: dict, cost: Demand) -> Prediction:
     return pools.predict(**measured, hold_ms=cost.db_hold_ms)
 
 
-def limits(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame) -> dict:
-    """Every bound the model puts on one run, by name (req/s)."""
-    return pools.limits(**_model_args(server, endpoint, users, io_ms, cpu_n, base))
+def limits(
+    server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame, *, held: bool = False
+) -> dict:
+    """Every bound the model puts on one run, by name (req/s). `held`: the connection pool at the hold `calibrate`
+    measured (`base`'s hold_ms), not at the lone request's time less its CPU."""
+    hold = base.at[endpoint, "hold_ms"] if held and "hold_ms" in base else math.nan
+    return pools.limits(**_model_args(server, endpoint, users, io_ms, cpu_n, base), hold_ms=float(hold))
 
 
 def predict_frame(

@@ -196,3 +196,18 @@ def test_runs_of_one_load_are_told_apart_by_their_work():
     assert [t.get_text() for t in chart.axes[0].get_xticklabels()] == ["2\nfib(25)", "2\nno work"]
     live.png(Snapshot(runs(), 2, 3, 1.5, 5), chart=chart)  # one work (none said): the loads alone
     assert [t.get_text() for t in chart.axes[0].get_xticklabels()] == ["10", "20", "80"]
+    assert chart.axes[0].get_xlabel() == live.LOAD
+
+
+def test_many_runs_are_numbered_and_the_axis_says_so():
+    chart = live.Chart()
+    many = tuple(
+        RunSoFar("sequential", 20, 50.0, 40.0, 50.0, 40.0, 100, work=("fib(25)", "fib(25), 50 ms")[i % 2])
+        for i in range(live.MANY_RUNS + 1)
+    )
+    live.png(Snapshot(many, live.MANY_RUNS, live.MANY_RUNS + 1, 1.5, 5), chart=chart)
+    labels = [t.get_text() for t in chart.axes[1].get_xticklabels()]
+    assert labels == [str(i) for i in range(1, live.MANY_RUNS + 2)]
+    assert chart.axes[1].get_xlabel() == live.NUMBERED
+    live.png(Snapshot(many[:2], 1, 2, 1.5, 5), chart=chart)  # the next cell's few runs: loads again
+    assert chart.axes[1].get_xlabel() == live.LOAD

@@ -179,6 +179,15 @@ def test_every_pattern_has_its_colour():
     assert len(set(plots.LABEL_COLORS)) == len(PATTERNS)  # two lines or one, no two labels alike
 
 
+def test_lesson_07_s_routes_take_their_endpoint_s_colour_and_anything_else_grey():
+    from labserver.demo.routes import SHOP
+
+    assert set(plots.ROUTE_COLORS) == set(SHOP)
+    assert plots.pattern_color("sync_select") == plots.COLORS["threadpool"]  # a `def` endpoint: the thread pool's
+    assert plots.pattern_color("async_select") == plots.COLORS["sequential"]
+    assert plots.pattern_color("no such pattern") == "grey"
+
+
 def test_bars_mark_what_was_predicted_before_any_run_across_each_pair(runs):
     frame = runs[runs.users == 80].assign(model_rps=[100.0, 300.0])
     ax = plots.bars(frame, title="t", mark=("model_rps", "model before the runs")).axes[0]

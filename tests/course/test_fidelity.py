@@ -148,3 +148,24 @@ def test_a_run_names_its_python_and_a_thread_pool_not_of_the_default_size():
     assert fidelity.describe(run, bottleneck=False) == "threadpool users=20 threads=2 on 3.13.5t, GIL off"
     usual = pd.Series({"pattern": "threadpool", "users": 20, "threads": 40, "gil": True})
     assert fidelity.describe(usual, bottleneck=False) == "threadpool users=20"
+
+
+def test_a_price_its_runs_missed_the_same_way_is_named_and_a_wait_s_cpu_is_not():
+    pool = pd.DataFrame(
+        {
+            "pattern": ["processpool"] * 3,
+            "users": [20] * 3,
+            "io_ms": [0, 50, 0],
+            "cpu_n": [25] * 3,
+            "one_user_cpu_ms": [13.9] * 3,
+            "server_ms": [9.9, 10.2, 12.3],  # the last within 15% of the price: the median decides
+            "ratio_before": [1.28, 1.24, 1.03],
+        }
+    )
+    (line,) = fidelity.prices_missed(pool)
+    assert "3 runs priced once (processpool users=20 io_ms=0 cpu_n=25 and its runs with other waits)" in line
+    assert "at 13.90 ms" in line and "ran at 9.90–12.30 ms, median 0.73× it: the price missed" in line
+    waits = pool.assign(pattern="sequential", io_ms=100, one_user_cpu_ms=0.16, server_ms=[0.5, 0.6, 0.55])
+    assert fidelity.prices_missed(waits.assign(ratio_before=1.0)) == []  # its rate is its users' wait's
+    assert fidelity.prices_missed(pool.assign(ratio_before=0.7)) == []  # cheaper, yet slower: not the price
+    assert fidelity.prices_missed(pool.iloc[:1]) == []  # one run: a moment of its own

@@ -45,6 +45,10 @@ def test_fast_reads_the_ratio_the_pools_headroom_and_the_cpu_per_request():
     assert fast.bounds == "thread pool 2,000 req/s, connection pool 2,000 req/s"
     assert fast.headroom == pytest.approx(4.0)
     assert fast.priced_cpu_ratio == pytest.approx(2.0)
+    # calibrate's hold measured before the runs, where it has one: 2 connections / 4 ms = 500 req/s
+    held = findings.fast(server, base().assign(hold_ms=[4.0, 3.0, 5.0, 4.0]), fast_runs())
+    assert held.bounds == "thread pool 2,000 req/s, connection pool 500 req/s"
+    assert held.headroom == pytest.approx(1.0)
     table = fast.cpu_table()
     assert list(table.columns) == [
         "CPU ms per request, priced before the runs (8 users)",
@@ -119,4 +123,5 @@ def test_measured_holds_every_part_the_lesson_reads_but_the_extra_rounds():
 
 def test_runs_limits_is_what_fast_bounds_the_sync_select_by():
     server = SimpleNamespace(settings=Settings(workers=1, threads=4, db_pool=2, procs=0))
-    assert findings.fast(server, base(), fast_runs()).limits == runs.limits(server, "sync_select", 8, 0, 0, base())
+    fast = findings.fast(server, base(), fast_runs())
+    assert fast.limits == runs.limits(server, "sync_select", 8, 0, 0, base(), held=True)
