@@ -92,8 +92,9 @@ class Chart:
         # a run's work under its load where the runs' works differ: runs of one pattern and load are told apart
         works = len({r.work for r in runs}) > 1
         ticks = tuple(f"{r.load}\n{r.work}" if works else r.load for r in runs)
-        if len(runs) > MANY_RUNS:
-            ticks = tuple(str(i) for i in range(1, len(runs) + 1))
+        if len(runs) > MANY_RUNS:  # every `step`th numbered, as many as fit under the bars
+            step = math.ceil(len(runs) / MANY_RUNS)
+            ticks = tuple(str(i) if (i - 1) % step == 0 else "" for i in range(1, len(runs) + 1))
         text = (ticks, tuple(dict.fromkeys(r.pattern for r in runs)), caption)
         fresh = self.layout is None or text != self.layout[:3] or all(r.final for r in runs)
         layout = (*text, self._tops(wanted, fresh))

@@ -207,7 +207,7 @@ def test_many_runs_are_numbered_and_the_axis_says_so():
     )
     live.png(Snapshot(many, live.MANY_RUNS, live.MANY_RUNS + 1, 1.5, 5), chart=chart)
     labels = [t.get_text() for t in chart.axes[1].get_xticklabels()]
-    assert labels == [str(i) for i in range(1, live.MANY_RUNS + 2)]
+    assert labels == [str(i) if i % 2 else "" for i in range(1, live.MANY_RUNS + 2)]  # 1, 3, 5 …: they fit
     assert chart.axes[1].get_xlabel() == live.NUMBERED
     live.png(Snapshot(many[:2], 1, 2, 1.5, 5), chart=chart)  # the next cell's few runs: loads again
     assert chart.axes[1].get_xlabel() == live.LOAD
