@@ -158,6 +158,35 @@ def test_a_fan_out_priced_with_its_waits_shares_no_price_with_other_waits():
     assert pricing._hot_key(plain[0]) == pricing._hot_key(plain[1])
 
 
+def test_a_price_that_sets_many_runs_is_taken_again_apart_and_the_cheaper_kept_by_each(monkeypatch):
+    calls = []
+
+    def measure(stage, cpu_of=None):
+        w = stage.workload
+        calls.append((w.pattern, w.io_ms, cpu_of is not None))
+        if cpu_of is not None:
+            return dataclasses.replace(cpu_of, service_ms=w.io_ms + 1.0, seconds=0.1)
+        dear = 2.0 if sum(c[0] == w.pattern and not c[2] for c in calls) == 1 else 1.0  # a spell, the first time
+        return dataclasses.replace(ONE, service_ms=w.io_ms + 1.0, loop_ms=dear, seconds=0.5)
+
+    for name, empty in (("_priced", {}), ("_hot", {}), ("_members", {}), ("_hot_again", set())):
+        monkeypatch.setattr(pricing, name, empty)
+    monkeypatch.setattr(pricing, "measure", measure)
+    server = stand_in()
+    # fib and fib + sleep twice each: one price of their CPU sets four runs; hashed's sets one
+    pool = [Stage(server, Workload("processpool", 20, io_ms=io, cpu_n=25)) for io in (0, 50, 50, 0)]
+    one = Stage(server, Workload("hashed", 20, cpu_n=25))
+    priced = pricing.before([*pool, one], Options())
+    assert calls == [("processpool", 0, False), ("processpool", 50, True), ("hashed", 0, False),
+                     ("processpool", 0, False)]  # fmt: skip
+    ones = [s.before.one_user for s in priced]
+    assert [o.loop_ms for o in ones] == [1.0, 1.0, 1.0, 1.0, 2.0]  # the cheaper, in each of the four
+    assert [o.service_ms for o in ones[:2]] == [1.0, 51.0]  # each its own S still
+    assert ones[0].seconds == pytest.approx(1.0)  # both pricings counted in its make-up's time
+    pricing.before(pool, Options())
+    assert len(calls) == 4  # once per set of requests in this process
+
+
 def test_cpu_is_split_into_loops_threads_and_the_rest():
     before = {(7, 7): 1.0, (7, 8): 2.0, (9, 9): 0.5}
     after = {(7, 7): 1.5, (7, 8): 2.25, (7, 10): 0.1, (9, 9): 1.5, (9, 11): 0.2}
