@@ -121,8 +121,11 @@ def throughput(
         color = pattern_color(key) if hue == "pattern" else None
         name = _name(key, hue)
         line = ax.plot(group[x], group["rps"], "o-", color=color, label=f"{name} measured")[0]
-        # a tick at each prediction: a run alone in its group (the busiest, say) has no line to draw, only its tick
-        ax.plot(group[x], group[model], "_--", ms=12, color=line.get_color(), alpha=0.8, label=f"{name} {words}")
+        # a tick at each prediction: a run alone in its group (the busiest, say) has no line to draw, only its tick;
+        # beside the model's line through every x, ticks only: a dashed line from run to run would read as a second
+        # model where it only joins two points
+        style = "_" if curve is not None else "_--"
+        ax.plot(group[x], group[model], style, ms=12, color=line.get_color(), alpha=0.8, label=f"{name} {words}")
         if curve is not None:
             every = curve[curve[hue] == key].sort_values(x)
             ax.plot(every[x], every["predicted_rps"], "-", lw=1, color=line.get_color(), alpha=0.45,

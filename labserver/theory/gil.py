@@ -88,14 +88,15 @@ def explain(sweep: pd.DataFrame, thread_cost: float, fib_ms: float, converged: i
     at_deep = sweep[sweep["cpu_n"] == sweep["cpu_n"].max()].set_index("driver")["server_ms"]
     ratio = at_deep["sync"] / at_deep["async"]
     converge = f"The two converge (within {CONVERGED:.0%}, the median of the rounds) from fib({converged}) on"
+    # the turns timed in the notebook beside what the server's runs read: the two need not agree
+    timed = f"the timing above put fib's turns at {thread_cost:.2f}×"
     if abs(ratio - 1) <= CONVERGED:
-        return (
-            f"{converge}: their CPU per request (sync / async {ratio:.2f}× in this round) differs little next to fib."
-        )
+        per = f"their CPU per request (sync / async {ratio:.2f}× in this round; {timed})"
+        return f"{converge}: {per} differs little next to fib."
     # one round's pair, a run apart, can straddle a change in the cores' speed that the rounds' median leaves out
     return (
-        f"{converge}; in this round their CPU per request stood {ratio:.2f}× apart (sync / async), off the rounds' "
-        "median: a run in a slower moment reads dearer (the table of runs at the end names it)."
+        f"{converge}; in this round their CPU per request stood {ratio:.2f}× apart (sync / async; {timed}), off the "
+        "rounds' median: a run in a slower moment reads dearer (the table of runs at the end names it)."
     )
 
 

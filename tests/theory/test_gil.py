@@ -51,14 +51,18 @@ def test_explain_says_why_when_the_two_converge():
     text = gil.explain(sweep(sync_ms=(3.0, 44.0)), thread_cost=1.1, fib_ms=50.0, converged=28)
     assert text == (
         "The two converge (within 15%, the median of the rounds) from fib(28) on: their CPU per request "
-        "(sync / async 1.10× in this round) differs little next to fib."
+        "(sync / async 1.10× in this round; the timing above put fib's turns at 1.10×) differs little next to fib."
     )
 
 
 def test_explain_says_when_this_rounds_pair_stands_apart_from_the_median():
     text = gil.explain(sweep(sync_ms=(3.0, 52.8)), thread_cost=1.1, fib_ms=50.0, converged=28)
     assert "differs little" not in text
-    assert "in this round their CPU per request stood 1.32× apart (sync / async), off the rounds' median" in text
+    assert (
+        "in this round their CPU per request stood 1.32× apart (sync / async; the timing above put fib's turns at"
+        in text
+    )
+    assert "1.10×), off the rounds' median" in text
 
 
 def test_explain_splits_the_extra_cpu_when_they_do_not():
