@@ -87,7 +87,10 @@ def explain(sweep: pd.DataFrame, thread_cost: float, fib_ms: float, converged: i
         return extra_cpu(sweep, thread_cost, fib_ms).explain()
     at_deep = sweep[sweep["cpu_n"] == sweep["cpu_n"].max()].set_index("driver")["server_ms"]
     ratio = at_deep["sync"] / at_deep["async"]
-    converge = f"The two converge (within {CONVERGED:.0%}, the median of the rounds) from fib({converged}) on"
+    # only the sweep's two ends run in rounds: a depth between them is one round's
+    converge = (
+        f"The two converge (within {CONVERGED:.0%}; at the ends, the median of the rounds) from fib({converged}) on"
+    )
     # the turns timed in the notebook beside what the server's runs read: the two need not agree
     timed = f"the timing above put fib's turns at {thread_cost:.2f}×"
     if abs(ratio - 1) <= CONVERGED:

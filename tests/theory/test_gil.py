@@ -50,7 +50,7 @@ def test_a_round_where_sync_cost_less_says_so_not_a_negative_extra():
 def test_explain_says_why_when_the_two_converge():
     text = gil.explain(sweep(sync_ms=(3.0, 44.0)), thread_cost=1.1, fib_ms=50.0, converged=28)
     assert text == (
-        "The two converge (within 15%, the median of the rounds) from fib(28) on: their CPU per request "
+        "The two converge (within 15%; at the ends, the median of the rounds) from fib(28) on: their CPU per request "
         "(sync / async 1.10× in this round; the timing above put fib's turns at 1.10×) differs little next to fib."
     )
 
