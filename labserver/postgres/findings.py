@@ -29,7 +29,7 @@ def holds(slow: pd.DataFrame, base: pd.DataFrame, db_pool: int, io_ms: int) -> p
         {
             "req/s": by["rps"],
             "predicted req/s": by["predicted_rps"],
-            "held alone (ms)": alone,
+            "alone, S − CPU + io_ms (ms)": alone,
             "held under load, measured (ms)": by["db_hold_ms"],
             "db_pool / req/s (ms)": db_pool / by["rps"] * 1000,
         }
@@ -69,16 +69,17 @@ class Fast:
         return float(self.cpu_priced["sync"] / self.cpu_priced["async"])
 
     def cpu_table(self) -> pd.DataFrame:
-        """Each driver's CPU per request priced before the runs and under load, and the cores its server kept busy."""
+        """Each driver's CPU per request as calibrate priced it (8 users on 8 connections), as the run's own pricing
+        did (8 users taking turns over as many connections as the run holds, where the run has one) and under load,
+        and the cores its server kept busy."""
         under_load = self.runs.set_index("driver")
         users = int(under_load["users"].iloc[0])
-        return pd.DataFrame(
-            {
-                "CPU ms per request, priced before the runs (8 users)": self.cpu_priced,
-                f"CPU ms per request, {users} users": under_load["server_ms"],
-                "server CPU (cores)": under_load["server_cpu"],
-            }
-        ).round(2)
+        columns = {"CPU ms per request, priced on 8 connections": self.cpu_priced}
+        if "one_user_cpu_ms" in under_load:
+            columns[f"… priced on {users} connections, before the run"] = under_load["one_user_cpu_ms"]
+        columns[f"… under load, {users} users"] = under_load["server_ms"]
+        columns["server CPU (cores)"] = under_load["server_cpu"]
+        return pd.DataFrame(columns).round(2)
 
 
 def fast(server: LabServer, base: pd.DataFrame, rows: pd.DataFrame) -> Fast:

@@ -29,7 +29,7 @@ PHI = (1 + 5**0.5) / 2  # fib(n) costs about PHI × fib(n - 1): it makes fib(n -
 WHERE = {
     "threadpool": ("thread pool", "{users} requests in {users} pool threads together"),
     "sequential": ("async", "{users} requests on one event loop"),
-    "processpool": ("pool", "{users} requests, {procs} processes"),
+    "processpool": ("pool", "{users} requests, a worker and its {procs} processes"),
     "hashed": ("hashlib", "{users} requests in {users} pool threads together"),
 }
 

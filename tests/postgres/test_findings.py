@@ -25,7 +25,7 @@ def test_holds_set_each_driver_s_hold_alone_beside_under_load():
     )  # fmt: skip
     table = findings.holds(slow, base(), db_pool=20, io_ms=100)
     assert list(table.index) == ["sync", "async"]
-    assert table["held alone (ms)"].tolist() == [101.0, 101.0]  # time alone less its CPU, plus the pg_sleep
+    assert table["alone, S − CPU + io_ms (ms)"].tolist() == [101.0, 101.0]  # time alone less its CPU, plus the pg_sleep
     assert table.at["async", "db_pool / req/s (ms)"] == pytest.approx(111.1)
     assert table.at["sync", "held under load, measured (ms)"] == 104.0
 
@@ -51,11 +51,15 @@ def test_fast_reads_the_ratio_the_pools_headroom_and_the_cpu_per_request():
     assert held.headroom == pytest.approx(1.0)
     table = fast.cpu_table()
     assert list(table.columns) == [
-        "CPU ms per request, priced before the runs (8 users)",
-        "CPU ms per request, 8 users",
+        "CPU ms per request, priced on 8 connections",
+        "… under load, 8 users",
         "server CPU (cores)",
     ]
     assert table.loc["async"].tolist() == [0.5, 1.1, 0.9]
+    # each run's own price, over as many connections as it holds, beside calibrate's
+    spread = findings.fast(server, base(), fast_runs().assign(one_user_cpu_ms=[1.2, 0.6])).cpu_table()
+    assert list(spread.columns)[1] == "… priced on 8 connections, before the run"
+    assert spread.loc["sync"].tolist() == [1.0, 1.2, 1.8, 0.95]
 
 
 def sweep_runs(sync_rps=(300.0, 27.0), async_rps=(450.0, 30.0)):

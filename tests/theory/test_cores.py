@@ -104,7 +104,9 @@ def test_in_words_names_each_pattern_with_its_cores_and_cost():
     )
     assert lines[1] == "async:       20 requests on one event loop kept 1.00 cores busy, 25.0 ms of CPU per request"
     # the mean over the pool's two runs: 1.9 cores, 19 ms
-    assert lines[2] == "pool:        40 requests, 2 processes kept 1.90 cores busy, 19.0 ms of CPU per request"
+    assert lines[2] == (
+        "pool:        40 requests, a worker and its 2 processes kept 1.90 cores busy, 19.0 ms of CPU per request"
+    )
     assert lines[3].startswith("fib(25) alone, timed in this notebook: 18.0 ms; the GIL is handed over every ")
 
 

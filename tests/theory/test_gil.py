@@ -35,14 +35,22 @@ def test_the_sentence_names_what_neither_explains_only_when_something_is_left():
         "20.0 ms more"
     )
     assert "14.1 ms neither explains" in left
-    assert "as at fib(15)" in left and "(1.10× in the timing above)" in left
+    assert (
+        "as at fib(15)" in left
+        and "(0.10 × fib(28)'s 39.0 ms, as the async server ran it, over fib(15)'s request)" in left
+    )
+    assert left.endswith("14.1 ms neither explains.")  # no cause that nothing measured
+    timed = gil.extra_cpu(sweep(async_ms=(1.0, 1.0)), thread_cost=1.1, fib_ms=50.0).explain()
+    assert "(0.10 × fib(28)'s 50.0 ms, as timed in this notebook)" in timed
     nothing_left = gil.extra_cpu(sweep(), thread_cost=1.5, fib_ms=50.0).explain()  # turns 25 ms > the gap
     assert "neither explains" not in nothing_left
     assert nothing_left.endswith("(two new threads, GIL turns across cores).")  # no rule the sweep did not test
 
 
 def test_a_round_where_sync_cost_less_says_so_not_a_negative_extra():
-    cheaper = gil.ExtraCpu(shallow=15, deep=28, thread_cost=1.1, extra_ms=-4.0, turns_ms=5.0, own_ms=2.0).explain()
+    cheaper = gil.ExtraCpu(
+        shallow=15, deep=28, thread_cost=1.1, fib_ms=50.0, fib_in_server=False, extra_ms=-4.0, turns_ms=5.0, own_ms=2.0
+    ).explain()
     assert "a sync request cost 4.0 ms less CPU than an async one" in cheaper
     assert "-4.0" not in cheaper and "neither explains" not in cheaper
 
