@@ -20,7 +20,8 @@ CPU_BUDGET_TASKS_AT_MAX = 4
 
 
 def fib(n: int) -> int:
-    """Naive recursive Fibonacci: pure-Python CPU work that holds the GIL throughout."""
+    """Naive recursive Fibonacci: pure-Python CPU work, which runs only while its thread holds the GIL (in 5 ms turns
+    where other threads want it)."""
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 
 
