@@ -57,9 +57,10 @@ def slow_and_fast(slow: pd.DataFrame, fast: pd.DataFrame) -> plt.Figure:
 
 def fib_sweep_title(converged: int | None, author: str, published: tuple[int, int]) -> str:
     """The sweep's finding: from which depth the two versions converge, beside where `author`'s sweep did."""
-    where = f"from fib({converged}) on" if converged else "nowhere in this sweep"
+    band = f"{CONVERGED:.0%}"
+    where = f"within {band} from fib({converged}) on" if converged else f"more than {band} apart at every depth here"
     low, high = published
-    return f"The async edge shrinks as fib grows: the two converge {where} ({author}: between FIB {low} and {high})"
+    return f"The async edge shrinks as fib grows: the two are {where} ({author}: between FIB {low} and {high})"
 
 
 def fib_sweep_chart(

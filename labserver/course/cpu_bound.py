@@ -6,7 +6,7 @@ under test (tests/course/test_cpu_bound.py), so that a cell reads `fib.factor`, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -70,6 +70,12 @@ class WithSleep:
     async_vs_threads: float  # async / thread pool req/s, the median over rounds
     predicted_ratio: float  # the same, as predicted before the runs (the model's in-step thread pool)
     busy: pd.Series  # per pattern, the mean share of the cores left to it that it kept busy
+    # per pattern, its mean req/s over its mean prediction made before the runs: where a ratio missed, which side
+    of_before: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
+
+    def against_before(self, *patterns: str) -> str:
+        """Each of `patterns` against its own prediction made before the runs, in words."""
+        return ", ".join(f"{cores.WHERE[p][0]} {self.of_before[p]:.2f} of its own" for p in patterns)
 
 
 def with_sleep(runs: pd.DataFrame) -> WithSleep:
@@ -82,6 +88,7 @@ def with_sleep(runs: pd.DataFrame) -> WithSleep:
         async_vs_threads=_median_ratio(runs, "rps"),
         predicted_ratio=_median_ratio(runs, "predicted_before_rps"),
         busy=cores.share_of_left(runs),
+        of_before=mean["rps"] / mean["predicted_before_rps"],
     )
 
 

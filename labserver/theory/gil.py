@@ -50,6 +50,12 @@ class ExtraCpu:
             if self.fib_in_server
             else "as timed in this notebook"
         )
+        turns = (
+            f"{self.turns_ms:.1f} ms of it is fib taking turns on the GIL ({self.thread_cost - 1:.2f} × "
+            f"fib({self.deep})'s {self.fib_ms:.1f} ms, {source})"
+            if self.thread_cost > 1
+            else f"none of it measurably fib's turns on the GIL (their timing read {self.thread_cost:.2f}×)"
+        )
         if self.extra_ms <= 0:
             return (
                 f"No convergence within {CONVERGED:.0%} over the rounds (their median); in this round, at "
@@ -59,9 +65,7 @@ class ExtraCpu:
         return (
             f"No convergence within {CONVERGED:.0%} over the rounds (their median): in this round, at "
             f"fib({self.deep}), a sync request cost {self.extra_ms:.1f} ms more CPU than an async one. "
-            f"{self.turns_ms:.1f} ms of it is fib taking turns "
-            f"on the GIL ({self.thread_cost - 1:.2f} × fib({self.deep})'s {self.fib_ms:.1f} ms, {source}); "
-            f"{self.own_ms:.1f} ms is the sync request's "
+            f"{turns}; {self.own_ms:.1f} ms is the sync request's "
             f"own work, as at fib({self.shallow}) (two new threads, GIL turns across cores){unexplained}"
         )
 
@@ -87,7 +91,7 @@ def extra_cpu(sweep: pd.DataFrame, thread_cost: float, fib_ms: float) -> ExtraCp
         fib_ms=fib_ms,
         fib_in_server=read,
         extra_ms=at_deep["sync"] - at_deep["async"],
-        turns_ms=(thread_cost - 1) * fib_ms,
+        turns_ms=max(thread_cost - 1, 0.0) * fib_ms,  # a timing under 1 is the cores' speed moving, not turns
         own_ms=at_shallow["sync"] - at_shallow["async"],
     )
 

@@ -55,6 +55,9 @@ def test_with_sleep_reads_the_pool_and_the_threads_against_async_and_the_busy_sh
     assert mix.async_vs_threads == pytest.approx(1.25)
     assert mix.predicted_ratio == pytest.approx(100 / 64)  # as predicted before the runs
     assert mix.busy["threadpool"] == pytest.approx(0.8)  # its core idled while its users slept in step
+    # where a ratio misses its prediction, each side against its own price says which one missed
+    assert mix.of_before["threadpool"] == pytest.approx(80 / 64)
+    assert mix.against_before("sequential", "threadpool") == "async 1.00 of its own, thread pool 1.25 of its own"
 
 
 def test_sweep_names_where_the_cpu_took_over():

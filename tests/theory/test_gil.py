@@ -40,6 +40,9 @@ def test_the_sentence_names_what_neither_explains_only_when_something_is_left():
         and "(0.10 × fib(28)'s 39.0 ms, as the async server ran it, over fib(15)'s request)" in left
     )
     assert left.endswith("14.1 ms neither explains.")  # no cause that nothing measured
+    cheaper = gil.extra_cpu(sweep(), thread_cost=0.99, fib_ms=50.0)  # the threads' timing read under one thread's
+    assert cheaper.turns_ms == 0.0 and cheaper.rest_ms == pytest.approx(18.0)
+    assert "none of it measurably fib's turns on the GIL (their timing read 0.99×)" in cheaper.explain()
     timed = gil.extra_cpu(sweep(async_ms=(1.0, 1.0)), thread_cost=1.1, fib_ms=50.0).explain()
     assert "(0.10 × fib(28)'s 50.0 ms, as timed in this notebook)" in timed
     nothing_left = gil.extra_cpu(sweep(), thread_cost=1.5, fib_ms=50.0).explain()  # turns 19.5 ms + own 2 > the gap
