@@ -58,9 +58,9 @@ def slow_and_fast(slow: pd.DataFrame, fast: pd.DataFrame) -> plt.Figure:
 def fib_sweep_title(converged: int | None, author: str, published: tuple[int, int]) -> str:
     """The sweep's finding: from which depth the two versions converge, beside where `author`'s sweep did."""
     band = f"{CONVERGED:.0%}"
-    where = f"within {band} from fib({converged}) on" if converged else f"more than {band} apart at every depth here"
+    where = f"stay within {band} from fib({converged}) on" if converged else f"are not within {band} at the deepest"
     low, high = published
-    return f"The async edge shrinks as fib grows: the two are {where} ({author}: between FIB {low} and {high})"
+    return f"async / sync by fib depth: the two {where} ({author}: within {band} between FIB {low} and {high})"
 
 
 def fib_sweep_chart(

@@ -63,10 +63,11 @@ def rounds(
 ) -> dict:
     """`count` more rounds of the sync SELECT on a server on any core and on one pinned, side by side.
 
-    In mirrored order (any, pinned, pinned, any, ...): a drift in the machine's speed falls on
-    both. Parts named "round r, any" and "round r, pinned" (r from 1), for run_parts; `load` is plan's.
+    In mirrored order after part 2's own pair (any core, then pinned): pinned, any, any, pinned, ...,
+    so that a drift in the machine's speed falls on both. Parts named "round r, any" and "round r, pinned"
+    (r from 1), for run_parts; `load` is plan's.
     """
-    both = [("any", anywhere), ("pinned", pinned)]
+    both = [("pinned", pinned), ("any", anywhere)]
     return {f"round {r + 1}, {where}": runs.plan(each, ["sync_select"], [users], base, **load)
             for r, (where, each) in mirrored(both, count)}  # fmt: skip
 
