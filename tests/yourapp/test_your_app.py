@@ -3,6 +3,7 @@ import math
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from labserver import __main__ as cli
@@ -146,9 +147,9 @@ def test_a_def_route_that_computes_fills_its_workers_core_not_its_loop():
 def test_the_saturation_chart_draws_a_group_per_route():
     from labserver.charts import yourapp
 
-    frame = measure.busiest([], threads=40, cores=2.0)
-    frame = frame.reindex(columns=["route", "named", "threads", "loop", "worker", "cores"])
-    frame.loc[0] = ["GET /a", "the users", 0.0, 0.2, 0.2, 0.1]
+    # one route's row of `measure.busiest`, as the chart reads it
+    columns = ["route", "named", "threads", "loop", "worker", "cores"]
+    frame = pd.DataFrame([["GET /a", "the users", 0.0, 0.2, 0.2, 0.1]], columns=columns)
     fig = yourapp.saturation(frame, "title")
     assert len(fig.axes[0].patches) >= 4  # four bars for the one route
 
