@@ -6,6 +6,7 @@ under test (tests/course/test_cpu_bound.py), so that a cell reads `fib.factor`, 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -29,8 +30,16 @@ class FibAlone:
     factor: float  # the pool's req/s over the one-core patterns'
     speed: float  # the one-core patterns' CPU per request over the pool's: below 1 where all-core work costs more
     async_vs_threads: float  # async / thread pool req/s, the median over rounds (the two run seconds apart)
+    predicted_ratio: float  # the same, as predicted before the runs: each holds its one core (the GIL)
     one_core_cpu: float  # the most cores a one-core pattern kept busy
     busy: pd.Series  # per pattern, the least share of the cores left to it that it kept busy
+
+    @property
+    def one_gil_band(self) -> tuple[float, float]:
+        """Where async / thread pool reads nearer the one-GIL prediction than a second core's: a thread pool that
+        computed on two cores would serve twice, a ratio of half the prediction; the band runs from the two's
+        geometric midpoint to as far above the prediction."""
+        return self.predicted_ratio / math.sqrt(2), self.predicted_ratio * math.sqrt(2)
 
 
 def quiet(runs: pd.DataFrame) -> pd.DataFrame:
@@ -54,6 +63,7 @@ def fib_alone(runs: pd.DataFrame, one_core: list[str]) -> FibAlone:
         factor=float(mean.loc[POOL, "rps"] / one),
         speed=cores.cost_ratio(runs, "pattern", one_core, POOL),
         async_vs_threads=_median_ratio(runs, "rps"),
+        predicted_ratio=_median_ratio(runs, "predicted_before_rps"),
         one_core_cpu=float(mean.loc[one_core, "server_cpu"].max()),
         busy=cores.share_of_left(runs, how="min"),
     )
