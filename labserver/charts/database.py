@@ -30,8 +30,14 @@ def bounds_chart(panels: Mapping[str, pd.DataFrame], title: str) -> plt.Figure:
         bound = "before_bottleneck" if before else "bottleneck"
         for i, said in enumerate(frame[bound]):
             ax.annotate(said, (i, 0), xytext=(0, 4), textcoords="offset points", ha="center", fontsize="small")
+    # one legend under the panels: inside them it covers the tallest bars, which sit in the corners
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for ax in axes[0]:
+        if ax.get_legend():
+            ax.get_legend().remove()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
     fig.suptitle(title, fontweight="bold")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 

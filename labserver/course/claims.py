@@ -109,6 +109,9 @@ class Claims:
         detail = (
             "; ".join(f"{r.pattern} at {r.users} users: {r.problems}" for r in bad.itertuples()) or "all runs valid"
         )
+        if "disturbed" in frame and (disturbed := int(frame["disturbed"].eq(True).sum())):
+            # valid says the instrument measured the run; disturbed, that something else took CPU in its window
+            detail += f" ({disturbed} of them disturbed by other programs: counted apart against their predictions)"
         share = 1 - len(bad) / len(frame) if len(frame) else math.nan
         return self.between(claim, share, 1.0, 1.0, detail, key=key)
 

@@ -115,7 +115,7 @@ class Sweep:
     agree: float  # the share of depths where the model names the measured bottleneck
     crossed: tuple[int, int] | None  # the deepest fib measured I/O-bound, the shallowest CPU-bound
     knee_ms: float  # a request's CPU where the two caps cross, users × cpu = io + cpu
-    knee_n: float  # the depth whose fib costs that, less the request's own CPU (nan: no crossing to draw)
+    knee_n: float  # the depth whose fib alone costs that, as the model's curve prices it (nan: none to draw)
     costs: str  # what each depth cost here, in words
 
     @property
@@ -126,19 +126,27 @@ class Sweep:
 
 
 def sweep(curve: pd.DataFrame, io_ms: int, users: int) -> Sweep:
-    """Read lesson 03's sweep: async at `users` users and `io_ms` of sleep, over fib's depths."""
+    """Read lesson 03's sweep: async at `users` users and `io_ms` of sleep, over fib's depths. The knee is where
+    fib alone, timed here at each depth (as the model's curve prices it), costs the crossing's CPU."""
     depths = sorted(set(curve["cpu_n"]))
     knee_ms = cores.crossing_ms(io_ms, users)
-    # a request's own CPU beside its fib (HTTP, the framework): the shallowest depth's CPU less its fib
-    shallow = curve.loc[curve["cpu_n"] == depths[0]].iloc[0]
-    own_ms = max(0.0, shallow["server_cpu"] / shallow["rps"] * 1000 - cpu_ms(depths[0]))
     return Sweep(
         agree=float((cores.cpu_bound(curve) == cores.predicted_cpu_bound(curve)).mean()),
         crossed=cores.takeover(curve),
         knee_ms=knee_ms,
-        knee_n=cores.fib_depth(knee_ms - own_ms, depths[-1], cpu_ms(depths[-1])),
+        knee_n=knee_depth(knee_ms, range(depths[0], depths[-1] + 1)),
         costs=", ".join(f"fib({n}) {cpu_ms(n):.2f} ms" for n in depths),
     )
+
+
+def knee_depth(ms: float, depths: range) -> float:
+    """The (fractional) depth in `depths` at which fib, timed at each, costs `ms`: from the deepest depth timed
+    at or under it, a level at a time (cores.fib_depth), so that the mark sits where the curve drawn through
+    the same timings bends; nan where no depth in the range reaches it or the shallowest already passes it."""
+    under = [n for n in depths if cpu_ms(n) <= ms]
+    if not under or under[-1] == depths[-1]:
+        return math.nan
+    return cores.fib_depth(ms, under[-1], cpu_ms(under[-1]))
 
 
 def beside_pena(fib: FibAlone, mix: WithSleep, curve: pd.DataFrame, cpu_n: int) -> pd.DataFrame:

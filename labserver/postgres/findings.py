@@ -21,14 +21,16 @@ from labserver.theory.model import Bottleneck
 
 
 def holds(slow: pd.DataFrame, base: pd.DataFrame, db_pool: int, io_ms: int) -> pd.DataFrame:
-    """Part 1 by driver: req/s measured and predicted, a connection's hold alone and under load (ms), and
-    db_pool / req/s (ms), what Little's law gives for a pool never idle. `io_ms` is each query's pg_sleep."""
+    """Part 1 by driver: req/s measured, predicted before the run and at the hold measured under load, a
+    connection's hold alone and under load (ms), and db_pool / req/s (ms), what Little's law gives for a pool
+    never idle. `io_ms` is each query's pg_sleep."""
     by = slow.set_index("driver")
     alone = by["pattern"].map(base["service_ms"] - base["cpu_ms"]) + io_ms  # the lone request's price
     return pd.DataFrame(
         {
             "req/s": by["rps"],
-            "predicted req/s": by["predicted_rps"],
+            "predicted before": by["predicted_before_rps"],
+            "at the hold under load": by["predicted_rps"],
             "alone, S − CPU + io_ms (ms)": alone,
             "held under load, measured (ms)": by["db_hold_ms"],
             "db_pool / req/s (ms)": db_pool / by["rps"] * 1000,

@@ -145,10 +145,19 @@ def spread(any_core: Mapping[str, float], pinned: Mapping[str, float]) -> str:
     each = f" Each extra switch came with at most {cost:.1f} µs of extra CPU." if math.isfinite(cost) else ""
     return (
         f"The sync worker on any core: {where(any_core)}; pinned: {where(pinned)}.{each} The model gives a "
-        "worker one core: one thread at a time runs Python under the GIL. Whatever its threads kept busy "
-        "beyond one core was work done without the GIL, on the other core: the kernel's (switches, sockets) "
-        f"and libpq's. On any core the sync run read {any_core['measured / model']:.2f} of the model, "
-        f"pinned {pinned['measured / model']:.2f}; how much runs beside the GIL is not priced.{_asleep(any_core)}"
+        f"worker one core: one thread at a time runs Python under the GIL.{_beside(any_core['cores busy'])} On any "
+        f"core the sync run read {any_core['measured / model']:.2f} of the model, pinned "
+        f"{pinned['measured / model']:.2f}.{_asleep(any_core)}"
+    )
+
+
+def _beside(busy: float) -> str:
+    """What ran beside the GIL on any core: the cores the sync worker kept busy past one, if any."""
+    if busy <= 1:
+        return " It kept no more than one core busy: nothing measurable ran beside the GIL."
+    return (
+        f" The {busy - 1:.2f} of a core it kept busy past one was work done without the GIL, on the other core: "
+        "the kernel's (switches, sockets) and libpq's, which the model does not price."
     )
 
 

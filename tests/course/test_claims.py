@@ -72,6 +72,15 @@ def test_valid_claim_names_the_bad_runs():
     assert not Claims("t").valid("nothing measured", frame.iloc[0:0], key="runs-valid").passed
 
 
+def test_valid_claim_says_how_many_valid_runs_were_disturbed():
+    frame = pd.DataFrame({"pattern": ["a", "b"], "users": [1, 1], "valid": [True, True], "problems": ["", ""],
+                          "disturbed": [True, False]})  # fmt: skip
+    v = Claims("t").valid("every run valid", frame, key="runs-valid")
+    assert v.passed and "1 of them disturbed by other programs" in v.detail
+    quiet = Claims("t").valid("every run valid", frame.assign(disturbed=False), key="runs-valid")
+    assert quiet.detail == "all runs valid"
+
+
 def test_verdicts_are_printed(capsys):
     Claims("t").between("gather beats sequential", 2.9, low=2.5, key="gather-beats-sequential")
     assert "[PASS] gather beats sequential: measured 2.9, expected ≥ 2.5" in capsys.readouterr().out

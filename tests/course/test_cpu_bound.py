@@ -87,11 +87,20 @@ def test_sweep_names_where_the_cpu_took_over():
     assert read.crossed == (15, 25)
     assert read.title == "The CPU takes over between fib(15) and fib(25)"
     assert read.knee_ms == pytest.approx(50 / 19)
-    # fib's share of the knee: a request's CPU less its own, 1 ms at fib(15) less fib(15)'s
-    own = 1.0 - cpu_bound.cpu_ms(15)
-    assert read.knee_n == pytest.approx(cores.fib_depth(50 / 19 - own, 25, cpu_bound.cpu_ms(25)))
+    # the knee from fib alone, timed at each depth, as the model's curve through every depth prices it
+    assert read.knee_n == cpu_bound.knee_depth(50 / 19, range(15, 26))
     assert read.agree == 1.0
     assert "fib(15)" in read.costs and "fib(25)" in read.costs
+
+
+def test_the_knee_sits_between_the_timed_depths_around_it(monkeypatch):
+    timed = {20: 1.0, 21: 1.5, 22: 2.6, 23: 4.0}
+    monkeypatch.setattr(cpu_bound, "cpu_ms", timed.__getitem__)
+    knee = cpu_bound.knee_depth(2.0, range(20, 24))
+    assert 21 < knee < 22  # past fib(21)'s 1.5 ms, short of fib(22)'s 2.6 ms, where a curve through them bends
+    assert knee == pytest.approx(cores.fib_depth(2.0, 21, 1.5))
+    assert math.isnan(cpu_bound.knee_depth(5.0, range(20, 24)))  # the deepest costs less: no crossing in range
+    assert math.isnan(cpu_bound.knee_depth(0.5, range(20, 24)))  # the shallowest already costs more
 
 
 def test_a_sweep_that_never_crossed_says_so():

@@ -103,6 +103,12 @@ def test_spread_gives_both_servers_figures_and_the_fit():
     assert "1.10 cores busy, 49% of its CPU in the kernel, 54 context switches per request" in text
     assert "pinned: 0.97 cores busy, 28% of its CPU in the kernel, 10 context switches" in text
     assert "at most 6.6 µs" in text and "read 1.10 of the model, pinned 0.97" in text
+    assert "The 0.10 of a core it kept busy past one was work done without the GIL" in text
+
+
+def test_spread_says_nothing_ran_beside_the_gil_where_one_core_or_less_was_busy():
+    text = gil.spread({**ANY_CORE, "cores busy": 0.98}, PINNED)
+    assert "nothing measurable ran beside the GIL" in text and "past one" not in text
 
 
 def test_spread_without_switch_counts_leaves_them_out():
