@@ -119,11 +119,11 @@ def _plain(value):
 
 
 def _predicted(run: pd.Series, fibs_ms: np.ndarray) -> float:
-    """A run's predicted p95 wait: the loop's from its rate and its fibs; none beside a process or no fib; a
-    thread's is bounded (a switch interval a turn), not predicted: NaN."""
+    """A run's predicted p95 wait: the loop's from its rate and its fibs; none without fib; a thread's and a
+    process's are bounded (at least a switch interval a turn; under one), not predicted: NaN."""
     if run["where"] == "event loop":
         return loop_wait_ms(run["rps"], fibs_ms)
-    if run["where"] == "thread pool":
+    if run["where"] in ("thread pool", "process pool"):
         return float("nan")
     return 0.0
 
@@ -140,6 +140,6 @@ def foreseen(fib_ms: float, users: int, io_ms: int) -> pd.DataFrame:
             {"where": "thread pool", "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
              "foreseen_wait_p95_ms": f"a few × {SWITCH_MS:.0f}"},
             {"where": "process pool", "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
-             "foreseen_wait_p95_ms": 0.0},
+             "foreseen_wait_p95_ms": f"< {SWITCH_MS:.0f}"},
         ]
     )  # fmt: skip

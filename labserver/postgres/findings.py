@@ -32,6 +32,8 @@ def holds(slow: pd.DataFrame, base: pd.DataFrame, db_pool: int, io_ms: int) -> p
             "predicted before": by["predicted_before_rps"],
             "at the hold under load": by["predicted_rps"],
             "alone, S − CPU + io_ms (ms)": alone,
+            # the hold the prediction before priced where the pool bound it: n connections over n / hold req/s
+            "priced before, db_pool / predicted (ms)": db_pool / by["predicted_before_rps"] * 1000,
             "held under load, measured (ms)": by["db_hold_ms"],
             "db_pool / req/s (ms)": db_pool / by["rps"] * 1000,
         }

@@ -39,10 +39,15 @@ class ExtraCpu:
     def explain(self) -> str:
         """The split in a sentence, for a sweep where the two versions do not converge."""
         rest = self.rest_ms
+        # the two are estimates, each from its own moment: together they can pass the gap, and then are no part of it
+        past = rest < 0
         if rest > 0:
             unexplained = f"; {rest:.1f} ms neither explains."
-        elif rest < 0:  # the two are estimates, each from its own moment: together they can pass the gap
-            unexplained = f"; together {self.turns_ms + self.own_ms:.1f} ms, {-rest:.1f} ms more than the gap."
+        elif past:
+            unexplained = (
+                f": together {self.turns_ms + self.own_ms:.1f} ms, {-rest:.1f} ms more than the gap, which moves from "
+                "round to round (the rounds below)."
+            )
         else:
             unexplained = "."
         source = (
@@ -50,9 +55,14 @@ class ExtraCpu:
             if self.fib_in_server
             else "as timed in this notebook"
         )
+        own = "would add" if past else "is"
+        gil_turns = f"({self.thread_cost - 1:.2f} × fib({self.deep})'s {self.fib_ms:.1f} ms, {source})"
         turns = (
-            f"{self.turns_ms:.1f} ms of it is fib taking turns on the GIL ({self.thread_cost - 1:.2f} × "
-            f"fib({self.deep})'s {self.fib_ms:.1f} ms, {source})"
+            (
+                f"fib taking turns on the GIL would add {self.turns_ms:.1f} ms {gil_turns}"
+                if past
+                else f"{self.turns_ms:.1f} ms of it is fib taking turns on the GIL {gil_turns}"
+            )
             if self.thread_cost > 1
             else f"none of it measurably fib's turns on the GIL (their timing read {self.thread_cost:.2f}×)"
         )
@@ -65,8 +75,8 @@ class ExtraCpu:
         return (
             f"No convergence within {CONVERGED:.0%} over the rounds (their median): in this round, at "
             f"fib({self.deep}), a sync request cost {self.extra_ms:.1f} ms more CPU than an async one. "
-            f"{turns}; {self.own_ms:.1f} ms is the sync request's "
-            f"own work, as at fib({self.shallow}) (two new threads, GIL turns across cores){unexplained}"
+            f"{turns[0].upper()}{turns[1:]}; the sync request's own work, as at fib({self.shallow}) (two new threads, "
+            f"GIL turns across cores), {own} {self.own_ms:.1f} ms{unexplained}"
         )
 
 

@@ -28,6 +28,7 @@ def test_holds_set_each_driver_s_hold_alone_beside_under_load():
     assert table["alone, S − CPU + io_ms (ms)"].tolist() == [101.0, 101.0]  # time alone less its CPU, plus the pg_sleep
     assert table.at["async", "db_pool / req/s (ms)"] == pytest.approx(111.1)
     assert table.at["sync", "held under load, measured (ms)"] == 104.0
+    assert table.at["sync", "priced before, db_pool / predicted (ms)"] == pytest.approx(101.0)  # 20 / 198 req/s
     assert table.at["sync", "predicted before"] == 198.0 and table.at["sync", "at the hold under load"] == 199.0
 
 

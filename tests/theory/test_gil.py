@@ -42,14 +42,16 @@ def test_the_sentence_names_what_neither_explains_only_when_something_is_left():
     assert left.endswith("14.1 ms neither explains.")  # no cause that nothing measured
     cheaper = gil.extra_cpu(sweep(), thread_cost=0.99, fib_ms=50.0)  # the threads' timing read under one thread's
     assert cheaper.turns_ms == 0.0 and cheaper.rest_ms == pytest.approx(18.0)
-    assert "none of it measurably fib's turns on the GIL (their timing read 0.99×)" in cheaper.explain()
+    assert "None of it measurably fib's turns on the GIL (their timing read 0.99×)" in cheaper.explain()
     timed = gil.extra_cpu(sweep(async_ms=(1.0, 1.0)), thread_cost=1.1, fib_ms=50.0).explain()
     assert "(0.10 × fib(28)'s 50.0 ms, as timed in this notebook)" in timed
     nothing_left = gil.extra_cpu(sweep(), thread_cost=1.5, fib_ms=50.0).explain()  # turns 19.5 ms + own 2 > the gap
     assert "neither explains" not in nothing_left
     # turns 0.5 × 39 ms and own work 2 ms pass the gap of 20: said, not dropped
+    assert "Fib taking turns on the GIL would add 19.5 ms" in nothing_left and "of it is" not in nothing_left
     assert nothing_left.endswith(
-        "(two new threads, GIL turns across cores); together 21.5 ms, 1.5 ms more than the gap."
+        "(two new threads, GIL turns across cores), would add 2.0 ms: together 21.5 ms, 1.5 ms more than the gap, "
+        "which moves from round to round (the rounds below)."
     )
 
 
