@@ -20,6 +20,10 @@ from labserver.theory.model import cpu_ms
 
 POOL = "processpool"
 ASYNC, THREADS = "sequential", "threadpool"
+# Where async / thread pool reads nearer one core each (1) than a second core for the threads (½): from the
+# two's geometric midpoint to as far above 1. The hand-offs' price is left out: it moves more between
+# pricings than the hand-offs cost.
+ONE_GIL_BAND = (1 / math.sqrt(2), math.sqrt(2))
 
 
 @dataclass(frozen=True)
@@ -33,13 +37,6 @@ class FibAlone:
     predicted_ratio: float  # the same, as predicted before the runs: each holds its one core (the GIL)
     one_core_cpu: float  # the most cores a one-core pattern kept busy
     busy: pd.Series  # per pattern, the least share of the cores left to it that it kept busy
-
-    @property
-    def one_gil_band(self) -> tuple[float, float]:
-        """Where async / thread pool reads nearer the one-GIL prediction than a second core's: a thread pool that
-        computed on two cores would serve twice, a ratio of half the prediction; the band runs from the two's
-        geometric midpoint to as far above the prediction."""
-        return self.predicted_ratio / math.sqrt(2), self.predicted_ratio * math.sqrt(2)
 
 
 def quiet(runs: pd.DataFrame) -> pd.DataFrame:
