@@ -66,7 +66,7 @@ def fib_sweep_title(converged: int | None, author: str, published: tuple[int, in
     band = f"{CONVERGED:.0%}"
     where = f"stay within {band} from fib({converged}) on" if converged else f"are not within {band} at the deepest"
     low, high = published
-    return f"async / sync by fib depth: the two {where} ({author}: within {band} between FIB {low} and {high})"
+    return f"async / sync by fib depth: the two {where} ({author}: not within {band} at FIB {low}, within at {high})"
 
 
 def fib_sweep_chart(

@@ -218,7 +218,7 @@ def _miss_cause(ratio: float, one: OneUser | None, before: Before | None, figure
         causes.append(f"others took {figures['disturbed_cpu']:.2f} cores")
     speed = figures.get("core_speed", math.nan)
     if abs(speed - 1) >= SPEED_OFF and (speed > 1) == (ratio > 1):  # NaN compares False
-        causes.append(f"the cores ran at {speed:.2f}× their speed when it was priced")
+        causes.append(f"in its window the cores ran {speed:.2f}× as fast as when it was priced")
     if figures.get("worker_waited", math.nan) >= WAITED:  # NaN compares False
         causes.append(f"a worker waited for a CPU {figures['worker_waited']:.0%} of the window")
     if one is not None:

@@ -77,6 +77,6 @@ def test_slow_and_fast_titles_each_part_by_its_users_and_async_over_sync():
 def test_fib_sweep_title_says_where_the_two_converge_beside_the_article():
     assert fib_sweep_title(26, "Carlos Pena", (25, 30)) == (
         "async / sync by fib depth: the two stay within 15% from fib(26) on "
-        "(Carlos Pena: within 15% between FIB 25 and 30)"
+        "(Carlos Pena: not within 15% at FIB 25, within at 30)"
     )
     assert "the two are not within 15% at the deepest" in fib_sweep_title(None, "Carlos Pena", (25, 30))

@@ -118,11 +118,11 @@ def test_a_run_an_older_harness_marked_for_its_cores_probe_stays_apart_and_says_
     runs = _runs().iloc[:3].assign(
         predicted_before_rps=[100.0, 50.0, 10.0], rps=[98.0, 35.0, 10.2], ratio_before=[0.98, 0.7, 1.02],
         disturbed=[False, True, False], disturbed_cpu=[0.0, 0.02, 0.0], core_speed=[1.0, 0.7, 0.97],
-        before_miss=["", "the cores ran at 0.70× their speed when it was priced", ""],
+        before_miss=["", "in its window the cores ran 0.70× as fast as when it was priced", ""],
     )  # fmt: skip
     shown = fidelity.before_table("03_b", runs).data
     assert list(shown["counted"]) == ["yes", "apart: disturbed", "yes"]
-    assert "ran at 0.70×" in shown.iloc[1, -1]
+    assert "ran 0.70× as fast" in shown.iloc[1, -1]
     assert "1 disturbed (marked by an older harness)" in capsys.readouterr().out
 
 

@@ -520,7 +520,8 @@ def test_a_miss_names_the_cores_probe_where_it_went_the_same_way_and_only_others
     figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.33, "ratio": 1.0, "bunched": 0.5,
                "bunched_at_random": 0.5, "core_speed": 0.7}  # fmt: skip
     before = Before(Prediction(100.0, 10.0, "users"), ONE, "one user", 0.33)
-    assert "the cores ran at 0.70× their speed when it was priced" in collect._miss_cause(0.7, ONE, before, figures)
+    said = collect._miss_cause(0.7, ONE, before, figures)
+    assert "in its window the cores ran 0.70× as fast as when it was priced" in said
     assert "probe" not in collect._miss_cause(1.3, ONE, before, figures)  # served more on slower cores: not the cause
     assert collect.is_disturbed(0.2)  # others' CPU disturbs any run
     assert not collect.is_disturbed(0.05) and not collect.is_disturbed(math.nan)  # unmeasured: not
