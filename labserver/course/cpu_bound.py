@@ -7,6 +7,7 @@ under test (tests/course/test_cpu_bound.py), so that a cell reads `fib.factor`, 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -16,7 +17,7 @@ from labserver.harness import records
 from labserver.harness.results import compare
 from labserver.paths import runs_dir
 from labserver.theory import cores, pools
-from labserver.theory.model import cpu_ms
+from labserver.theory.model import cpu_ms, predict_frame
 
 POOL = "processpool"
 ASYNC, THREADS = "sequential", "threadpool"
@@ -97,6 +98,18 @@ def with_sleep(runs: pd.DataFrame) -> WithSleep:
         busy=cores.share_of_left(runs),
         of_before=mean["rps"] / mean["predicted_before_rps"],
     )
+
+
+def in_step_ratio(users: Mapping[str, int], cpu_n: int, io_ms: int, threads: int) -> float:
+    """async / thread pool req/s with fib + sleep, as the model predicts it before the runs from fib alone timed here
+    (the Predict table's price): one price for both, so that a change in the cores' speed falls on both alike, where
+    each pattern's own pricing takes it at one moment, and a slow one reads on that pattern alone. What is left is
+    the model's in-step thread pool, the claim's subject."""
+    rps = {
+        p: float(predict_frame([p], [users[p]], cpu_n=cpu_n, io_ms=io_ms, threads=threads)["predicted_rps"].iloc[0])
+        for p in (ASYNC, THREADS)
+    }
+    return rps[ASYNC] / rps[THREADS]
 
 
 def _median_ratio(runs: pd.DataFrame, column: str) -> float:

@@ -350,7 +350,9 @@ def foreseen_invalid(stages: list[Stage], options: Options) -> list[str]:
             prices = [validity.on_python(_other_python(s.server)) for s in plan]
             seen = validity.foresee(
                 runs,
-                fib_ms=_fib_ms,
+                # fib as timed here (cached): the price sizing.fit lengthened the runs by, so that a run it
+                # lengthened is not called too short
+                fib_ms=model.cpu_ms,
                 processes=options.processes,
                 warmup_s=options.warmup_s,
                 prices=prices,

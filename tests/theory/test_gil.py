@@ -45,6 +45,8 @@ def test_the_sentence_names_what_neither_explains_only_when_something_is_left():
     assert "None of it measurably fib's turns on the GIL (their timing read 0.99×)" in cheaper.explain()
     timed = gil.extra_cpu(sweep(async_ms=(1.0, 1.0)), thread_cost=1.1, fib_ms=50.0).explain()
     assert "(0.10 × fib(28)'s 50.0 ms, as timed in this notebook)" in timed
+    small = gil.extra_cpu(sweep(async_ms=(1.0, 1.0)), thread_cost=1.005, fib_ms=56.8).explain()
+    assert "0.3 ms of it is fib taking turns on the GIL (0.005 × fib(28)'s 56.8 ms" in small  # not "0.01 ×"
     nothing_left = gil.extra_cpu(sweep(), thread_cost=1.5, fib_ms=50.0).explain()  # turns 19.5 ms + own 2 > the gap
     assert "neither explains" not in nothing_left
     # turns 0.5 × 39 ms and own work 2 ms pass the gap of 20: said, not dropped
