@@ -491,8 +491,8 @@ ROWS = [
         "the async driver in `async def`; a sync one in a plain `def` that takes its connection in the endpoint "
         "(a session that connects at its first query, as SQLAlchemy's does; a `def` `yield` dependency that connects "
         "before its `yield` can stall); a pool sized by Little's law, workers × pool under the server's "
-        "`max_connections`, and the thread limit lowered to the pool: threads left to wait for a connection, even "
-        "under a pool timeout, cost the worker's core (lesson 15, exercise 4)",
+        "`max_connections`, and the thread limit lowered to the pool: many threads left to wait for a connection, "
+        "even under a pool timeout, can cost the worker's core (lesson 15, exercise 4)",
         "connections / hold time (Little's law); a `def` min(threads / S, connections / hold), S its time alone",
         "requests wait for a connection with the database idle, or the pool's timeout errors",
         "sync driver / (connections / hold), the pool scarcer than the threads",
