@@ -100,16 +100,16 @@ def with_sleep(runs: pd.DataFrame) -> WithSleep:
     )
 
 
-def in_step_ratio(users: Mapping[str, int], cpu_n: int, io_ms: int, threads: int) -> float:
-    """async / thread pool req/s with fib + sleep, as the model predicts it before the runs from fib alone timed here
+def model_ratio(over: str, under: str, users: Mapping[str, int], cpu_n: int, io_ms: int, threads: int) -> float:
+    """`over` / `under` req/s with fib + sleep, as the model predicts it before the runs from fib alone timed here
     (the Predict table's price): one price for both, so that a change in the cores' speed falls on both alike, where
-    each pattern's own pricing takes it at one moment, and a slow one reads on that pattern alone. What is left is
-    the model's in-step thread pool, the claim's subject."""
+    each pattern's own pricing takes it at one moment, and a slow one reads on that pattern alone. Async over the
+    thread pool: the model's in-step thread pool; the process pool over async: the cores each can use."""
     rps = {
         p: float(predict_frame([p], [users[p]], cpu_n=cpu_n, io_ms=io_ms, threads=threads)["predicted_rps"].iloc[0])
-        for p in (ASYNC, THREADS)
+        for p in (over, under)
     }
-    return rps[ASYNC] / rps[THREADS]
+    return rps[over] / rps[under]
 
 
 def _median_ratio(runs: pd.DataFrame, column: str) -> float:

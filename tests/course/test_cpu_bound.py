@@ -133,11 +133,12 @@ def test_a_disturbed_round_leaves_the_means_where_the_pattern_has_a_quiet_one():
     assert cpu_bound.fib_alone(runs, ONE_CORE).mean.loc["hashed", "rps"] == pytest.approx(120)
 
 
-def test_the_in_step_ratio_prices_both_patterns_with_one_fib_timing(monkeypatch):
-    users = {"sequential": 20, "threadpool": 20}
+def test_the_model_s_ratios_price_both_patterns_with_one_fib_timing(monkeypatch):
+    users = {"sequential": 20, "threadpool": 20, "processpool": 20}
     monkeypatch.setattr("labserver.theory.model.cpu_ms", lambda n, repeat=3: 10.0)
     # async holds its core: 1 / 10 ms; the thread pool's users in one burst: 20 / (50 + 20 × 10 ms)
-    assert cpu_bound.in_step_ratio(users, 25, 50, 40) == pytest.approx(100 / 80)
+    assert cpu_bound.model_ratio("sequential", "threadpool", users, 25, 50, 40) == pytest.approx(100 / 80)
+    assert cpu_bound.model_ratio("processpool", "sequential", users, 25, 50, 40) == pytest.approx(2.0)  # 2 cores
     monkeypatch.setattr("labserver.theory.model.cpu_ms", lambda n, repeat=3: 1.0)
     # fib shorter than a GIL turn: no bursts, and both are bound by their users alike
-    assert cpu_bound.in_step_ratio(users, 25, 50, 40) == pytest.approx(1.0)
+    assert cpu_bound.model_ratio("sequential", "threadpool", users, 25, 50, 40) == pytest.approx(1.0)
