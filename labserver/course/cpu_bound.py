@@ -112,6 +112,37 @@ def model_ratio(over: str, under: str, users: Mapping[str, int], cpu_n: int, io_
     return rps[over] / rps[under]
 
 
+@dataclass(frozen=True)
+class MixModel:
+    """The fib + sleep ratios as the model predicts them before the runs from fib alone (model_ratio), and the most
+    the thread pool's core can idle in step, io / (io + users × cpu)."""
+
+    pool_over: float  # the process pool / async def
+    in_step: float  # async def / the thread pool, its users all in one burst
+    most_idle: float
+
+    def pool_detail(self, mix: WithSleep) -> str:
+        return (
+            f"served {mix.factor:.2f}, the model {self.pool_over:.2f}; each priced on its own: "
+            f"{mix.predicted_factor:.2f} ({mix.against_before(POOL, ASYNC)})"
+        )
+
+    def threads_detail(self, mix: WithSleep) -> str:
+        return (
+            f"served {mix.async_vs_threads:.2f}; the model in step {self.in_step:.2f}, its core idle up to "
+            f"{self.most_idle:.0%}: idle {1 - mix.busy[THREADS]:.0%}; each priced on its own: {mix.predicted_ratio:.2f}"
+        )
+
+
+def mix_model(users: Mapping[str, int], cpu_n: int, io_ms: int, threads: int) -> MixModel:
+    """Lesson 03's fib + sleep runs as the model predicts them from fib alone, timed here before the runs."""
+    return MixModel(
+        pool_over=model_ratio(POOL, ASYNC, users, cpu_n, io_ms, threads),
+        in_step=model_ratio(ASYNC, THREADS, users, cpu_n, io_ms, threads),
+        most_idle=io_ms / (io_ms + users[THREADS] * cpu_ms(cpu_n)),
+    )
+
+
 def _median_ratio(runs: pd.DataFrame, column: str) -> float:
     # Within a round the two run seconds apart; the median over rounds leaves out a round in which the
     # machine changed speed between them.
@@ -140,12 +171,15 @@ def sweep(curve: pd.DataFrame, io_ms: int, users: int) -> Sweep:
     fib alone, timed here at each depth (as the model's curve prices it), costs the crossing's CPU."""
     depths = sorted(set(curve["cpu_n"]))
     knee_ms = cores.crossing_ms(io_ms, users)
+    knee_n = knee_depth(knee_ms, range(depths[0], depths[-1] + 1))
+    # the runs' depths, and the two the knee sits between: its mark reads their timings
+    shown = sorted({*depths, *((math.floor(knee_n), math.ceil(knee_n)) if math.isfinite(knee_n) else ())})
     return Sweep(
         agree=float((cores.cpu_bound(curve) == cores.predicted_cpu_bound(curve)).mean()),
         crossed=cores.takeover(curve),
         knee_ms=knee_ms,
-        knee_n=knee_depth(knee_ms, range(depths[0], depths[-1] + 1)),
-        costs=", ".join(f"fib({n}) {cpu_ms(n):.2f} ms" for n in depths),
+        knee_n=knee_n,
+        costs=", ".join(f"fib({n}) {cpu_ms(n):.2f} ms" for n in shown),
     )
 
 

@@ -90,6 +90,8 @@ def test_sweep_names_where_the_cpu_took_over():
     assert read.knee_n == cpu_bound.knee_depth(50 / 19, range(15, 26))
     assert read.agree == 1.0
     assert "fib(15)" in read.costs and "fib(25)" in read.costs
+    around = (math.floor(read.knee_n), math.ceil(read.knee_n))  # the timings its mark reads, printed beside it
+    assert all(f"fib({n}) " in read.costs for n in around)
 
 
 def test_the_knee_sits_between_the_timed_depths_around_it(monkeypatch):
@@ -142,3 +144,18 @@ def test_the_model_s_ratios_price_both_patterns_with_one_fib_timing(monkeypatch)
     monkeypatch.setattr("labserver.theory.model.cpu_ms", lambda n, repeat=3: 1.0)
     # fib shorter than a GIL turn: no bursts, and both are bound by their users alike
     assert cpu_bound.model_ratio("sequential", "threadpool", users, 25, 50, 40) == pytest.approx(1.0)
+
+
+def test_the_mix_model_gives_the_claims_their_ratios_and_the_most_idle(monkeypatch):
+    users = {"sequential": 20, "threadpool": 20, "processpool": 20}
+    monkeypatch.setattr("labserver.theory.model.cpu_ms", lambda n, repeat=3: 10.0)
+    monkeypatch.setattr(cpu_bound, "cpu_ms", lambda n: 10.0)
+    model = cpu_bound.mix_model(users, 25, 50, 40)
+    assert model.pool_over == pytest.approx(2.0) and model.in_step == pytest.approx(1.25)
+    assert model.most_idle == pytest.approx(50 / (50 + 20 * 10))
+    mix = cpu_bound.WithSleep(
+        factor=1.8, predicted_factor=2.6, async_vs_threads=1.3, predicted_ratio=1.1,
+        busy=pd.Series({"threadpool": 0.9}), of_before=pd.Series({"processpool": 0.7, "sequential": 1.0}),
+    )  # fmt: skip
+    assert model.threads_detail(mix).startswith("served 1.30; the model in step 1.25, its core idle up to 20%: idle 10")
+    assert model.pool_detail(mix).startswith("served 1.80, the model 2.00; each priced on its own: 2.60")
