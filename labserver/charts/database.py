@@ -85,7 +85,8 @@ def fib_sweep_chart(
     rps_ax.legend(fontsize="small", loc="lower left")  # the lines fall to the right: that corner is free
     ratio_ax.plot(ratios.index, ratios.values, "o-", label="this machine")
     ratio_ax.plot(published.index, published.values, "s--", color="grey", label=published_label)
-    ratio_ax.axhspan(1 - CONVERGED, 1 + CONVERGED, color="grey", alpha=0.15, label=f"within {CONVERGED:.0%}: converged")
+    band = f"within {CONVERGED:.0%} of each other"
+    ratio_ax.axhspan(1 - CONVERGED, 1 + CONVERGED, color="grey", alpha=0.15, label=band)
     ratio_ax.set(
         title="async / sync (the ends: median of the rounds)",
         xlabel="CPU work per request: fib(cpu_n)",

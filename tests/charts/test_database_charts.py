@@ -56,7 +56,7 @@ def test_fib_sweep_chart_puts_ours_beside_the_published_ratios():
     assert rps_ax.get_yscale() == "log"
     assert rps_ax.get_ylim() == pytest.approx((4.0, 1300.0))  # half the slowest, twice the fastest or predicted
     labels = [t.get_text() for t in ratio_ax.get_legend().get_texts()]
-    assert labels == ["this machine", "seed 001 (k6, 32 VUs)", "within 15%: converged"]
+    assert labels == ["this machine", "seed 001 (k6, 32 VUs)", "within 15% of each other"]
     assert list(ratio_ax.lines[1].get_xdata()) == [15, 30]
     band = ratio_ax.patches[0]  # where the two count as converged
     assert (band.get_y(), band.get_y() + band.get_height()) == pytest.approx((0.85, 1.15))
