@@ -38,6 +38,12 @@ class FibAlone:
     predicted_ratio: float  # the same, as predicted before the runs: each holds its one core (the GIL)
     one_core_cpu: float  # the most cores a one-core pattern kept busy
     busy: pd.Series  # per pattern, the least share of the cores left to it that it kept busy
+    left_out: int = 0  # the disturbed runs these figures leave out (`quiet`)
+
+    @property
+    def over(self) -> str:
+        """What the figures are read over, for a title: all the runs, or the runs less those left out."""
+        return f" ({self.left_out} disturbed run{'s' * (self.left_out != 1)} left out)" if self.left_out else ""
 
 
 def quiet(runs: pd.DataFrame) -> pd.DataFrame:
@@ -53,7 +59,7 @@ def quiet(runs: pd.DataFrame) -> pd.DataFrame:
 def fib_alone(runs: pd.DataFrame, one_core: list[str]) -> FibAlone:
     """Read lesson 03's fib runs: `one_core` are the patterns the model holds to one core; each pattern's means over
     the rounds that nothing disturbed, where it has any (`quiet`)."""
-    runs = quiet(runs)
+    left_out = len(runs) - len(runs := quiet(runs))
     mean = runs.groupby("pattern")[["rps", "predicted_rps", "server_cpu"]].mean()
     one = runs.loc[runs["pattern"].isin(one_core), "rps"].mean()  # the model gives them the same core
     return FibAlone(
@@ -64,6 +70,18 @@ def fib_alone(runs: pd.DataFrame, one_core: list[str]) -> FibAlone:
         predicted_ratio=_median_ratio(runs, "predicted_before_rps"),
         one_core_cpu=float(mean.loc[one_core, "server_cpu"].max()),
         busy=cores.share_of_left(runs, how="min"),
+        left_out=left_out,
+    )
+
+
+def spread(runs: pd.DataFrame, predicted: Mapping[str, float]) -> str:
+    """Each run's req/s over the Predict table's answer for its pattern, and over its price just before the runs,
+    as ranges: how far a run can land from a prediction on this machine."""
+    table = runs["rps"] / runs["pattern"].map(predicted)
+    before = runs["rps"] / runs["predicted_before_rps"]
+    return (
+        f"runs / the Predict table: {table.min():.2f}–{table.max():.2f}; "
+        f"runs / their price just before: {before.min():.2f}–{before.max():.2f}"
     )
 
 

@@ -121,6 +121,9 @@ def beside_gather(article: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([article.assign(source=f"{LOCUST_GATHER.short}: {theirs}"), ours.assign(source=mine)])
 
 
+NOT_RUN = "not in the article"  # a figure the article did not measure, said where a table would show None
+
+
 def beside_database(
     fast: float, pinned: float, priced_cpu: float, sweep: pd.Series, converged: int | None
 ) -> pd.DataFrame:
@@ -134,8 +137,8 @@ def beside_database(
     low, high = PENA_CONVERGED_FIB
     rows = [
         ("fast SELECT: async / sync", ratio(PENA_SELECT_RPS, "async", "sync"), fast),
-        ("fast SELECT, server pinned to one core: async / sync, median of the rounds", None, pinned),
-        ("fast SELECT: sync / async CPU per request, priced before the runs", None, priced_cpu),
+        ("fast SELECT, server pinned to one core: async / sync, median of the rounds", NOT_RUN, pinned),
+        ("fast SELECT: sync / async CPU per request, priced before the runs", NOT_RUN, priced_cpu),
         (
             f"sweep: async / sync at fib({shallow})",
             async_over_sync(PENA_SWEEP_RPS).get(shallow, math.nan),
@@ -143,7 +146,10 @@ def beside_database(
         ),
         ("sweep: depth where the two converge", f"between {low} and {high}", converged),
     ]
-    return pd.DataFrame(rows, columns=["figure", "Carlos Pena", "this machine"])
+    if converged is None:  # said in words: a NaN in a table reads as a missing run
+        rows[-1] = (rows[-1][0], rows[-1][1], f"not within 15% up to fib({int(sweep.index.max())})")
+    rounded = [(figure, *(round(v, 2) if isinstance(v, float) else v for v in values)) for figure, *values in rows]
+    return pd.DataFrame(rounded, columns=["figure", "Carlos Pena", "this machine"])
 
 
 @dataclass(frozen=True)

@@ -207,7 +207,6 @@ def sweep(frames: dict[str, pd.DataFrame], base: pd.DataFrame, rounds: int) -> S
 
 
 def measured(slow: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The runs the lesson reads, in one frame: part 1's (`slow`), and part 2's, part 3's and the pinned
-    server's from run_parts' `frames` (the pinned one's where there was one; the extra rounds aside)."""
-    parts = [frames[name] for name in ("fast", "sweep", "pinned") if name in frames]
-    return pd.concat([slow, *parts], ignore_index=True)
+    """Every run the lesson made, in one frame: part 1's (`slow`), and each of run_parts' `frames` (parts 2 and 3,
+    the pinned server's, and the extra rounds that claims 4 and 5 read)."""
+    return pd.concat([slow, *frames.values()], ignore_index=True)

@@ -131,8 +131,18 @@ def test_a_disturbed_round_leaves_the_means_where_the_pattern_has_a_quiet_one():
     assert fib.factor == pytest.approx(1.9)  # the pool's quiet round alone: 190 / 100
     # hashed was disturbed in its second round only; a pattern disturbed in every round keeps its rounds
     assert fib.mean.loc["hashed", "rps"] == pytest.approx(150)
+    assert fib.left_out == 2 and fib.over == " (2 disturbed runs left out)"  # the title says what it is read over
     runs["disturbed"] = runs["pattern"].eq("hashed")
-    assert cpu_bound.fib_alone(runs, ONE_CORE).mean.loc["hashed", "rps"] == pytest.approx(120)
+    kept = cpu_bound.fib_alone(runs, ONE_CORE)
+    assert kept.mean.loc["hashed", "rps"] == pytest.approx(120)
+    assert kept.left_out == 0 and kept.over == ""  # every run kept: nothing to say
+
+
+def test_spread_gives_how_far_runs_land_from_each_prediction():
+    runs = _runs({"threadpool": [80, 120], "processpool": [150]}, {"threadpool": 1.0, "processpool": 1.8},
+                 before={"threadpool": 100.0, "processpool": 200.0})  # fmt: skip
+    line = cpu_bound.spread(runs, {"threadpool": 100.0, "processpool": 100.0})
+    assert line == "runs / the Predict table: 0.80–1.50; runs / their price just before: 0.75–1.20"
 
 
 def test_the_model_s_ratios_price_both_patterns_with_one_fib_timing(monkeypatch):

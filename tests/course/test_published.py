@@ -67,11 +67,11 @@ def test_beside_database_sets_carlos_penas_figures_beside_lesson_07s():
 
     table = published.beside_database(1.4, 1.2, 1.5, pd.Series({15: 1.3, 28: 1.1}), converged=None)
     assert list(table.columns) == ["figure", "Carlos Pena", "this machine"]
-    assert table["this machine"].tolist()[:4] == [1.4, 1.2, 1.5, 1.3]
-    assert math.isnan(table["this machine"].iloc[4])  # converged nowhere in the sweep
-    assert table["Carlos Pena"].iloc[0] == 2007.86 / 1123.60
-    assert table["Carlos Pena"].iloc[3] == 940.16 / 648.88  # its FIB sweep at 15, our shallowest depth
+    assert table["this machine"].tolist() == [1.4, 1.2, 1.5, 1.3, "not within 15% up to fib(28)"]  # said, not NaN
+    assert table["Carlos Pena"].iloc[0] == round(2007.86 / 1123.60, 2)  # to two places, as the lesson shows it
+    assert table["Carlos Pena"].iloc[3] == round(940.16 / 648.88, 2)  # its FIB sweep at 15, our shallowest depth
     assert table["figure"].iloc[3] == "sweep: async / sync at fib(15)"
     assert table["Carlos Pena"].iloc[4] == "between 25 and 30"
+    assert table["Carlos Pena"].iloc[1] == published.NOT_RUN  # said in words, not None
     at_10 = published.beside_database(1.4, float("nan"), 1.5, pd.Series({10: 1.3, 15: 1.1}), converged=15)
     assert math.isnan(at_10["Carlos Pena"].iloc[3])  # the article ran no FIB of 10

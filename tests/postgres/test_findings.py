@@ -120,11 +120,13 @@ def test_a_thread_cost_under_one_is_said_to_be_the_cores_speed_not_a_saving(swee
     assert first.startswith("fib(28) on 4 threads at once costs 0.74× its CPU on one thread: under 1, the cores ran")
 
 
-def test_measured_holds_every_part_the_lesson_reads_but_the_extra_rounds():
+def test_measured_holds_every_run_the_lesson_made_the_extra_rounds_too():
     part = pd.DataFrame({"pattern": ["sync_select"], "valid": [True]})
-    frames = {"fast": part, "sweep": part, "round 1, any": part}
-    assert len(findings.measured(part, frames)) == 3
-    assert len(findings.measured(part, {**frames, "pinned": part})) == 4
+    invalid = pd.DataFrame({"pattern": ["sync_simulation"], "valid": [False]})
+    frames = {"fast": part, "sweep": part, "round 1, any": part, "sweep round 1": invalid}
+    runs = findings.measured(part, frames)
+    assert len(runs) == 5
+    assert not runs["valid"].all()  # an invalid extra round reaches the claim that every run is valid
 
 
 def test_runs_limits_is_what_fast_bounds_the_sync_select_by():
