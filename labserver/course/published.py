@@ -137,7 +137,7 @@ def beside_database(
     low, high = PENA_CONVERGED_FIB
     rows = [
         ("fast SELECT: async / sync", ratio(PENA_SELECT_RPS, "async", "sync"), fast),
-        ("fast SELECT, server pinned to one core: async / sync, median of the rounds", NOT_RUN, pinned),
+        ("fast SELECT, server pinned to one core: async / sync, in the round both ran", NOT_RUN, pinned),
         ("fast SELECT: sync / async CPU per request, priced before the runs", NOT_RUN, priced_cpu),
         (
             f"sweep: async / sync at fib({shallow})",
@@ -147,7 +147,8 @@ def beside_database(
         ("sweep: depth where the two converge", f"between {low} and {high}", converged),
     ]
     if converged is None:  # said in words: a NaN in a table reads as a missing run
-        rows[-1] = (rows[-1][0], rows[-1][1], f"not within 15% up to fib({int(sweep.index.max())})")
+        deepest = int(sweep.index.max())
+        rows[-1] = (rows[-1][0], rows[-1][1], f"no depth from which they stay within 15% (to fib({deepest}))")
     rounded = [(figure, *(round(v, 2) if isinstance(v, float) else v for v in values)) for figure, *values in rows]
     return pd.DataFrame(rounded, columns=["figure", "Carlos Pena", "this machine"])
 

@@ -177,8 +177,9 @@ class Study:
 
     @property
     def async_over_sync(self) -> float:
-        """async / sync req/s on the pinned server, the median over the rounds (pinned_flips; NaN without one)."""
-        return statistics.median(self.flips) if self.cpu is not None and self.flips else math.nan
+        """async / sync req/s on the pinned server in the first round, the one window both ran in (NaN without one):
+        a later round's sync run can find the cores at another speed than async's one run did."""
+        return self.flips[0] if self.cpu is not None and self.flips else math.nan
 
     def tables(self) -> list[pd.DataFrame]:
         """`servers` and `medians`, rounded for the eye ([] without a pinned server)."""
@@ -192,9 +193,10 @@ class Study:
             "sync's CPU per request pinned / on any core, round by round: "
             + ", ".join(f"{x:.2f}" for x in self.ratios)
             + f"\nmedian: {self.median:.2f}\n"
-            + "pinned, async / sync req/s against each round's sync run (async ran once, in the first): "
-            + ", ".join(f"{x:.2f}" for x in self.flips)
-            + f"; median {self.async_over_sync:.2f}\n"
+            + f"pinned, async / sync req/s in the first round, the one window both ran in: {self.async_over_sync:.2f}"
+            + "; async's one run against each later round's sync run: "
+            + (", ".join(f"{x:.2f}" for x in self.flips[1:]) or "none")
+            + " (the cores' speed can move between windows)\n"
             + gil.spread(medians.loc["any core"], medians.loc["pinned"])
         )
 

@@ -67,7 +67,8 @@ def test_beside_database_sets_carlos_penas_figures_beside_lesson_07s():
 
     table = published.beside_database(1.4, 1.2, 1.5, pd.Series({15: 1.3, 28: 1.1}), converged=None)
     assert list(table.columns) == ["figure", "Carlos Pena", "this machine"]
-    assert table["this machine"].tolist() == [1.4, 1.2, 1.5, 1.3, "not within 15% up to fib(28)"]  # said, not NaN
+    nowhere = "no depth from which they stay within 15% (to fib(28))"  # said, not NaN
+    assert table["this machine"].tolist() == [1.4, 1.2, 1.5, 1.3, nowhere]
     assert table["Carlos Pena"].iloc[0] == round(2007.86 / 1123.60, 2)  # to two places, as the lesson shows it
     assert table["Carlos Pena"].iloc[3] == round(940.16 / 648.88, 2)  # its FIB sweep at 15, our shallowest depth
     assert table["figure"].iloc[3] == "sweep: async / sync at fib(15)"
