@@ -21,6 +21,7 @@ from labserver.theory.model import cpu_ms, predict_frame
 
 POOL = "processpool"
 ASYNC, THREADS = "sequential", "threadpool"
+RELEASED = "hashed"  # def + hashlib: C code that lets go of the GIL; it computes SHA-256, not fib
 # Where async / thread pool reads nearer one core each (1) than a second core for the threads (½): from the
 # two's geometric midpoint to as far above 1. The hand-offs' price is left out: it moves more between
 # pricings than the hand-offs cost.
@@ -74,15 +75,22 @@ def fib_alone(runs: pd.DataFrame, one_core: list[str]) -> FibAlone:
     )
 
 
-def spread(runs: pd.DataFrame, predicted: Mapping[str, float]) -> str:
+def spread(runs: pd.DataFrame, predicted: Mapping[str, float], fib_ms: float | None = None) -> str:
     """Each run's req/s over the Predict table's answer for its pattern, and over its price just before the runs,
-    as ranges: how far a run can land from a prediction on this machine."""
+    as ranges: how far a run can land from a prediction on this machine. With `fib_ms` (fib as the Predict table
+    timed it), the server CPU a request of the runs that compute fib beside it: where they cost more, they land
+    under the table."""
     table = runs["rps"] / runs["pattern"].map(predicted)
     before = runs["rps"] / runs["predicted_before_rps"]
-    return (
+    line = (
         f"runs / the Predict table: {table.min():.2f}–{table.max():.2f}; "
         f"runs / their price just before: {before.min():.2f}–{before.max():.2f}"
     )
+    if fib_ms is None:
+        return line
+    spent = (runs["server_cpu"] / runs["rps"] * 1000)[runs["pattern"] != RELEASED]  # hashed computes no fib
+    cpu = f"server CPU a request, the fib runs: {spent.min():.1f}–{spent.max():.1f} ms"
+    return f"{line}\n{cpu}; fib alone, timed here: {fib_ms:.1f} ms"
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,9 @@ def test_spread_gives_how_far_runs_land_from_each_prediction():
                  before={"threadpool": 100.0, "processpool": 200.0})  # fmt: skip
     line = cpu_bound.spread(runs, {"threadpool": 100.0, "processpool": 100.0})
     assert line == "runs / the Predict table: 0.80–1.50; runs / their price just before: 0.75–1.20"
+    runs = pd.concat([runs, _runs({"hashed": [100]}, {"hashed": 1.8})])  # SHA-256, not fib: not in the CPU range
+    cpu = cpu_bound.spread(runs, {"threadpool": 100.0, "processpool": 100.0, "hashed": 100.0}, fib_ms=9.0)
+    assert cpu.splitlines()[1] == "server CPU a request, the fib runs: 8.3–12.5 ms; fib alone, timed here: 9.0 ms"
 
 
 def test_the_model_s_ratios_price_both_patterns_with_one_fib_timing(monkeypatch):
