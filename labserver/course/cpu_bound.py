@@ -209,14 +209,24 @@ def sweep(curve: pd.DataFrame, io_ms: int, users: int) -> Sweep:
     )
 
 
+def hand_offs(cpu: pd.DataFrame) -> str:
+    """The thread pool's CPU a request over async's, for each endpoint (a column of `cpu`, indexed by pattern): what
+    its threads pay to pass the GIL, which async, with no hand-offs, does not."""
+    each = ", ".join(f"{endpoint} {cpu.at[THREADS, endpoint] / cpu.at[ASYNC, endpoint]:.2f}×" for endpoint in cpu)
+    return f"the thread pool's CPU a request over async's: {each}"
+
+
 def knee_depth(ms: float, depths: range) -> float:
-    """The (fractional) depth in `depths` at which fib, timed at each, costs `ms`: from the deepest depth timed
-    at or under it, a level at a time (cores.fib_depth), so that the mark sits where the curve drawn through
-    the same timings bends; nan where no depth in the range reaches it or the shallowest already passes it."""
+    """The (fractional) depth in `depths` at which fib, timed at each, costs `ms`: between the deepest depth timed
+    at or under it and the next, on a log scale, so that the mark sits between the two timings printed beside
+    it, where the curve drawn through them bends (each depth is timed at its own moment: a level can read more
+    or less than φ); nan where no depth in the range reaches it or the shallowest already passes it."""
     under = [n for n in depths if cpu_ms(n) <= ms]
     if not under or under[-1] == depths[-1]:
         return math.nan
-    return cores.fib_depth(ms, under[-1], cpu_ms(under[-1]))
+    n = under[-1]
+    low, high = cpu_ms(n), cpu_ms(n + 1)
+    return n + math.log(ms / low) / math.log(high / low)
 
 
 def beside_pena(fib: FibAlone, mix: WithSleep, curve: pd.DataFrame, cpu_n: int) -> pd.DataFrame:

@@ -6,7 +6,6 @@ import pandas as pd
 import pytest
 
 from labserver.course import cpu_bound
-from labserver.theory import cores
 
 ONE_CORE = ["threadpool", "sequential"]
 
@@ -99,7 +98,11 @@ def test_the_knee_sits_between_the_timed_depths_around_it(monkeypatch):
     monkeypatch.setattr(cpu_bound, "cpu_ms", timed.__getitem__)
     knee = cpu_bound.knee_depth(2.0, range(20, 24))
     assert 21 < knee < 22  # past fib(21)'s 1.5 ms, short of fib(22)'s 2.6 ms, where a curve through them bends
-    assert knee == pytest.approx(cores.fib_depth(2.0, 21, 1.5))
+    assert knee == pytest.approx(21 + math.log(2.0 / 1.5) / math.log(2.6 / 1.5))  # on a log scale between them
+    # a level timed at more than φ (fib(20) in a fast moment, fib(21) in a slow one): the mark stays between them
+    monkeypatch.setattr(cpu_bound, "cpu_ms", {20: 1.61, 21: 2.88, 22: 4.86}.__getitem__)
+    assert 20 < cpu_bound.knee_depth(2.63, range(20, 23)) < 21
+    monkeypatch.setattr(cpu_bound, "cpu_ms", timed.__getitem__)
     assert math.isnan(cpu_bound.knee_depth(5.0, range(20, 24)))  # the deepest costs less: no crossing in range
     assert math.isnan(cpu_bound.knee_depth(0.5, range(20, 24)))  # the shallowest already costs more
 
@@ -172,3 +175,9 @@ def test_the_mix_model_gives_the_claims_their_ratios_and_the_most_idle(monkeypat
     )  # fmt: skip
     assert model.threads_detail(mix).startswith("served 1.30; the model in step 1.25, its core idle up to 20%: idle 10")
     assert model.pool_detail(mix).startswith("served 1.80, the model 2.00; each priced on its own: 2.60")
+
+
+def test_hand_offs_set_the_thread_pool_s_cpu_over_async_s_for_each_endpoint():
+    cpu = pd.DataFrame({"fib": [16.0, 14.0], "fib + 50 ms sleep": [18.0, 16.0]}, index=["threadpool", "sequential"])
+    line = cpu_bound.hand_offs(cpu)
+    assert line == "the thread pool's CPU a request over async's: fib 1.14×, fib + 50 ms sleep 1.12×"
