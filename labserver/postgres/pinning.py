@@ -135,15 +135,16 @@ def pinned_ratios(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
     return [sync_ms(one) / sync_ms(anywhere) for anywhere, one in _pairs(count)]
 
 
-def pinned_flips(frames: dict[str, pd.DataFrame], count: int) -> list[float]:
-    """async / sync req/s on the pinned server, against each round's sync run: the async SELECT runs there once (part
-    2), the sync one each round, and which serves more moves from round to round as sync's CPU per request does."""
+def pinned_flips(frames: dict[str, pd.DataFrame], count: int, side: int = 1) -> list[float]:
+    """async / sync req/s on the pinned server (`side` 1; 0: on any core), against each round's sync run there: the
+    async SELECT runs on each server once (part 2), the sync one each round, and which serves more moves from round
+    to round as sync's CPU per request does."""
 
     def rps(part: str, pattern: str) -> float:
         rows = frames[part]
         return float(rows.loc[rows["pattern"] == pattern, "rps"].iloc[0])
 
-    return [rps("pinned", "async_select") / rps(one, "sync_select") for _, one in _pairs(count)]
+    return [rps(("fast", "pinned")[side], "async_select") / rps(pair[side], "sync_select") for pair in _pairs(count)]
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ class Study:
     ratios: list[float]  # the sync version's CPU per request pinned / on any core, round by round
     spread: pd.DataFrame  # the sync runs, round by round (sync_rounds)
     flips: list[float] = dataclasses.field(default_factory=list)  # async / sync req/s pinned, round by round
+    anywhere: list[float] = dataclasses.field(default_factory=list)  # the same on any core, round by round
 
     @property
     def median(self) -> float:
@@ -197,6 +199,11 @@ class Study:
             + "; async's one run against each later round's sync run: "
             + (", ".join(f"{x:.2f}" for x in self.flips[1:]) or "none")
             + " (the cores' speed can move between windows)\n"
+            + "on any core, async / sync req/s in the first round: "
+            + ", then against each later round's sync run: ".join(
+                [f"{self.anywhere[0]:.2f}", ", ".join(f"{x:.2f}" for x in self.anywhere[1:]) or "none"]
+            )
+            + "\n"
             + gil.spread(medians.loc["any core"], medians.loc["pinned"])
         )
 
@@ -208,5 +215,10 @@ def study(frames: dict[str, pd.DataFrame], count: int, cpus: list[int]) -> Study
     # part 2's runs, the first round: the only one in which async runs too
     servers = by_server({"any core, round 1": frames["fast"], f"pinned to CPU {cpus[0]}, round 1": frames["pinned"]})
     return Study(
-        cpus[0], servers, pinned_ratios(frames, count), sync_rounds(frames, count), pinned_flips(frames, count)
+        cpus[0],
+        servers,
+        pinned_ratios(frames, count),
+        sync_rounds(frames, count),
+        pinned_flips(frames, count),
+        pinned_flips(frames, count, side=0),
     )

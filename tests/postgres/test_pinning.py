@@ -90,6 +90,14 @@ def test_async_over_sync_pinned_is_read_in_the_one_window_both_ran_in():
     assert study.flips == pytest.approx([1.2, 0.8, 0.75])
     assert study.async_over_sync == pytest.approx(1.2)  # round 1: the later sync runs met other speeds
     assert "against each later round's sync run: 0.80, 0.75" in str(study)
+    # on any core too: async's one run (1500 in "fast") against each round's sync run there
+    frames["round 1, any"] = _select(0.8).assign(rps=[1250.0, 9999.0])  # async's 9999 here is never read
+    study = pinning.study(frames, 3, [1])
+    assert study.anywhere == pytest.approx([1.5, 1.2, 1.5])
+    assert (
+        "on any core, async / sync req/s in the first round: 1.50, then against each later round's sync run: "
+        "1.20, 1.50" in str(study)
+    )
 
 
 def test_without_a_pinned_server_the_study_says_so_and_shows_no_table():
