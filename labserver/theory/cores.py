@@ -173,16 +173,6 @@ def crossing_ms(io_ms: float, users: int) -> float:
     return io_ms / (users - 1) if users > 1 else math.inf
 
 
-def fib_depth(ms: float, n: int, n_ms: float) -> float:
-    """The (fractional) depth at which fib costs `ms`, from fib(n)'s cost `n_ms`; nan unless both are positive, finite.
-
-    Each level of fib costs about PHI times the one below it, so the depth is n + log_PHI(ms / n_ms).
-    """
-    if not (0 < ms < math.inf and 0 < n_ms < math.inf):
-        return math.nan
-    return n + math.log(ms / n_ms) / math.log(PHI)
-
-
 def takeover(curve: pd.DataFrame, at: float = SATURATED, cores: int | None = None) -> tuple[int, int] | None:
     """In a sweep of cpu_n, the deepest fib measured I/O-bound and the shallowest measured CPU-bound.
 

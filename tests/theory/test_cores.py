@@ -1,7 +1,5 @@
 """Cores each pattern can use, cores it used, and whether the CPU was the bottleneck."""
 
-import math
-
 import pandas as pd
 import pytest
 
@@ -121,17 +119,6 @@ def test_in_words_names_each_pattern_with_its_cores_and_cost():
 )
 def test_crossing_ms(io_ms, users, expected):
     assert cores.crossing_ms(io_ms, users) == expected
-
-
-def test_fib_depth_climbs_one_level_per_golden_ratio():
-    assert cores.fib_depth(4.0, 20, 4.0) == pytest.approx(20)
-    assert cores.fib_depth(4.0 * cores.PHI, 20, 4.0) == pytest.approx(21)
-    assert cores.fib_depth(4.0 / cores.PHI**2, 20, 4.0) == pytest.approx(18)
-
-
-@pytest.mark.parametrize(("ms", "n_ms"), [(0.0, 4.0), (float("inf"), 4.0), (2.0, 0.0)])
-def test_fib_depth_is_nan_without_a_crossing(ms, n_ms):
-    assert math.isnan(cores.fib_depth(ms, 20, n_ms))
 
 
 def _sweep(busy: list[float]) -> pd.DataFrame:
