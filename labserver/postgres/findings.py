@@ -78,9 +78,10 @@ class Fast:
         and the cores its server kept busy."""
         under_load = self.runs.set_index("driver")
         users = int(under_load["users"].iloc[0])
-        columns = {"CPU ms per request, priced over 8 HTTP connections": self.cpu_priced}
+        columns = {"CPU ms per request, priced: 8 users": self.cpu_priced}
         if "one_user_cpu_ms" in under_load:
-            columns[f"… over {users} HTTP connections, before the run"] = under_load["one_user_cpu_ms"]
+            again = f"… again before the run: 8 users over its {users} HTTP connections"
+            columns[again] = under_load["one_user_cpu_ms"]
         columns[f"… under load, {users} users"] = under_load["server_ms"]
         columns["server CPU (cores)"] = under_load["server_cpu"]
         return pd.DataFrame(columns).round(2)

@@ -184,8 +184,13 @@ class Study:
         return self.flips[0] if self.cpu is not None and self.flips else math.nan
 
     def tables(self) -> list[pd.DataFrame]:
-        """`servers` and `medians`, rounded for the eye ([] without a pinned server)."""
-        return [self.servers.round(2), self.medians.round(2)] if self.cpu is not None else []
+        """`servers` and `medians`, rounded for the eye, the medians' rows saying what they are ([] without a pinned
+        server): round 1's any-core figures and the medians' differ, and a reader must see which is which."""
+        if self.cpu is None:
+            return []
+        rounds = len(self.ratios)
+        medians = self.medians.rename(index=lambda where: f"{where}, median of {rounds} rounds")
+        return [self.servers.round(2), medians.round(2)]
 
     def __str__(self) -> str:
         if self.cpu is None:

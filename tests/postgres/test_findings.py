@@ -53,14 +53,14 @@ def test_fast_reads_the_ratio_the_pools_headroom_and_the_cpu_per_request():
     assert held.headroom == pytest.approx(1.0)
     table = fast.cpu_table()
     assert list(table.columns) == [
-        "CPU ms per request, priced over 8 HTTP connections",
+        "CPU ms per request, priced: 8 users",
         "… under load, 8 users",
         "server CPU (cores)",
     ]
     assert table.loc["async"].tolist() == [0.5, 1.1, 0.9]
     # each run's own price, over as many connections as it holds, beside calibrate's
     spread = findings.fast(server, base(), fast_runs().assign(one_user_cpu_ms=[1.2, 0.6])).cpu_table()
-    assert list(spread.columns)[1] == "… over 8 HTTP connections, before the run"
+    assert list(spread.columns)[1] == "… again before the run: 8 users over its 8 HTTP connections"
     assert spread.loc["sync"].tolist() == [1.0, 1.2, 1.8, 0.95]
 
 

@@ -74,7 +74,7 @@ def test_the_study_sets_the_rounds_side_by_side_and_takes_their_median():
     assert study.medians.loc["pinned", "CPU ms per request"] == pytest.approx(0.55)
     servers, medians = study.tables()
     assert servers.at["pinned to CPU 3, round 1", "sync CPU ms per request"] == 0.5
-    assert list(medians.index) == ["any core", "pinned"]
+    assert list(medians.index) == ["any core, median of 2 rounds", "pinned, median of 2 rounds"]
     text = str(study)
     assert text.startswith("sync's CPU per request pinned / on any core, round by round: 0.50, 0.75\nmedian: 0.62")
     assert "async / sync req/s in the first round, the one window both ran in: 1.50; async's one run against" in text
