@@ -125,7 +125,7 @@ def explain(sweep: pd.DataFrame, thread_cost: float, fib_ms: float, converged: i
     # one round's pair, a run apart, can straddle a change in the cores' speed that the rounds' median leaves out
     return (
         f"{converge}; in this round their CPU per request stood {ratio:.2f}× apart (sync / async; {timed}), off the "
-        "rounds' median: a run in a slower moment reads dearer (the table of runs before the claims names it)."
+        "rounds' median: a run in a slower moment reads dearer (the table of runs after the Summary names it)."
     )
 
 
