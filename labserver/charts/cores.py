@@ -45,7 +45,7 @@ def crossing(curve: pd.DataFrame, title: str, knee_n: float, model: pd.DataFrame
     """Throughput against fib's depth (cpu_n), measured and predicted, with the model's crossing at fib(knee_n).
 
     `model` (model.predict_frame's rows, a `cpu_n` column added) draws the model at every depth between the runs',
-    so that its bend at the knee shows. No line is drawn when `knee_n` is nan (course.cpu_bound.knee_depth: the caps
+    so that its bend at the knee shows. No line is drawn when `knee_n` is nan (lessons.cpu_bound.knee_depth: the caps
     never cross).
     """
     fig = throughput(curve, title=title, x="cpu_n", curve=model)

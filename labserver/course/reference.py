@@ -18,23 +18,17 @@ from pathlib import Path
 
 from labserver.course import executed
 from labserver.course.executed import Lesson
+from labserver.lessons import LESSONS
+from labserver.lessons.lesson import DEFAULT_CHART
 from labserver.paths import ROOT, figures_dir
 
 OUT = ROOT / "docs" / "reference"
-DEFAULT = "throughput.png"  # most lessons' headline chart; a new lesson that draws one needs no entry below
-CHOSEN = {
-    "03_cpu_bound": "fib_throughput.png",
-    "08_overload": "overload.png",
-    "09_stalls_and_shedding": "omission.png",
-    "10_without_the_gil": "builds.png",
-    "07_database": "bounds.png",
-    "99_summary": "summary.png",
-}
 
 
 def choose(folder: Path) -> Path | None:
-    """The lesson's chosen chart: its entry in CHOSEN, else throughput.png, else its first chart by name."""
-    chosen = folder / CHOSEN.get(folder.name, DEFAULT)
+    """The lesson's chosen chart: its `chart` in the registry (labserver/lessons/), else its first chart by name."""
+    lesson = LESSONS.get(folder.name)
+    chosen = folder / (lesson.chart if lesson else DEFAULT_CHART)
     if chosen.is_file():
         return chosen
     charts = sorted(folder.glob("*.png"))

@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from labserver.course.published import HEADLINES, Article, Headline
+from labserver.theory.published import HEADLINES, Article, Headline
 
 GOOD = 0.25  # a run within ±25% of its prediction counts as explained by the model
 CLOSE = 1.5  # a headline of ours within 1.5× of the article's, either way, counts as carried over

@@ -3,12 +3,12 @@
 import pandas as pd
 import pytest
 
-from labserver.course import app_threads, lessons
+from labserver.lessons import app_threads
 
 
 @pytest.fixture
 def plan():
-    return lessons.app_threads(
+    return app_threads.plan(
         users=100, io_ms=200, more_threads=80, chunks=4, chunk_ms=50, connections=20, duration_s=3, cores=2
     ).plan
 
@@ -37,11 +37,11 @@ def test_each_run_is_predicted_on_its_own_server(plan):
 
 def test_a_setting_that_cannot_show_the_threads_is_refused():
     with pytest.raises(ValueError, match="more_threads must be above the default 40"):
-        lessons.app_threads(
+        app_threads.plan(
             users=100, io_ms=200, more_threads=40, chunks=4, chunk_ms=50, connections=20, duration_s=3, cores=2
         )
     with pytest.raises(ValueError, match=r"users must be above more_threads \(80\)"):
-        lessons.app_threads(
+        app_threads.plan(
             users=80, io_ms=200, more_threads=80, chunks=4, chunk_ms=50, connections=20, duration_s=3, cores=2
         )
 

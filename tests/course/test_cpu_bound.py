@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from labserver.course import cpu_bound
+from labserver.lessons import cpu_bound
 
 ONE_CORE = ["threadpool", "sequential"]
 

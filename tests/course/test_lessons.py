@@ -1,4 +1,5 @@
-"""Each lesson's setup cell is one call to course/lessons.py: its defaults pass, and every bad value fails by name.
+"""Each lesson's setup cell is one call to its module's `plan` (labserver/lessons/): its defaults pass, and every
+bad value fails by name.
 
 The calls are made as the notebook's setup cell makes them (its keywords, read from the cell),
 with the values of its parameters cell, so that a test checks what a learner runs. Nothing here
@@ -8,13 +9,15 @@ starts a process, and the cores are given, never read from the machine.
 import ast
 import builtins
 import contextlib
+import importlib
 import re
 
 import nbformat
 import pytest
 
-from labserver.course import lessons
-from labserver.paths import NOTEBOOKS
+from labserver.lessons import LESSONS as REGISTRY
+from labserver.lessons import the_instrument
+from labserver.paths import NOTEBOOKS, ROOT
 
 LESSONS = [
     "01_async_vs_sync",
@@ -50,13 +53,15 @@ def parameters(lesson: str) -> dict:
 
 
 def _setup_call(lesson: str) -> ast.Assign:
-    """The setup cell's one statement that calls into course/lessons.py."""
+    """The setup cell's one statement that calls its lesson's `plan`."""
     calls = [
         s
         for s in ast.parse(_cells(lesson)[1]).body
-        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and "lessons." in ast.unparse(s.value.func)
+        if isinstance(s, ast.Assign)
+        and isinstance(s.value, ast.Call)
+        and ast.unparse(s.value.func) in ("plan", f"{REGISTRY[lesson].module}.plan")
     ]
-    assert len(calls) == 1, f"{lesson}: {len(calls)} calls into lessons in its setup cell, want one"
+    assert len(calls) == 1, f"{lesson}: {len(calls)} calls of `plan` in its setup cell, want one"
     return calls[0]
 
 
@@ -73,7 +78,7 @@ def call(lesson: str, cores: float = 2.0, **changed):
                 names[s.targets[0].id] = ast.literal_eval(s.value)
     names |= changed
     statement = _setup_call(lesson)
-    function = getattr(lessons, statement.value.func.attr)
+    function = importlib.import_module(f"labserver.lessons.{REGISTRY[lesson].module}").plan
     return function(**{kw.arg: eval(ast.unparse(kw.value), {}, dict(names)) for kw in statement.value.keywords})
 
 
@@ -92,11 +97,35 @@ def two_cores(machine):
 # The setup cells -------------------------------------------------------------------------------------------------
 
 
+def test_every_notebook_is_in_the_registry():
+    notebooks = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    assert notebooks == LESSONS == list(REGISTRY), "a notebook without its module in labserver/lessons/, or the reverse"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_lesson_has_one_home(lesson):
+    """Its module is labserver/lessons/<module>.py, and the notebook imports lesson code from that module alone."""
+    module = REGISTRY[lesson].module
+    assert (ROOT / "labserver" / "lessons" / f"{module}.py").is_file(), f"{lesson}: no labserver/lessons/{module}.py"
+    imported = set()
+    for cell in nbformat.read(NOTEBOOKS / f"{lesson}.ipynb", as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.ImportFrom) and node.module == "labserver.lessons":
+                imported |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("labserver.lessons."):
+                imported.add(node.module.split(".")[2])
+            elif isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[2] for a in node.names if a.name.startswith("labserver.lessons.")}
+    assert imported == {module}, f"{lesson} imports lesson code from {sorted(imported)}, want {module} alone"
+
+
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_setup_cell_is_constants_and_one_call(lesson):
     tree = ast.parse(_cells(lesson)[1])
     logic = [ast.unparse(n)[:60] for n in ast.walk(tree) if isinstance(n, ast.If | ast.For | ast.While | ast.Raise)]
-    assert not logic, f"{lesson}: checks belong in course/lessons.py, not the setup cell: {logic}"
+    assert not logic, f"{lesson}: checks belong in its lesson's module, not the setup cell: {logic}"
     _setup_call(lesson)
 
 
@@ -393,9 +422,7 @@ def test_98_defaults_spread_the_busiest_run_over_the_cores(machine, cores, gener
 
 def test_98_takes_the_cores_given(machine):
     machine(16)  # the machine's bound on Locust processes, which check_load asks of cpus
-    setup = lessons.the_instrument(
-        users=10, requests_users=20, ceiling_users=40, io_ms=100, duration_s=2, whole_cores=1
-    )
+    setup = the_instrument.plan(users=10, requests_users=20, ceiling_users=40, io_ms=100, duration_s=2, whole_cores=1)
     assert setup == ([10], [20], 1, "FastHttpUser, 1 process")
 
 

@@ -9,9 +9,8 @@ plan on any machine, which a test checks too, and their closed-loop runs are wal
 import pandas as pd
 import pytest
 
-from labserver.course import sizing
 from labserver.demo.settings import Settings
-from labserver.harness import interpreters, validity
+from labserver.harness import interpreters, sizing, validity
 from labserver.harness.plan import mirrored
 from labserver.theory import model
 from labserver.theory.cores import PHI

@@ -4,8 +4,8 @@ import dataclasses
 import json
 import re
 
-from labserver.course import published
 from labserver.paths import NOTEBOOKS, ROOT
+from labserver.theory import published
 
 # "seed 001", "Seed 000's", "seeds 002, 001": the source files' numbers, which name no article for a reader.
 SEED = re.compile(r"\bseeds? 0\d\d\b|\bSEED_0\d\d", re.IGNORECASE)
@@ -42,7 +42,7 @@ def test_code_and_lessons_name_an_article_by_its_short_name():
         cells = json.loads(path.read_text())["cells"]
         found[path.relative_to(ROOT).as_posix()] = _seeds("\n".join("".join(c["source"]) for c in cells))
     stray = {path: seen for path, seen in found.items() if seen and path not in PENDING}
-    assert not stray, f"name the article (labserver/course/published.py, notebooks/articles.md): {stray}"
+    assert not stray, f"name the article (labserver/theory/published.py, notebooks/articles.md): {stray}"
     gone = {path for path in PENDING if not found.get(path)}
     assert not gone, f"no longer say 'seed 00N': take them out of PENDING: {gone}"
 

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from labserver.course import published
+from labserver.theory import published
 
 OURS = pd.DataFrame({
     "pattern": ["threadpool", "sequential", "dependent", "gather"], "users": [100] * 4, "workers": [2] * 4,

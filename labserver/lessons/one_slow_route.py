@@ -1,4 +1,6 @@
-"""Lesson 14's readings: how long a cheap request waits while another route of its worker computes.
+"""Lesson 14, one slow route: its plan, its parameters for each run profile, and its readings.
+
+Its readings: how long a cheap request waits while another route of its worker computes.
 
 A cheap request that comes at a random moment finds the worker's CPU work where that work
 runs. On the event loop, one heavy request's CPU S at a time, X of them a second, keep the loop
@@ -18,16 +20,60 @@ less its median with nothing else running (the run without fib).
 from __future__ import annotations
 
 import sys
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from labserver import checks
+from labserver.demo import cpus
 from labserver.demo.patterns import TRAITS
+from labserver.demo.settings import THREADS_DEFAULT
 from labserver.demo.traits import Where
-from labserver.harness import records, results
+from labserver.harness import records, results, sizing
+from labserver.harness.load import check_sweep
 from labserver.harness.probes import Probes
+from labserver.lessons.lesson import Lesson
 from labserver.paths import runs_dir
+from labserver.theory import model
+
+# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
+LESSON = Lesson(
+    "14_one_slow_route",
+    profiles={
+        "quick": {},
+        "live": {"duration_s": 6},
+        "full": {"duration_s": 20},
+        "smoke": {"io_ms": 20, "cpu_n": 20, "probe_every_ms": 20, "duration_s": 2},
+    },
+)
+
+
+class OneSlowRoute(NamedTuple):
+    fib_ms: float  # one heavy request's CPU, timed here
+    plan: sizing.Plan  # the heavy route without its fib, then its fib on the loop, in a thread, in a process
+    probes: Probes  # the cheap requests, sent while the plan runs (its `beside`)
+
+
+def plan(
+    *, users: int, io_ms: int, cpu_n: int, probe_every_ms: int, duration_s: int, cores: float | None = None
+) -> OneSlowRoute:
+    """Lesson 14: a heavy route (io_ms, then fib(cpu_n)) at `users` users, without its fib, then with it on the event
+    loop (`sequential`), in the thread pool (`threadpool`) and in a process pool (`processpool`), while a cheap
+    route is probed about every `probe_every_ms` on the same worker."""
+    cores = cpus.cores() if cores is None else cores
+    patterns = ["sequential", "threadpool", "processpool"]
+    check_sweep(patterns, [users], tasks=1, io_ms=io_ms, cpu_n=cpu_n, duration_s=duration_s)
+    checks.whole("probe_every_ms", probe_every_ms, 1, 10_000)
+    fib_ms = model.cpu_time_ms(cpu_n)
+    servers = {"app": {"threads": THREADS_DEFAULT, "procs": 1}}  # one pool process: one core, as one user needs
+    work = dict(users=users, tasks=1, io_ms=io_ms, server="app")
+    runs = [{**work, "pattern": "sequential", "cpu_n": 0}]
+    runs += [{**work, "pattern": p, "cpu_n": cpu_n} for p in patterns]
+    plan = sizing.fit(sizing.Plan(runs, servers, duration_s), cores)
+    return OneSlowRoute(fib_ms, plan, Probes(every_s=probe_every_ms / 1000))
+
 
 TAIL = 0.95  # the percentile a lesson reads: p95
 SWITCH_MS = sys.getswitchinterval() * 1000  # CPython's default, as the server's interpreter has it (5 ms)

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labserver.course import lessons, neighbours
 from labserver.harness.probes import Probes
+from labserver.lessons import one_slow_route as neighbours
 
 
 @pytest.mark.parametrize(
@@ -81,7 +81,7 @@ def test_each_run_takes_its_own_probes_and_the_loop_s_wait_is_predicted_from_its
 
 
 def test_the_plan_runs_the_route_without_fib_first_then_each_place():
-    slow = lessons.one_slow_route(users=1, io_ms=60, cpu_n=20, probe_every_ms=20, duration_s=8, cores=2)
+    slow = neighbours.plan(users=1, io_ms=60, cpu_n=20, probe_every_ms=20, duration_s=8, cores=2)
     assert [(r["pattern"], r["cpu_n"]) for r in slow.plan.runs] == [
         ("sequential", 0),
         ("sequential", 20),
@@ -94,7 +94,7 @@ def test_the_plan_runs_the_route_without_fib_first_then_each_place():
 
 def test_a_bad_probe_gap_fails_before_anything_starts():
     with pytest.raises(ValueError, match="probe_every_ms"):
-        lessons.one_slow_route(users=1, io_ms=60, cpu_n=20, probe_every_ms=0, duration_s=8, cores=2)
+        neighbours.plan(users=1, io_ms=60, cpu_n=20, probe_every_ms=0, duration_s=8, cores=2)
 
 
 def test_each_run_keeps_its_cheap_route_readings_in_its_folder(monkeypatch):

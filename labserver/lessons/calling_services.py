@@ -1,4 +1,6 @@
-"""Lesson 12's readings: what a new httpx client costs, timed here, each run beside the model, and a call's CPU.
+"""Lesson 12, calling other services: its plan, its parameters for each run profile, and its readings.
+
+Its readings: what a new httpx client costs, timed here, each run beside the model, and a call's CPU.
 
 A new `httpx.AsyncClient` builds an SSL context and loads the certificates it trusts, even for
 a plain http:// call: the notebook times that here, as the model times fib, and prices the
@@ -11,13 +13,71 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NamedTuple
 
 import httpx
 import pandas as pd
 
-from labserver.course import sizing
+from labserver.demo import cpus
+from labserver.demo.settings import THREADS_DEFAULT
+from labserver.harness import sizing
+from labserver.harness.load import check_sweep
+from labserver.harness.procs import free_port
+from labserver.lessons.lesson import Lesson
 from labserver.theory import model
 from labserver.theory.workload import Workload, traits_of
+
+# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
+LESSON = Lesson(
+    "12_calling_services",
+    profiles={
+        "quick": {},
+        "live": {"duration_s": 2},
+        "full": {"users": 100, "duration_s": 10},
+        "smoke": {"users": 10, "io_ms": 50, "duration_s": 2},
+    },
+)
+
+
+UNBOUNDED_FAN_OUT_LONGER = 3  # lesson 12's unbounded fan-out runs this many times duration_s
+
+
+class CallingServices(NamedTuple):
+    plan: sizing.Plan  # the runs on the app server; the other service starts beside it, on its own port
+
+
+def plan(*, users: int, io_ms: int, calls: int, duration_s: int, cores: float | None = None) -> CallingServices:
+    """Lesson 12: an endpoint that calls another service (the lab's own server, on a port chosen now) with a new
+    httpx client per request, and with one client reused; then `calls` calls a request, one after another, all
+    at once, and all at once under the fan-out's semaphore."""
+    cores = cpus.cores() if cores is None else cores
+    patterns = ["callreused", "callnew"]
+    check_sweep(patterns, [users], io_ms=io_ms, duration_s=duration_s)
+    # The bounded fan-out first: the client keeps its connections open between runs (2 s), and each run should
+    # find no more of them than its own calls hold.
+    fanout = ["callreused", "fanoutbounded", "fanout"]
+    # ... and the unbounded one on a server of its own: priced with its calls in flight before any run starts
+    # (pricing.waits_kept), it leaves the client it used making every later call dearer for a while
+    check_sweep(fanout, [users], tasks=calls, io_ms=io_ms, duration_s=duration_s)
+    port = free_port()
+    servers: dict[str, dict] = {
+        "service": {"threads": THREADS_DEFAULT, "procs": 0, "port": port},  # its /sequential waits io_ms
+        "app": {"threads": THREADS_DEFAULT, "procs": 0, "upstream": f"http://127.0.0.1:{port}"},
+    }
+    servers["unbounded"] = dict(servers["app"])
+    runs = [dict(pattern=p, users=users, io_ms=io_ms, server="app", tags={"part": "a client"}) for p in patterns]
+    # A new client's CPU runs on the one event loop: a round of `users` requests lasts users × that CPU, and its
+    # replies come in bursts. The run holds five rounds after a second of warm-up (the foresight cannot price it).
+    round_s = users * client_ms() / 1000
+    runs[1]["duration_s"] = max(duration_s, math.ceil(1 + 5 * round_s))
+    runs += [
+        dict(pattern=p, users=users, io_ms=io_ms, tasks=calls, server="app", tags={"part": "a fan-out"}) for p in fanout
+    ]
+    runs[-1]["server"] = "unbounded"
+    # Unbounded, the pool's CPU can fill the loop, and each request waits for it several io (the foresight cannot
+    # price that): the run is three times as long, so that its rate rests on several replies from each user.
+    runs[-1]["duration_s"] = UNBOUNDED_FAN_OUT_LONGER * duration_s
+    return CallingServices(sizing.fit(sizing.Plan(runs, servers, duration_s), cores))
 
 
 def client_ms(repeat: int = 5) -> float:

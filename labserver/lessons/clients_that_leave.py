@@ -1,4 +1,6 @@
-"""Lesson 13's readings: what a request costs the server after its client gave up, beside the model.
+"""Lesson 13, clients that leave: its plan, its parameters for each run profile, and its readings.
+
+Its readings: what a request costs the server after its client gave up, beside the model.
 
 A closed-loop user whose timeout is shorter than the work sends a request, gives up at the
 timeout and sends the next: users / timeout requests a second, each abandoned. The server
@@ -15,13 +17,90 @@ each one's time in the server, which is so many sub-tasks of io + fib.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import pandas as pd
 
-from labserver.course import sizing
-from labserver.demo import hung
-from labserver.harness import telemetry
+from labserver import checks
+from labserver.demo import cpus, hung
+from labserver.demo.settings import THREADS_DEFAULT
+from labserver.harness import sizing, telemetry
+from labserver.harness.load import check_arrivals, check_load, check_sweep
+from labserver.lessons.lesson import Lesson
 from labserver.theory import model
+from labserver.theory.workload import Workload
+
+# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
+LESSON = Lesson(
+    "13_clients_that_leave",
+    profiles={
+        "quick": {},
+        "live": {"duration_s": 8},  # few requests a second, each ending at the timeout: 8 s is the least
+        "full": {"users": 3, "duration_s": 20},
+        "smoke": {"tasks": 4, "io_ms": 50, "cpu_n": 15, "timeout_s": 0.1, "duration_s": 2},
+    },
+)
+
+
+class ClientsThatLeave(NamedTuple):
+    fib_ms: float  # one sub-task's CPU, timed here
+    plan: sizing.Plan  # both endpoints, and the request without its fib; each request abandoned at the timeout
+    failing: sizing.Plan  # part 2, open loops: gather and a TaskGroup whose call times out, plain gather, no fib
+
+
+def plan(
+    *,
+    users: int,
+    tasks: int,
+    io_ms: int,
+    cpu_n: int,
+    timeout_s: float,
+    rate: float,
+    duration_s: int,
+    cores: float | None = None,
+) -> ClientsThatLeave:
+    """Lesson 13: `sequential` and `watchful` at `users` users whose timeout is shorter than the work alone, so
+    that every request is abandoned, then `sequential` without its fib (what a request costs the server besides
+    it); each run's prediction is users / timeout. Part 2: `gathertimeout` and `taskgroup` at `rate` arrivals a
+    second, each request's `tasks` sub-tasks at once, one of them a call that times out; then plain `gather`, and
+    `gathertimeout` without fib."""
+    cores = cpus.cores() if cores is None else cores
+    patterns = ["sequential", "watchful"]
+    check_sweep(patterns, [users], tasks=tasks, io_ms=io_ms, cpu_n=cpu_n, duration_s=duration_s)
+    checks.positive("timeout_s", timeout_s, " s")
+    checks.whole("tasks", tasks, 2)  # part 2: a call that times out, and at least one sub-task beside it
+    fib_ms = model.cpu_time_ms(cpu_n)  # the server's CPU is metered as CPU time: fib's is timed the same way
+    alone_s = tasks * io_ms / 1000
+    if timeout_s >= alone_s:
+        raise ValueError(
+            f"timeout_s must be under the waits alone, tasks × io_ms = {alone_s:.2f} s, so that every request is "
+            f"abandoned, got {timeout_s}"
+        )
+    servers = {"app": {"threads": THREADS_DEFAULT, "procs": 0}}
+    abandoned = gone(users, timeout_s)
+    work = dict(users=users, tasks=tasks, io_ms=io_ms, server="app", predicted=abandoned)
+    runs = [{**work, "pattern": p, "cpu_n": cpu_n, "tags": {"part": "work"}} for p in patterns]
+    runs.append({**work, "pattern": "sequential", "cpu_n": 0, "tags": {"part": "no fib"}})
+    load = {"timeout_s": timeout_s, "expect_failures": True}  # every request times out, by design
+    plan = sizing.fit(sizing.Plan(runs, servers, duration_s, load=load), cores)
+    return ClientsThatLeave(fib_ms, plan, _failing(rate, tasks, io_ms, cpu_n, duration_s, servers=servers, cores=cores))
+
+
+def _failing(rate: float, tasks: int, io_ms: int, cpu_n: int, duration_s: int, *, servers: dict, cores: float):
+    """Lesson 13's part 2, open loops of `rate` a second: gather and a TaskGroup whose call times out (every
+    request answered 504, by design), plain `gather` (fib as these runs run it), and gather without fib (what a
+    request costs besides its fib)."""
+    check_arrivals(rate, "arrivals", 1)
+    work = dict(rate=rate, tasks=tasks, io_ms=io_ms, drain_s=1, server="app")
+    timing_out = dict(work, predicted=answered(io_ms), tags={"part": "a call fails"})
+    # plain gather right before gathertimeout: a fib's CPU drifts between runs, less between neighbours
+    runs = [{**work, "pattern": "gather", "cpu_n": cpu_n, "tags": {"part": "every call answers"}}]
+    runs += [{**timing_out, "pattern": p, "cpu_n": cpu_n} for p in ("gathertimeout", "taskgroup")]
+    runs.append({**timing_out, "pattern": "gathertimeout", "cpu_n": 0, "tags": {"part": "no fib"}})
+    for run in runs:
+        check_load(Workload.of({**run, "duration_s": duration_s}), user_class="arrivals")
+    load = {"user_class": "arrivals", "expect_failures": True}  # a 504 to every request but plain gather's, by design
+    return sizing.fit(sizing.Plan(runs, servers, duration_s, load=load), cores)
 
 
 def gone(users: int, timeout_s: float) -> model.Prediction:

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from labserver.course import calling, lessons
+from labserver.lessons import calling_services as calling
 
 
 def test_a_new_client_s_price_is_the_cheapest_of_its_tries(monkeypatch):
@@ -14,7 +14,7 @@ def test_a_new_client_s_price_is_the_cheapest_of_its_tries(monkeypatch):
 
 
 def test_only_the_new_client_pays_its_price_in_the_prediction():
-    plan = lessons.calling_services(users=50, io_ms=200, calls=4, duration_s=3, cores=2).plan
+    plan = calling.plan(users=50, io_ms=200, calls=4, duration_s=3, cores=2).plan
     table = calling.predicted(plan, cores=2, new_client_ms=20.0).set_index(["part", "pattern"]).loc["a client"]
     assert table.loc["callreused", "model_rps"] == pytest.approx(50 / 0.2)  # users / io
     # its users in step: a round is every user's client on the loop, then one io: 50 / (0.2 s + 50 × 20 ms)
@@ -23,7 +23,7 @@ def test_only_the_new_client_pays_its_price_in_the_prediction():
 
 
 def test_the_two_servers_the_plan_starts_call_one_another():
-    servers = lessons.calling_services(users=50, io_ms=200, calls=4, duration_s=3, cores=2).plan.servers
+    servers = calling.plan(users=50, io_ms=200, calls=4, duration_s=3, cores=2).plan.servers
     assert servers["app"]["upstream"] == f"http://127.0.0.1:{servers['service']['port']}"
 
 
@@ -35,7 +35,7 @@ def test_extra_cpu_is_what_a_new_client_spent_over_a_reused_one():
 
 
 def test_the_fan_out_is_predicted_from_the_calls_in_flight_before_its_cpu_is_known():
-    plan = lessons.calling_services(users=20, io_ms=200, calls=4, duration_s=3, cores=2).plan
+    plan = calling.plan(users=20, io_ms=200, calls=4, duration_s=3, cores=2).plan
     table = calling.predicted(plan, cores=2, new_client_ms=20.0).set_index(["part", "pattern"])
     fan = table.loc["a fan-out"]
     assert fan.loc["callreused", "model_rps"] == pytest.approx(20 / (4 * 0.2))  # users / (calls × io)
@@ -78,17 +78,17 @@ def test_out_of_step_reads_how_far_a_run_went_from_in_step_toward_its_cpu_bound(
 
 
 def test_the_unbounded_fan_out_runs_longer_and_last_on_a_server_of_its_own():
-    plan = lessons.calling_services(users=20, io_ms=200, calls=4, duration_s=3, cores=2).plan
+    plan = calling.plan(users=20, io_ms=200, calls=4, duration_s=3, cores=2).plan
     assert plan.runs[-1]["pattern"] == "fanout"
     # its pricing, calls in flight, leaves its client dearer: no other run shares that client
     assert plan.runs[-1]["server"] == "unbounded" and {r["server"] for r in plan.runs[:-1]} == {"app"}
     assert plan.servers["unbounded"] == plan.servers["app"]  # the same settings, calling the same service
-    assert plan.runs[-1]["duration_s"] == lessons.UNBOUNDED_FAN_OUT_LONGER * 3
+    assert plan.runs[-1]["duration_s"] == calling.UNBOUNDED_FAN_OUT_LONGER * 3
     assert plan.runs[-2]["pattern"] == "fanoutbounded" and plan.runs[-2].get("duration_s", 3) == 3
 
 
 def test_each_run_gets_the_model_before_any_run_by_part_and_pattern():
-    plan = lessons.calling_services(users=20, io_ms=200, calls=4, duration_s=3, cores=2).plan
+    plan = calling.plan(users=20, io_ms=200, calls=4, duration_s=3, cores=2).plan
     table = calling.predicted(plan, cores=2, new_client_ms=20.0)
     runs = pd.DataFrame({"part": ["a fan-out", "a client"], "pattern": ["callreused"] * 2, "rps": [24.0, 99.0]})
     marked = calling.with_model(runs, table)

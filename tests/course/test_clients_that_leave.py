@@ -5,8 +5,8 @@ import math
 import pandas as pd
 import pytest
 
-from labserver.course import leaving, lessons
 from labserver.harness import telemetry
+from labserver.lessons import clients_that_leave as leaving
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ def test_a_closed_loop_of_abandoned_requests_sends_users_over_timeout():
 
 def test_the_plan_predicts_each_endpoint_s_cpu_and_every_request_times_out():
     given = dict(users=2, tasks=6, io_ms=150, cpu_n=20, timeout_s=0.4, rate=8, duration_s=8, cores=2)
-    plan = lessons.clients_that_leave(**given).plan
+    plan = leaving.plan(**given).plan
     assert plan.load == {"timeout_s": 0.4, "expect_failures": True}
     table = leaving.predicted(plan, fib_ms=10.0).set_index(["pattern", "cpu_n"])["predicted_fib_ms"]
     assert table.to_dict() == {("sequential", 20): 60.0, ("watchful", 20): 30.0, ("sequential", 0): 0.0}
@@ -88,7 +88,7 @@ def test_a_run_without_telemetry_reads_no_time_in_the_server(tmp_path):
 
 def test_a_timeout_longer_than_the_work_is_refused_before_anything_starts():
     with pytest.raises(ValueError, match="timeout_s must be under the waits alone"):
-        lessons.clients_that_leave(users=2, tasks=2, io_ms=50, cpu_n=5, timeout_s=5.0, rate=8, duration_s=8, cores=2)
+        leaving.plan(users=2, tasks=2, io_ms=50, cpu_n=5, timeout_s=5.0, rate=8, duration_s=8, cores=2)
 
 
 @pytest.mark.parametrize("fib_ms", [3.0, 6.0, 14.0, 20.0])  # fib(25) on a fast laptop core to a busy hyperthread
@@ -101,7 +101,7 @@ def test_the_lesson_s_check_stops_after_the_same_sub_task_on_any_laptop(fib_ms):
 
 
 def test_part_two_sends_an_open_loop_to_gather_and_a_task_group_and_gather_without_fib():
-    failing = lessons.clients_that_leave(users=2, tasks=6, io_ms=150, cpu_n=20, timeout_s=0.4, rate=8, duration_s=8,
+    failing = leaving.plan(users=2, tasks=6, io_ms=150, cpu_n=20, timeout_s=0.4, rate=8, duration_s=8,
                                          cores=2).failing  # fmt: skip
     assert [(r["pattern"], r["cpu_n"], r["rate"]) for r in failing.runs] == [
         ("gather", 20, 8),  # every call answers: fib as these runs compute it
@@ -117,7 +117,7 @@ def test_part_two_sends_an_open_loop_to_gather_and_a_task_group_and_gather_witho
 def test_part_two_s_bad_parameters_fail_before_anything_starts(bad, match):
     given = dict(users=2, tasks=6, io_ms=150, cpu_n=20, timeout_s=0.4, rate=8, duration_s=8, cores=2) | bad
     with pytest.raises(ValueError, match=match):
-        lessons.clients_that_leave(**given)
+        leaving.plan(**given)
 
 
 def test_gather_runs_every_other_sub_task_after_its_answer_and_a_task_group_none():

@@ -1,5 +1,6 @@
-"""Lesson 03's readings of its runs: the ratios its titles and claims quote, each from its own runs.
+"""Lesson 03, CPU-bound work: its plan, its parameters for each run profile, and its readings.
 
+Its readings: the ratios its titles and claims quote, each from its own runs.
 The lesson shows the runs, the charts and the claims; the arithmetic between them lives here,
 under test (tests/course/test_cpu_bound.py), so that a cell reads `fib.factor`, not a pivot.
 """
@@ -9,15 +10,103 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import pandas as pd
 
-from labserver.course import published
-from labserver.harness import records
+from labserver import checks
+from labserver.demo import cpus
+from labserver.demo.settings import THREADS_DEFAULT
+from labserver.harness import records, sizing
+from labserver.harness.load import check_sweep
+from labserver.harness.plan import mirrored
 from labserver.harness.results import compare
+from labserver.lessons.lesson import Lesson
 from labserver.paths import runs_dir
-from labserver.theory import cores, pools
+from labserver.theory import cores, pools, published
+from labserver.theory import cores as core_model
 from labserver.theory.model import cpu_ms, predict_frame
+
+# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
+LESSON = Lesson(
+    "03_cpu_bound",
+    profiles={
+        "quick": {},
+        "live": {"rounds": 1, "sweep_cpu_n": [18], "duration_s": 2},
+        "full": {"rounds": 4, "sweep_cpu_n": [15, 17, 19, 20], "duration_s": 10},
+        "smoke": {"rounds": 1, "sweep_cpu_n": [15], "duration_s": 2},
+    },
+    chart="fib_throughput.png",
+)
+
+
+def _users_for(pattern: str, users: int, cores: float, *, threads: int = 1, gil: bool = True) -> int:
+    """`users` if set, else enough for the cores `pattern` can keep busy (one, under a GIL, on any machine)."""
+    usable = core_model.usable(
+        pattern, workers=1, procs=sizing.pool_procs(cores), cores=cores, threads=threads, gil=gil
+    )
+    return sizing.cpu_users(users, usable)
+
+
+class CpuBound(NamedTuple):
+    users: dict[str, int]  # each pattern's users in the fib and fib + sleep runs: enough for the cores it can use
+    threads: int  # a thread per user, so that threads never set the limit (AnyIO's default is 40)
+    sweep_cpu_n: list[int]
+    sweep: list[int]  # fib depths of the sweep, cpu_n the deepest
+    plan: sizing.Plan  # every run, in order, on the one server
+
+
+def plan(
+    *,
+    patterns: list[str],
+    users: int,
+    cpu_n: int,
+    io_ms: int,
+    sweep_users: int,
+    sweep_cpu_n: list[int] | int,
+    rounds: int,
+    duration_s: int,
+    cores: float | None = None,
+    once: list[str] | None = None,
+) -> CpuBound:
+    """Lesson 03: the fib and fib + sleep runs at users enough for each pattern's cores, the one-core sweep,
+    the rounds, and the plan fitted to `cores`.
+
+    `once`: patterns run once, on fib alone after its rounds: each is judged by its own prediction, not
+    beside another pattern's run, so it needs no mirrored rounds.
+    """
+    cores = cpus.cores() if cores is None else cores
+    given = checks.parameter("users", users, int)
+    once = once or []
+    # a thread per core at least: where the work lets go of the GIL (`hashed`), the threads can use every core
+    each = {p: _users_for(p, given, cores, threads=math.ceil(cores)) for p in [*patterns, *once]}
+    threads = max(THREADS_DEFAULT, *each.values())
+    sweep_cpu_n = checks.parameter("sweep_cpu_n", sweep_cpu_n, list[int])
+    sweep = sorted({*sweep_cpu_n, cpu_n})
+    for io in (0, io_ms):  # fib, then fib + sleep
+        for p in patterns if io else [*patterns, *once]:
+            check_sweep([p], [each[p]], cpu_n=cpu_n, io_ms=io, threads=threads, duration_s=duration_s)
+    for n in sweep:  # async alone: the sweep runs on one core whatever the machine
+        check_sweep(["sequential"], [sweep_users], cpu_n=n, io_ms=io_ms, duration_s=duration_s)
+    checks.whole("rounds", rounds, 1, 5)
+    order = mirrored(patterns, rounds)  # (round, pattern): each pattern measured early and late
+    fib, mix = (
+        [dict(pattern=p, users=each[p], cpu_n=cpu_n, io_ms=io, tags={"part": part, "round": r}, server="lab")
+         for r, p in order]
+        for part, io in (("fib", 0), ("fib + sleep", io_ms))
+    )  # fmt: skip
+    alone = [
+        dict(pattern=p, users=each[p], cpu_n=cpu_n, io_ms=0, tags={"part": "fib", "round": 0}, server="lab")
+        for p in once
+    ]
+    swept = [
+        dict(pattern="sequential", users=sweep_users, cpu_n=n, io_ms=io_ms, tags={"part": "sweep"}, server="lab")
+        for n in sweep
+    ]
+    runs = fib + alone + mix + swept
+    plan = sizing.fit(sizing.Plan(runs, {"lab": {"threads": threads}}, duration_s), cores)
+    return CpuBound(each, threads, sweep_cpu_n, sweep, plan)
+
 
 POOL = "processpool"
 ASYNC, THREADS = "sequential", "threadpool"

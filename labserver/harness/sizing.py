@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from labserver import checks
 from labserver.demo.settings import PROCS_MAX, WORKERS_MAX, Settings
 from labserver.harness import validity
 from labserver.harness.launcher import LabServer, Server, running
@@ -129,11 +130,11 @@ class Plan:
         """The runs with each server key replaced by its started server."""
         return [{**r, "server": started[r["server"]]} for r in self.runs]
 
-    def with_servers(self, **changes) -> Plan:
+    def with_servers(self, **changes: Any) -> Plan:
         """The same runs on servers whose LabServer keywords `changes` replace (e.g. procs=1)."""
         return dataclasses.replace(self, servers={key: {**kw, **changes} for key, kw in self.servers.items()})
 
-    def with_runs(self, tagged: tuple[str, Any] | None = None, **changes) -> Plan:
+    def with_runs(self, tagged: tuple[str, Any] | None = None, **changes: Any) -> Plan:
         """The plan with `changes` (e.g. cpu_n=20) in every run, or in those whose tag `tagged[0]` is `tagged[1]`."""
         chosen = (lambda r: True) if tagged is None else (lambda r: r.get("tags", {}).get(tagged[0]) == tagged[1])
         return dataclasses.replace(self, runs=[{**r, **changes} if chosen(r) else r for r in self.runs])
@@ -181,3 +182,9 @@ def fit(plan: Plan, cores: float, fib_ms: Callable[[int], float] | None = None, 
             runs[i]["duration_s"] = length
             seen = dataclasses.replace(plan, runs=runs).foresee(cores, fib_ms)[i]
     return dataclasses.replace(plan, runs=runs)
+
+
+def above_capacity(name: str, rho: object) -> None:
+    """Raise unless `rho`, a utilisation a lesson drives its server to, is above capacity: more than 1."""
+    if checks.positive(name, rho) <= 1:
+        raise ValueError(f"{name} is a utilisation above capacity: more than 1, got {rho!r}")

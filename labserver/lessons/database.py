@@ -1,0 +1,68 @@
+"""Lesson 07, database I/O: its plan and parameter checks, and its parameters for each run profile."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from labserver import checks
+from labserver.lessons.lesson import Lesson
+from labserver.postgres import runs as database_runs
+
+# 07 builds its data once per scale: `full` is the size in Carlos Pena's k6 load test (a few minutes,
+# about 2 GB, the first time).
+# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
+LESSON = Lesson(
+    "07_database",
+    profiles={
+        "quick": {},
+        "live": {"sweep_cpu_n": [15, 26], "duration_s": 2, "pinned": False, "sweep_rounds": 1},
+        "full": {"scale": 1.0, "seed_users": 2000, "sweep_cpu_n": [15, 20, 25, 30], "duration_s": 10},
+        "smoke": {
+            "scale": 0.001,
+            "slow_users": 30,
+            "slow_io_ms": 50,
+            "seed_users": 20,
+            "sweep_users": 4,
+            "sweep_cpu_n": [10, 15],
+            "duration_s": 2,
+            "pinned_rounds": 1,
+            "sweep_rounds": 1,
+        },
+    },
+    chart="bounds.png",
+)
+
+
+class Database(NamedTuple):
+    sweep_cpu_n: list[int]
+    plan: list[database_runs.Part]  # the three parts: (endpoints, users, io_ms per query, fib depth or depths)
+
+
+def plan(
+    *,
+    selects: list[str],
+    simulations: list[str],
+    scale: float,
+    threads: int,
+    db_pool: int,
+    slow_io_ms: int,
+    slow_users: int,
+    seed_users: int,
+    sweep_users: int,
+    sweep_cpu_n: list[int] | int,
+    pinned_rounds: int,
+    sweep_rounds: int,
+    duration_s: int,
+) -> Database:
+    """Lesson 07: the server and its pools, the data's scale, the three parts' runs, and the rounds."""
+    sweep_cpu_n = checks.parameter("sweep_cpu_n", sweep_cpu_n, list[int])
+    plan: list[database_runs.Part] = [
+        (selects, slow_users, slow_io_ms, 0),
+        (selects, seed_users, 0, 0),
+        (simulations, sweep_users, 0, sweep_cpu_n),
+    ]
+    # part 2 runs 2 s longer than the others: its thousand users connect at once
+    database_runs.check(plan, duration_s + 2, scale=scale, threads=threads, db_pool=db_pool)
+    checks.whole("pinned_rounds", pinned_rounds, 1, 9)
+    checks.whole("sweep_rounds", sweep_rounds, 1, 9)
+    return Database(sweep_cpu_n, plan)

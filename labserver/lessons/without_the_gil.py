@@ -1,0 +1,149 @@
+"""Lesson 10, without the GIL: its plan and parameter checks, and its parameters for each run profile."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+from labserver import checks
+from labserver.demo import cpus
+from labserver.demo.settings import Settings
+from labserver.harness import interpreters, sizing
+from labserver.harness.load import check_sweep
+from labserver.harness.plan import mirrored
+from labserver.lessons.lesson import Lesson
+
+# 10 needs a free-threaded Python (`make python-ft`); without one its runs are the GIL build's alone.
+# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
+LESSON = Lesson(
+    "10_without_the_gil",
+    profiles={
+        "quick": {},
+        "live": {"rounds": 1, "duration_s": 2},
+        "full": {"rounds": 3, "duration_s": 10},
+        "smoke": {"users": 4, "threads": [1, 4], "rounds": 1, "duration_s": 2},
+    },
+    chart="builds.png",
+)
+
+
+ONE_CORE_USERS = sizing.cpu_users(0, 1)  # users of a run held to one core, on any machine
+
+
+class WithoutTheGil(NamedTuple):
+    users: int  # users of the fib runs on many cores; the parameter's 0 sized to the cores
+    one_core_users: int  # users of a run held to one core (a GIL, or async def's one thread): 20 on any machine
+    threads: list[int]  # thread-pool sizes of the threads run; the parameter's [] sized to the cores
+    free_threaded: Path | None  # the python of a free-threaded build's server environment; None: none here
+    missing: str  # why there is none ("" where there is): the lesson says so and its claims skip
+    builds: tuple[str, str, str]  # labels: the lab's GIL build, the free-threaded build with its GIL, without
+    plans: dict[str, sizing.Plan]  # "fib", "threads" and "fib + sleep": each a Locust process of its own
+
+
+def plan(
+    *,
+    users: int,
+    cpu_n: int,
+    io_ms: int,
+    threads: list[int] | int,
+    rounds: int,
+    duration_s: int,
+    cores: float | None = None,
+) -> WithoutTheGil:
+    """Lesson 10: the fib, threads and fib + sleep runs sized to `cores`, and the free-threaded Python, if any.
+
+    A run held to one core (a GIL, or async def's one thread) gets as many users on 64 cores as
+    on 2; the thread pool without a GIL, and the process pools, get enough for every core.
+    """
+    cores = cpus.cores() if cores is None else cores
+    given = checks.parameter("users", users, int)
+    users = sizing.cpu_users(given, cores)
+    one = given or ONE_CORE_USERS
+    threads = checks.parameter("threads", threads, list[int]) or sorted({1, math.ceil(cores), users})
+    for t in threads:
+        Settings(threads=t).check()
+    for io in (0, io_ms):  # fib, then fib + sleep
+        check_sweep(
+            ["threadpool", "sequential", "processpool", "interpreterpool"],
+            [1, one, users],
+            cpu_n=cpu_n,
+            io_ms=io,
+            duration_s=duration_s,
+        )
+    checks.whole("rounds", rounds, 1, 5)
+    try:
+        python, missing = interpreters.free_threaded_server(), ""
+    except interpreters.NoFreeThreadedPython as e:
+        python, missing = None, str(e).split(" Tried:")[0]  # where it looked: interpreters.find_free_threaded()
+    version = interpreters.probe(python).label if python else "free-threaded"
+    builds = (f"{sys.version.split()[0]}, GIL build", f"{version}, GIL on", f"{version}, GIL off")
+    plans = _without_the_gil_plans(
+        builds,
+        python,
+        users=users,
+        one=one,
+        cpu_n=cpu_n,
+        io_ms=io_ms,
+        threads=threads,
+        rounds=rounds,
+        duration_s=duration_s,
+    )
+    plans = {name: sizing.fit(plan, cores) for name, plan in plans.items()}
+    return WithoutTheGil(users, one, threads, python, missing, builds, plans)
+
+
+def _without_the_gil_plans(builds, python, *, users, one, cpu_n, io_ms, threads, rounds, duration_s):
+    """Lesson 10's three plans: each build on fib, threads without a GIL, the free-threaded builds on fib + sleep."""
+    gil_build, gil_on, gil_off = builds
+    top = max(threads)
+    servers = {gil_build: {"threads": top}}
+    if python:
+        servers |= {
+            gil_on: {"python": python, "gil": True, "threads": top},
+            gil_off: {"python": python, "gil": False, "threads": top},
+        }
+    each = {  # each build's patterns, and the users of each: one core's worth where one core is all it can use
+        gil_build: [("threadpool", 1), ("threadpool", one), ("processpool", users)],
+        gil_on: [("threadpool", 1), ("threadpool", one), ("sequential", one)],
+        gil_off: [("threadpool", 1), ("threadpool", users), ("sequential", one), ("processpool", users)],
+    }
+    # The interpreter pool runs once on each free-threaded build, after the rounds: its claims compare each
+    # run with its own prediction, and on many cores its runs need Locust processes of their own.
+    once = [(b, "interpreterpool", users) for b in (gil_on, gil_off) if b in servers]
+    fib = [
+        dict(
+            pattern=p,
+            users=u,
+            cpu_n=cpu_n,
+            server=b,
+            tags={"build": b, "round": r, "part": "fib", "load": "alone" if u == 1 else "busy"},
+        )
+        for r, b, p, u in [(r, b, p, u) for r, b in mirrored(list(servers), rounds) for p, u in each[b]]
+        + [(0, b, p, u) for b, p, u in once]
+    ]
+    # the most threads first: one thread's long queue would drain into the next run, and the last has none after it
+    sized = {t: {"python": python, "gil": False, "threads": t} for t in sorted(threads, reverse=True)} if python else {}
+    by_threads = [
+        dict(pattern="threadpool", users=users, cpu_n=cpu_n, server=t, tags={"build": gil_off, "part": "threads"})
+        for t in sized
+    ]
+    slept = [
+        dict(
+            pattern="threadpool",
+            users=one,
+            cpu_n=cpu_n,
+            io_ms=io_ms,
+            server=b,
+            tags={"build": b, "part": "fib + sleep"},
+        )
+        for b in (gil_on, gil_off)
+        if b in servers
+    ]
+    mixed = {b: kw for b, kw in servers.items() if b != gil_build}
+    return {
+        "fib": sizing.Plan(fib, servers, duration_s),
+        "threads": sizing.Plan(by_threads, sized, duration_s),
+        "fib + sleep": sizing.Plan(slept, mixed, duration_s),
+    }
