@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from labserver import checks
+from labserver.demo.traits import Where
 from labserver.harness import results
 from labserver.paths import ROOT
 from labserver.yourapp import measure
@@ -282,7 +283,7 @@ def slow_route(runs: pd.DataFrame) -> Measured:
     """Lesson 14: a cheap route's p95 round trip while another route computes on the event loop, over its p95 while
     the work is in a process pool; the thread pool's beside them."""
     rows = _lesson(runs, "14", ("sequential", "threadpool", "processpool"))
-    places = ("event loop", "thread pool", "process pool")
+    places = tuple(w.value for w in (Where.LOOP, Where.THREAD_POOL, Where.PROCESS_POOL))
     if rows.empty or "cheap_p95_ms" not in rows or not set(places) <= set(rows["where"].dropna()):
         return Measured(math.nan, NOT_YET)
     p95 = rows.groupby("where")["cheap_p95_ms"].median()

@@ -145,7 +145,6 @@ HEAD = (
     Column("lesson", "text", "the lesson that made the run; None for one made by hand"),
 )
 COLUMNS = (*HEAD, *PARAMS, *FIGURES, *OPEN_LOOP)
-UNITS = {c.name: c.unit for c in COLUMNS}
 
 
 def _same(*names: str) -> tuple[Column, ...]:
@@ -190,6 +189,20 @@ CLIENT_FIGURES = (
 )
 CLIENT = (HEAD[0], *CLIENT_PARAMS, *CLIENT_FIGURES)  # run_id first, as in a Locust run's row
 
+# Measured beside a run while it ran, by an instrument of its lesson's own (harness/probes.py: lesson 14's cheap
+# requests), and kept in the run's folder apart from its record (results.attach); `load_runs` adds them to its row
+BESIDE = (
+    Column("where", "text", "where the run's CPU work ran: event loop, thread pool, process pool, or none (no fib)"),
+    Column("cheap_n", "count", "the cheap requests sent beside the run, in its window"),
+    Column("cheap_p50_ms", "ms", "their median round trip"),
+    Column("cheap_p95_ms", "ms", "their 95th-percentile round trip"),
+    Column("cheap_mean_ms", "ms", "their mean round trip"),
+    Column("wait_p95_ms", "ms", "their p95 less the median round trip with nothing else running (the run without fib)"),
+    Column("fib_run_ms", "ms", "the heavy requests' fib as the busy server ran it: their mean less that median"),
+    Column("busy", "share", "the share of the window the heavy route's work kept its place busy: req/s × fib_run_ms"),
+)
+UNITS = {c.name: c.unit for c in (*COLUMNS, *BESIDE)}
+
 
 def params(sources: Mapping[Source, Any], tags: Mapping[str, Any]) -> dict[str, Any]:
     """A run's parameters, as its row and manifest record them, from the objects they come from; its tags last.
@@ -228,6 +241,15 @@ def client_row(run_id: str, params: Mapping[str, Any], figures: Mapping[str, Any
         **{c.name: params[c.name] for c in CLIENT_PARAMS},
         **{c.name: figures[c.name] for c in CLIENT_FIGURES},
     }
+
+
+def beside(measured: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run's folder keeps beside its record, in BESIDE's order; ValueError for a column undeclared. An
+    instrument keeps what it measured: a column of BESIDE it does not measure is left out."""
+    unknown = set(measured) - {c.name for c in BESIDE}
+    if unknown:
+        raise ValueError(f"measured beside a run, undeclared in columns.py: {sorted(unknown)}")
+    return {c.name: measured[c.name] for c in BESIDE if c.name in measured}
 
 
 def _check(what: str, declared: list[str], given: Mapping[str, Any]) -> None:

@@ -22,6 +22,7 @@ from typing import IO, Literal, TypeVar
 import pandas as pd
 
 from labserver.demo import cpus
+from labserver.harness import columns as declared
 from labserver.labels import pattern_label
 from labserver.paths import ROOT, runs_dir
 from labserver.theory import model
@@ -133,6 +134,7 @@ def attach(run_id: str, columns: dict) -> Path:
     The run's own record stays as it was written; `load_runs` adds these columns to its row. Once
     only: a second call for the same run is FileExistsError, as a run is never overwritten.
     """
+    columns = declared.beside(columns)  # every column is declared in columns.py, as a run's row's are
     folder = runs_dir() / run_id
     if not (folder / "manifest.json").exists():
         raise FileNotFoundError(f"no run {run_id} in {runs_dir()}")

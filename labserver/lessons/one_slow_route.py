@@ -77,7 +77,7 @@ def plan(
 
 TAIL = 0.95  # the percentile a lesson reads: p95
 SWITCH_MS = sys.getswitchinterval() * 1000  # CPython's default, as the server's interpreter has it (5 ms)
-WHERE = {Where.LOOP: "event loop", Where.THREAD_POOL: "thread pool", Where.PROCESS_POOL: "process pool"}
+WHERE = {w: w.value for w in (Where.LOOP, Where.THREAD_POOL, Where.PROCESS_POOL)}  # the places the lesson compares
 
 
 def where(pattern: str, cpu_n: int) -> str:
@@ -150,7 +150,7 @@ def cheap(runs: pd.DataFrame, probes: Probes, keep: bool = True) -> pd.DataFrame
     out["busy"] = out["rps"] * out["fib_run_ms"] / 1000
     out["predicted_wait_p95_ms"] = [_predicted(r, f) for (_, r), f in zip(out.iterrows(), fibs, strict=True)]
     out["predicted_wait_mean_ms"] = [
-        loop_mean_wait_ms(r["rps"], f) if r["where"] == "event loop" else np.nan
+        loop_mean_wait_ms(r["rps"], f) if r["where"] == Where.LOOP else np.nan
         for (_, r), f in zip(out.iterrows(), fibs, strict=True)
     ]
     if keep:
@@ -167,9 +167,9 @@ def _plain(value):
 def _predicted(run: pd.Series, fibs_ms: np.ndarray) -> float:
     """A run's predicted p95 wait: the loop's from its rate and its fibs; none without fib; a thread's and a
     process's are bounded (at least a switch interval a turn; under one), not predicted: NaN."""
-    if run["where"] == "event loop":
+    if run["where"] == Where.LOOP:
         return loop_wait_ms(run["rps"], fibs_ms)
-    if run["where"] in ("thread pool", "process pool"):
+    if run["where"] in (Where.THREAD_POOL, Where.PROCESS_POOL):
         return float("nan")
     return 0.0
 
@@ -181,11 +181,11 @@ def foreseen(fib_ms: float, users: int, io_ms: int) -> pd.DataFrame:
     busy = min(1.0, rate * fib_ms / 1000)
     return pd.DataFrame(
         [
-            {"where": "event loop", "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
+            {"where": Where.LOOP.value, "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
              "foreseen_wait_p95_ms": round(loop_wait_ms(rate, [fib_ms]), 1)},
-            {"where": "thread pool", "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
+            {"where": Where.THREAD_POOL.value, "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
              "foreseen_wait_p95_ms": f"a few × {SWITCH_MS:.0f}"},
-            {"where": "process pool", "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
+            {"where": Where.PROCESS_POOL.value, "fib_ms": round(fib_ms, 1), "busy": round(busy, 2),
              "foreseen_wait_p95_ms": f"< {SWITCH_MS:.0f}"},
         ]
     )  # fmt: skip

@@ -1,6 +1,7 @@
 """Run folders: published atomically, never overwritten, and only complete ones are read back."""
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -134,6 +135,13 @@ def test_what_was_measured_beside_a_run_joins_its_row_once_and_its_record_stays(
     with pytest.raises(FileExistsError, match="never overwritten"):
         results.attach(run_id, {"cheap_p95_ms": 1.0})
     assert results.load_runs("one").iloc[0]["cheap_p95_ms"] == 12.5
+
+
+def test_a_column_measured_beside_a_run_is_declared_or_refused():
+    run_id = _publish(lesson="one").manifest["run_id"]
+    with pytest.raises(ValueError, match=re.escape("undeclared in columns.py: ['cheap_p99_ms']")):
+        results.attach(run_id, {"cheap_p95_ms": 12.5, "cheap_p99_ms": 20.0})
+    assert "cheap_p95_ms" not in results.load_runs("one")  # refused before anything was written
 
 
 def test_nothing_is_attached_to_a_run_that_is_not_there():
