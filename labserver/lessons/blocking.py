@@ -8,7 +8,6 @@ from labserver import checks
 from labserver.harness.load import check_sweep
 from labserver.lessons.lesson import Lesson
 
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "05_blocking",
     profiles={

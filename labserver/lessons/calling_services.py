@@ -27,7 +27,6 @@ from labserver.lessons.lesson import Lesson
 from labserver.theory import model
 from labserver.theory.workload import Workload, traits_of
 
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "12_calling_services",
     profiles={

@@ -11,7 +11,6 @@ from labserver.lessons.lesson import Lesson
 from labserver.theory import clients as client_model
 
 # 06 counts requests, not seconds: `max_run_s` bounds each run's expected length instead.
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "06_client_side",
     profiles={

@@ -30,7 +30,6 @@ from labserver.lessons.lesson import Lesson
 from labserver.theory import model
 from labserver.theory.workload import Workload
 
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "13_clients_that_leave",
     profiles={

@@ -27,7 +27,6 @@ from labserver.theory import cores, pools, published
 from labserver.theory import cores as core_model
 from labserver.theory.model import cpu_ms, predict_frame
 
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "03_cpu_bound",
     profiles={

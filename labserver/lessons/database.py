@@ -10,7 +10,6 @@ from labserver.postgres import runs as database_runs
 
 # 07 builds its data once per scale: `full` is the size in Carlos Pena's k6 load test (a few minutes,
 # about 2 GB, the first time).
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "07_database",
     profiles={

@@ -38,7 +38,6 @@ from labserver.lessons.lesson import Lesson
 from labserver.paths import runs_dir
 from labserver.theory import model
 
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "14_one_slow_route",
     profiles={

@@ -12,7 +12,6 @@ from labserver.lessons.lesson import Lesson
 from labserver.theory.workload import Workload
 
 # 08 and 09 share one calibration per kernel (harness/calibrate.py); `full` sweeps ρ finer and overloads for longer.
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "08_overload",
     profiles={

@@ -9,7 +9,6 @@ from labserver.harness.load import check_arrivals, check_load
 from labserver.lessons.lesson import Lesson
 from labserver.theory.workload import Workload
 
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "09_stalls_and_shedding",
     profiles={

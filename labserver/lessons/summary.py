@@ -6,7 +6,6 @@ from labserver import checks
 from labserver.lessons.lesson import Lesson
 
 # 99 only reads the runs on disk: nothing to size.
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson("99_summary", profiles={"quick": {}, "live": {}, "full": {}, "smoke": {}}, chart="summary.png")
 
 

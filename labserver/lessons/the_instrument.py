@@ -9,7 +9,6 @@ from labserver.demo import cpus
 from labserver.harness.load import check_sweep
 from labserver.lessons.lesson import Lesson
 
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "98_the_instrument",
     profiles={

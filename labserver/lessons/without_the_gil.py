@@ -16,7 +16,6 @@ from labserver.harness.plan import mirrored
 from labserver.lessons.lesson import Lesson
 
 # 10 needs a free-threaded Python (`make python-ft`); without one its runs are the GIL build's alone.
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "10_without_the_gil",
     profiles={

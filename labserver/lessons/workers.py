@@ -12,7 +12,6 @@ from labserver.harness.plan import mirrored
 from labserver.lessons.lesson import Lesson
 from labserver.theory import cores as core_model
 
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "04_workers",
     profiles={

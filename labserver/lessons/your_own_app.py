@@ -14,7 +14,6 @@ from labserver.theory.workload import USERS_MAX
 from labserver.yourapp import routes as your_routes
 from labserver.yourapp import wrap
 
-# its parameters for each run profile (course/profiles.py): `quick` is the notebook's own
 LESSON = Lesson(
     "15_your_own_app",
     profiles={
