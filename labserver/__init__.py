@@ -12,18 +12,18 @@ Names are imported on first use (PEP 562): process-pool children and uvicorn wor
 import `labserver.demo`, and must not pay for pandas and seaborn.
 
 Here, above every layer, the harness gets the notebook's live chart of a plan (charts/live.py):
-the harness draws nothing and may not import charts. Registering imports harness/notebook.py
+the harness draws nothing and may not import charts. Registering imports harness/plans/notebook.py
 (two modules of the standard library); the chart is imported when a plan starts in a notebook, and outside one nothing
 is drawn and nothing is imported from IPython.
 """
 
 from importlib import import_module
 
-from labserver.harness import notebook as _notebook
+from labserver.harness.plans import notebook as _notebook
 
 
 def _live_chart():
-    """The running cell's live chart, for a plan that starts in a notebook (harness/notebook.py asks only there)."""
+    """The running cell's live chart, for a plan started in a notebook (harness/plans/notebook.py asks only there)."""
     from labserver.charts import live
 
     return live.for_this_cell()
@@ -51,20 +51,20 @@ __all__ = [
 
 _WHERE = {
     "Claims": "labserver.course.claims",
-    "check_sweep": "labserver.harness.load",
-    "LabServer": "labserver.harness.launcher",
-    "RemoteServer": "labserver.harness.remote",
-    "RunResult": "labserver.harness.results",
+    "check_sweep": "labserver.harness.load.checks",
+    "LabServer": "labserver.harness.servers.launcher",
+    "RemoteServer": "labserver.harness.servers.remote",
+    "RunResult": "labserver.harness.rows.results",
     "Workload": "labserver.theory.workload",
-    "load_runs": "labserver.harness.results",
+    "load_runs": "labserver.harness.rows.results",
     "predict": "labserver.theory.model",
-    "run_load": "labserver.harness.load",
-    "run_plan": "labserver.harness.load",
-    "running": "labserver.harness.launcher",
-    "serve": "labserver.harness.launcher",
+    "run_load": "labserver.harness.load.run",
+    "run_plan": "labserver.harness.load.run",
+    "running": "labserver.harness.servers.launcher",
+    "serve": "labserver.harness.servers.launcher",
     "show_diff": "labserver.course.source",
     "show_source": "labserver.course.source",
-    "sweep": "labserver.harness.load",
+    "sweep": "labserver.harness.load.run",
 }
 
 

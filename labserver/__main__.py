@@ -3,7 +3,7 @@
 
 `serve` listens on 127.0.0.1 (this machine only) unless `--host` names another address, and then
 says who may now reach it. A lab on another machine measures it with
-`labserver.harness.remote.RemoteServer("http://HOST:PORT")`.
+`labserver.harness.servers.remote.RemoteServer("http://HOST:PORT")`.
 
 `measure APP ROUTE...` points the lab at an app of one's own (labserver/yourapp/command.py).
 
@@ -86,7 +86,8 @@ def serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except ValueError as e:
         parser.error(str(e))
 
-    from labserver.harness import addresses, procs  # imported late: `--help` should not pay for them
+    from labserver.harness.processes import procs
+    from labserver.harness.servers import addresses  # imported late: `--help` should not pay for them
 
     try:
         procs.free_port(args.host)  # an address of this machine? (uvicorn's own error would bury it in a traceback)

@@ -4,7 +4,7 @@ locustfiles/pattern.py wires Locust's events to a `Lab` and holds the users; the
 here are labserver/protocol.py's, which the harness reads. A request belongs to the stage in
 which it was sent, and the users stay spread from one stage to the next (`may_send`): the server
 is never idle between stages, and the lab's warm-up, cut from every stage's window, starts only
-once the last request of the stages before is answered (labserver/harness/collect.py). Starting
+once the last request of the stages before is answered (labserver/harness/rows/collect.py). Starting
 Locust once per plan instead of once per measurement saves its start-up, spawn and report on
 every run but the first, and the users keep their open connections.
 
@@ -153,7 +153,7 @@ class Lab:
         """Append each user's new requests to `path` once a second as the test runs: a notebook's live view reads them.
 
         Only with --live-file (a notebook, or the bench measuring what the view costs): one
-        binary write a second (labserver/protocol.py's records; labserver/harness/feed.py reads them).
+        binary write a second (labserver/protocol.py's records; labserver/harness/plans/feed.py reads them).
         """
         written: list[int] = []  # how many of each user's records are in the file already
         with open(path, "ab") as f:

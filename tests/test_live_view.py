@@ -6,7 +6,7 @@ import os
 import pytest
 
 from labserver.course import batch
-from labserver.harness import feed
+from labserver.harness.plans import feed
 
 
 def test_make_figures_draws_a_frame_a_second(monkeypatch, tmp_path):

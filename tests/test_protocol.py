@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import pytest
 
 from labserver import protocol
-from labserver.harness.plan import Stage, stage_at
+from labserver.harness.plans.plan import Stage, stage_at
 from labserver.paths import LOCUSTFILES
 from labserver.protocol import Events, LocustState, ProcessRecords, Record
 
-HEAVY = ("pandas", "numpy", "matplotlib", "seaborn", "labserver.harness.load", "labserver.theory")
+HEAVY = ("pandas", "numpy", "matplotlib", "seaborn", "labserver.harness.load.run", "labserver.theory")
 
 
 def test_the_locustfile_imports_the_protocol_without_the_harness_or_pandas():

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from labserver.charts import plots
-from labserver.harness.results import compare
+from labserver.harness.rows.results import compare
 from labserver.theory.pools import CONVERGED
 
 

@@ -24,7 +24,7 @@ from matplotlib.ticker import MaxNLocator
 
 from labserver.charts import plots
 from labserver.charts.png import Encoder
-from labserver.harness.feed import RunSoFar, Snapshot
+from labserver.harness.plans.feed import RunSoFar, Snapshot
 from labserver.labels import pattern_label
 
 SIZE = (9.0, 3.4)  # inches, at a screen's resolution: a frame is small to draw and to send
@@ -272,7 +272,7 @@ _cell: dict = {}  # {execution count: View}: the running cell's view only
 
 def for_this_cell() -> View:
     """The View of the notebook cell running now, made on its first plan."""
-    from IPython import get_ipython  # called only in a notebook (harness/notebook.py)
+    from IPython import get_ipython  # called only in a notebook (harness/plans/notebook.py)
 
     shell = get_ipython()
     count = getattr(shell, "execution_count", None)

@@ -1,6 +1,6 @@
 """Lesson 08's charts: latency over the run, latency against utilisation, and what a closed loop leaves out.
 
-They take plain frames built by the lesson (harness/arrivals.py gives the figures) and use
+They take plain frames built by the lesson (harness/rows/arrivals.py gives the figures) and use
 the course's one theme (plots.py).
 """
 

@@ -96,7 +96,7 @@ LEGEND_ROOM = 1.35  # a throughput chart's top, as a multiple of its highest poi
 
 def predicted_column(frame: pd.DataFrame) -> tuple[str, str]:
     """The model's throughput to draw, and its words: the prediction made before each run where the runs have one
-    (harness/pricing.py), else the one priced after them."""
+    (harness/load/pricing.py), else the one priced after them."""
     before = frame.get("predicted_before_rps")
     if before is not None and pd.to_numeric(before, errors="coerce").notna().all():
         return "predicted_before_rps", "predicted before"
@@ -253,7 +253,7 @@ def save(fig: plt.Figure, lesson: str, name: str) -> None:
 
 def per_process(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` with `locust_cpu` per Locust process: the 90% a run is judged by holds for each process, not their
-    sum (harness/collect.py)."""
+    sum (harness/rows/collect.py)."""
     if "processes" not in frame:
         return frame
     processes = pd.to_numeric(frame["processes"], errors="coerce").fillna(1).clip(lower=1)

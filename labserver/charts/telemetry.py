@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from labserver.charts import plots
-from labserver.harness import telemetry
-from labserver.harness.telemetry import COLUMNS, EVERY_S
+from labserver.harness.rows import telemetry
+from labserver.harness.rows.telemetry import COLUMNS, EVERY_S
 
 # panel: (y label, [(column, line label, line style)], the colour of the pattern it belongs to)
 PANELS = {

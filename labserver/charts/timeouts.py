@@ -8,7 +8,7 @@ from matplotlib.ticker import MaxNLocator
 
 from labserver.charts import plots
 from labserver.charts.plots import COLORS, INVALID
-from labserver.harness.results import RunResult, ratio
+from labserver.harness.rows.results import RunResult, ratio
 from labserver.theory.timeouts import Outlook
 
 

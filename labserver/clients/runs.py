@@ -18,11 +18,13 @@ from pathlib import Path
 import pandas as pd
 
 from labserver import config
-from labserver.harness import columns, isolate, pauses, results
-from labserver.harness.collect import BEFORE_MISS
-from labserver.harness.launcher import LabServer, ServerError
-from labserver.harness.meters import MachineMeter, tree_seconds, wait_until_quiet
-from labserver.harness.supervise import Status, Watched, supervised, until_exit
+from labserver.harness.processes import pauses
+from labserver.harness.processes.meters import MachineMeter, tree_seconds, wait_until_quiet
+from labserver.harness.processes.supervise import Status, Watched, supervised, until_exit
+from labserver.harness.rows import columns, results
+from labserver.harness.rows.collect import BEFORE_MISS
+from labserver.harness.servers import isolate
+from labserver.harness.servers.launcher import LabServer, ServerError
 from labserver.labels import client_label, pattern_label
 from labserver.theory.clients import LIBRARY, Client, Cost, check_run, predict_client, slots
 from labserver.theory.cores import SATURATED
@@ -54,7 +56,7 @@ def _client(
     ]
     before, machine = _cpu_seconds(server), MachineMeter()
     machine.sample()  # for the cores the host takes meanwhile (steal time), as a Locust run's meter reads them
-    watched = log.with_name(pauses.FILE)  # the machine's pauses meanwhile (harness/pauses.py)
+    watched = log.with_name(pauses.FILE)  # the machine's pauses meanwhile (harness/processes/pauses.py)
     run = Watched()
     with supervised(run, cmd, log, pauses_file=watched, lasts_s=timeout_s + 5, grace_s=1):
         # A pinned server's client runs on the other cores (isolate.apart), placed before its
@@ -232,7 +234,7 @@ def _row(
     """A client run's row: its parameters, the client's report, and the prediction priced with the CPU it measured.
 
     `server_s` is the server's CPU seconds over the run, `slots` the requests it holds at once,
-    `bound` the pure concurrency model's prediction. The row's columns are harness/columns.py's
+    `bound` the pure concurrency model's prediction. The row's columns are harness/rows/columns.py's
     CLIENT, in that order.
     """
     n, rps = params["requests"], report.get("rps", math.nan)

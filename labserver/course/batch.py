@@ -26,8 +26,8 @@ from labserver.checks import whole
 from labserver.course import fidelity, profiles
 from labserver.course.claims import Verdict
 from labserver.demo import cpus
-from labserver.harness import results
-from labserver.harness.meters import stolen_seconds
+from labserver.harness.processes.meters import stolen_seconds
+from labserver.harness.rows import results
 from labserver.paths import NOTEBOOKS, data_dir, figures_dir
 
 KERNEL = "concurrency-lab"

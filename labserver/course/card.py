@@ -22,7 +22,7 @@ import pandas as pd
 
 from labserver import checks
 from labserver.demo.traits import Where
-from labserver.harness import results
+from labserver.harness.rows import results
 from labserver.paths import ROOT
 from labserver.yourapp import measure
 

@@ -1,7 +1,7 @@
 """How well the model explains the runs, and how well it predicted them: per lesson, two shares and the worst.
 
 Each run has two predictions: the one made before it, from one user's prices (`predicted_before_rps`,
-harness/pricing.py), and the one that explains it after, priced with the CPU it measured
+harness/load/pricing.py), and the one that explains it after, priced with the CPU it measured
 (`predicted_rps`). The course's targets: in every lesson, at least 90% of valid runs within ±15%
 of what was predicted before them; at least 95% within ±10% of the explanation, and the I/O-bound
 runs within ±3%. A run that other programs or the host disturbed (`disturbed`) is counted apart.
@@ -17,9 +17,9 @@ from pandas.io.formats.style import Styler
 
 from labserver import config
 from labserver.demo.settings import THREADS_DEFAULT
-from labserver.harness import results
-from labserver.harness.collect import DISTURBED
-from labserver.harness.results import environment
+from labserver.harness.rows import results
+from labserver.harness.rows.collect import DISTURBED
+from labserver.harness.rows.results import environment
 from labserver.labels import client_label, pattern_label
 from labserver.theory.model import CPU_BOUND
 

@@ -1,6 +1,6 @@
 """`make python-ft`: a free-threaded CPython for lesson 10, found or made, and the server's environment on it.
 
-Where none is found (harness/interpreters.py says where it looks), `uv python install 3.14t` gets
+Where none is found (harness/servers/interpreters.py says where it looks), `uv python install 3.14t` gets
 one when uv is installed and can reach its downloads; otherwise CPython is built from the source
 Debian's archive serves (a package registry this machine reaches), into the cache folder outside
 the repository, where later runs and clones find it. Then a virtual environment of that
@@ -22,8 +22,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from labserver.harness import interpreters
-from labserver.harness.interpreters import BUILD_VERSION, Interpreter, NoFreeThreadedPython
+from labserver.harness.servers import interpreters
+from labserver.harness.servers.interpreters import BUILD_VERSION, Interpreter, NoFreeThreadedPython
 from labserver.paths import ROOT
 
 SOURCE_URL = f"http://deb.debian.org/debian/pool/main/p/python3.13/python3.13_{BUILD_VERSION}.orig.tar.xz"

@@ -24,7 +24,7 @@ import yaml
 
 from labserver.course import card, executed, summary
 from labserver.course.executed import Lesson
-from labserver.harness.results import load_runs
+from labserver.harness.rows.results import load_runs
 from labserver.paths import NOTEBOOKS, data_dir, runs_dir
 
 TITLE = "Concurrency Lab"

@@ -95,7 +95,7 @@ def patterns(runs: pd.DataFrame) -> pd.DataFrame:
         pattern=runs["pattern"].fillna("?"),
     )
     frame["ratio"] = pd.to_numeric(frame["ratio"], errors="coerce")
-    # measured / predicted before the run (harness/pricing.py); runs saved before it, and client runs, have none
+    # measured / predicted before the run (harness/load/pricing.py); runs saved before it, and client runs, have none
     frame["before"] = pd.to_numeric(frame["ratio_before"], errors="coerce") if "ratio_before" in frame else math.nan
     rows = []
     for (lesson, pattern, client), group in frame.groupby(["lesson", "pattern", "client"], sort=True):

@@ -33,7 +33,7 @@ from labserver.demo.settings import Settings
 from labserver.demo.shed import Shed
 
 # What /info and the routes mean, as a number: a harness measures a server it did not start
-# (labserver/harness/remote.py) only if both speak the same one. Raise it when a route, a query
+# (labserver/harness/servers/remote.py) only if both speak the same one. Raise it when a route, a query
 # parameter or an /info field the harness reads changes meaning.
 PROTOCOL = 1
 try:

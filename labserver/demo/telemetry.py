@@ -5,7 +5,7 @@ names a folder (settings.telemetry_dir), the app's lifespan starts one `Sampler`
 every 100 ms it wakes, notes how late it woke (the event loop's lag: code that holds the loop
 wakes it late) and reads the gauges; about once a second it appends its samples to
 `<folder>/<pid>.jsonl`, one JSON object a line. The harness cuts each run's share out of those
-files (labserver/harness/telemetry.py). Standard library and AnyIO only: every worker imports it.
+files (labserver/harness/rows/telemetry.py). Standard library and AnyIO only: every worker imports it.
 
 A server the lab did not start (`python -m labserver serve`, measured from another machine)
 cannot be seen by the harness's psutil, so it reports its own CPU in /info: `cpu_seconds` gives

@@ -17,8 +17,9 @@ from labserver import checks
 from labserver.charts.telemetry import per_tick
 from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT
-from labserver.harness import sizing, telemetry
-from labserver.harness.load import check_sweep
+from labserver.harness.load import sizing
+from labserver.harness.load.checks import check_sweep
+from labserver.harness.rows import telemetry
 from labserver.labels import pattern_label
 from labserver.lessons.lesson import Lesson
 from labserver.theory import model

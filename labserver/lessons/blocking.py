@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from labserver import checks
-from labserver.harness.load import check_sweep
+from labserver.harness.load.checks import check_sweep
 from labserver.lessons.lesson import Lesson
 
 LESSON = Lesson(

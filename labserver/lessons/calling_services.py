@@ -5,7 +5,7 @@ Its readings: what a new httpx client costs, timed here, each run beside the mod
 A new `httpx.AsyncClient` builds an SSL context and loads the certificates it trusts, even for
 a plain http:// call: the notebook times that here, as the model times fib, and prices the
 `callnew` endpoint with it. This table prices the fan-out's calls at nothing; the prediction the
-harness makes before each run prices them from requests on the server (harness/pricing.py), the
+harness makes before each run prices them from requests on the server (harness/load/pricing.py), the
 unbounded fan-out's with its calls in flight (`waits_kept`).
 """
 
@@ -20,9 +20,9 @@ import pandas as pd
 
 from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT
-from labserver.harness import sizing
-from labserver.harness.load import check_sweep
-from labserver.harness.procs import free_port
+from labserver.harness.load import sizing
+from labserver.harness.load.checks import check_sweep
+from labserver.harness.processes.procs import free_port
 from labserver.lessons.lesson import Lesson
 from labserver.theory import model
 from labserver.theory.workload import Workload, traits_of

@@ -24,8 +24,9 @@ import pandas as pd
 from labserver import checks
 from labserver.demo import cpus, hung
 from labserver.demo.settings import THREADS_DEFAULT
-from labserver.harness import sizing, telemetry
-from labserver.harness.load import check_arrivals, check_load, check_sweep
+from labserver.harness.load import sizing
+from labserver.harness.load.checks import check_arrivals, check_load, check_sweep
+from labserver.harness.rows import telemetry
 from labserver.lessons.lesson import Lesson
 from labserver.theory import model
 from labserver.theory.workload import Workload

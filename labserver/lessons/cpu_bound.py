@@ -17,10 +17,11 @@ import pandas as pd
 from labserver import checks
 from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT
-from labserver.harness import records, sizing
-from labserver.harness.load import check_sweep
-from labserver.harness.plan import mirrored
-from labserver.harness.results import compare
+from labserver.harness.load import sizing
+from labserver.harness.load.checks import check_sweep
+from labserver.harness.plans.plan import mirrored
+from labserver.harness.rows import records
+from labserver.harness.rows.results import compare
 from labserver.lessons.lesson import Lesson
 from labserver.paths import runs_dir
 from labserver.theory import cores, pools, published

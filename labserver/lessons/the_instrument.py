@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 from labserver import checks
 from labserver.demo import cpus
-from labserver.harness.load import check_sweep
+from labserver.harness.load.checks import check_sweep
 from labserver.lessons.lesson import Lesson
 
 LESSON = Lesson(

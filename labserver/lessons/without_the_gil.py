@@ -10,9 +10,10 @@ from typing import NamedTuple
 from labserver import checks
 from labserver.demo import cpus
 from labserver.demo.settings import Settings
-from labserver.harness import interpreters, sizing
-from labserver.harness.load import check_sweep
-from labserver.harness.plan import mirrored
+from labserver.harness.load import sizing
+from labserver.harness.load.checks import check_sweep
+from labserver.harness.plans.plan import mirrored
+from labserver.harness.servers import interpreters
 from labserver.lessons.lesson import Lesson
 
 # 10 needs a free-threaded Python (`make python-ft`); without one its runs are the GIL build's alone.

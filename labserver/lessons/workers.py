@@ -6,9 +6,9 @@ from typing import NamedTuple
 
 from labserver import checks
 from labserver.demo import cpus
-from labserver.harness import sizing
-from labserver.harness.load import check_sweep
-from labserver.harness.plan import mirrored
+from labserver.harness.load import sizing
+from labserver.harness.load.checks import check_sweep
+from labserver.harness.plans.plan import mirrored
 from labserver.lessons.lesson import Lesson
 from labserver.theory import cores as core_model
 

@@ -19,8 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from labserver.demo.settings import DB_POOL_DEFAULT
-from labserver.harness import procs
-from labserver.harness.launcher import LabServer
+from labserver.harness.processes import procs
+from labserver.harness.servers.launcher import LabServer
 from labserver.paths import data_dir
 from labserver.postgres import cluster
 from labserver.postgres.cluster import DB_USER, Account, DatabaseError
@@ -50,7 +50,7 @@ def lab_server(
     """A LabServer (not yet started) that also serves the database routes against `database_url`.
 
     `database`, the lab's cluster behind that URL: a server pinned to a core (`cpus`) keeps its
-    processes off that core during its runs, as it does Locust (harness/isolate.py).
+    processes off that core during its runs, as it does Locust (harness/servers/isolate.py).
     """
     server = LabServer(**settings, neighbours=database.pids if database is not None else None)
     server.settings = replace(server.settings, database_url=database_url, db_pool=db_pool)

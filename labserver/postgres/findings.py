@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from labserver.harness.launcher import LabServer
-from labserver.harness.results import compare
+from labserver.harness.rows.results import compare
+from labserver.harness.servers.launcher import LabServer
 from labserver.postgres import runs
 from labserver.theory import gil, pools
 from labserver.theory.model import Bottleneck

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from labserver.harness.launcher import LabServer
-from labserver.harness.plan import mirrored
+from labserver.harness.plans.plan import mirrored
+from labserver.harness.servers.launcher import LabServer
 from labserver.postgres import database, runs
 from labserver.theory import gil
 
@@ -31,7 +31,7 @@ def servers(anywhere: LabServer, cpus: list[int], database_url: str, db: databas
     """`anywhere`, and a server of its settings pinned to `cpus` (not yet started); `anywhere` alone if `cpus` is [].
 
     `db`, the lab's cluster: during the pinned server's runs it keeps off that core, as Locust
-    does (harness/isolate.py), and gets every core back for the other server's.
+    does (harness/servers/isolate.py), and gets every core back for the other server's.
     """
     if not cpus:  # the OS cannot pin a process (macOS), or the lesson asked for no pinned runs
         return [anywhere]

@@ -1,7 +1,7 @@
 """Lesson 07's runs: the database endpoints under Locust, each beside its prediction (theory.pools).
 
 `calibrate` sends lone requests to each endpoint (no load) to learn its service time, and prices
-the server's CPU per request as the harness prices every run before it (harness/pricing.py: two
+the server's CPU per request as the harness prices every run before it (harness/load/pricing.py: two
 users back to back; each run is priced again just before it). `sweep` then runs every endpoint ×
 users × cpu_n through the lab's harness (`run_plan`) with the prediction built from those figures,
 the thread pool, the connection pool and the fib timing.
@@ -19,16 +19,17 @@ from typing import TYPE_CHECKING, TypedDict
 import pandas as pd
 
 from labserver.demo.settings import Settings
-from labserver.harness import pricing
-from labserver.harness.launcher import LabServer
-from labserver.harness.load import DURATION_MAX_S, check_load, run_plan
-from labserver.harness.plan import LoadOptions
-from labserver.harness.publish import held, hold_ms
+from labserver.harness.load import pricing
+from labserver.harness.load.checks import check_load
+from labserver.harness.load.run import run_plan
+from labserver.harness.plans.plan import LoadOptions
+from labserver.harness.rows.publish import held, hold_ms
+from labserver.harness.servers.launcher import LabServer
 from labserver.postgres import data
 from labserver.theory import pools
 from labserver.theory.demand import Demand
 from labserver.theory.model import Prediction, cpu_ms
-from labserver.theory.workload import Workload
+from labserver.theory.workload import DURATION_MAX_S, Workload
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

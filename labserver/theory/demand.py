@@ -90,7 +90,7 @@ def measured(
 class OneUser:
     """What one request cost with one user and nothing else in flight, measured on the run's own server before it.
 
-    The prices of a run's before-prediction (harness/pricing.py): S, the time one request takes
+    The prices of a run's before-prediction (harness/load/pricing.py): S, the time one request takes
     alone, and the server's CPU per request by where it ran: the workers' event-loop threads,
     their other threads (the thread pool), and the rest of the server's processes (process-pool
     children). `held_ms` is a pooled database connection's hold per use (NaN: no database).

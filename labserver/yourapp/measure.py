@@ -3,7 +3,7 @@ any load, then a sweep of users that checks the prediction.
 
 The lab's own parts do all of it: the launcher starts the app (AppServer, wrapped as wrap.py says),
 the pricing measures one request's time alone S and its CPU on the event loop and in the thread
-pool (harness/pricing.py), the model predicts every run from those prices (theory/model.py), and
+pool (harness/load/pricing.py), the model predicts every run from those prices (theory/model.py), and
 `run_plan` measures each run with Locust, its folder under data/runs/ like a lesson's. The model
 reads a route as one of the demo's patterns with the same traits: an `async def` endpoint as
 `sequential` (it computes on the event loop, and its waits hold nothing), a `def` one as
@@ -30,9 +30,11 @@ import pandas as pd
 
 from labserver import config, protocol
 from labserver.demo.settings import THREADS_DEFAULT
-from labserver.harness import load, pricing, telemetry
-from labserver.harness.launcher import LabServer
-from labserver.harness.plan import Options, Stage
+from labserver.harness.load import pricing
+from labserver.harness.load import run as load
+from labserver.harness.plans.plan import Options, Stage
+from labserver.harness.rows import telemetry
+from labserver.harness.servers.launcher import LabServer
 from labserver.theory import usl
 from labserver.theory.cores import SATURATED
 from labserver.theory.demand import OneUser

@@ -12,7 +12,7 @@ import pytest
 from matplotlib.text import Text
 
 from labserver.charts import live
-from labserver.harness.feed import RunSoFar, Snapshot
+from labserver.harness.plans.feed import RunSoFar, Snapshot
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

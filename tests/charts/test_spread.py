@@ -66,9 +66,9 @@ def test_bars_sum_a_pid_over_repeated_runs():
 
 @pytest.mark.slow
 def test_a_real_run_names_the_worker_of_every_request():
-    from labserver.harness import procs
-    from labserver.harness.launcher import LabServer
-    from labserver.harness.load import run_load
+    from labserver.harness.load.run import run_load
+    from labserver.harness.processes import procs
+    from labserver.harness.servers.launcher import LabServer
 
     with LabServer(workers=2, procs=0) as server:
         workers = {p.pid for p in procs.tree(server.proc.pid)}

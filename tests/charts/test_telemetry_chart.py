@@ -10,7 +10,7 @@ import pytest
 
 from labserver.charts import telemetry as chart
 from labserver.charts.plots import COLORS
-from labserver.harness.telemetry import COLUMNS
+from labserver.harness.rows.telemetry import COLUMNS
 
 
 @pytest.fixture(autouse=True)

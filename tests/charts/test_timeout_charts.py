@@ -18,7 +18,7 @@ from labserver.charts.timeouts import (
     timeout_run_chart,
     timeouts_chart,
 )
-from labserver.harness.results import RunResult
+from labserver.harness.rows.results import RunResult
 from labserver.theory.timeouts import outlook
 
 

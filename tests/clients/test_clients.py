@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from labserver.clients import strategies
-from labserver.harness.procs import free_port
+from labserver.harness.processes.procs import free_port
 from labserver.theory import clients
 from labserver.theory.clients import Cost, check_run, pick, plan, predict_client, slots, speedups
 from labserver.theory.model import Bottleneck
@@ -452,7 +452,7 @@ def test_a_sweep_against_a_real_server_is_saved_and_leaves_nothing(data_dir):
 def test_a_run_against_a_server_never_started_says_so():
     from labserver import LabServer
     from labserver.clients.runs import run_client
-    from labserver.harness.launcher import ServerError
+    from labserver.harness.servers.launcher import ServerError
 
     server = LabServer()
     with pytest.raises(ServerError, match="not running"):
@@ -520,7 +520,7 @@ CLIENT_ROW = [
 )  # fmt: skip
 def test_a_client_run_s_row_holds_the_declared_columns_in_order(report):
     from labserver.clients import runs as client_runs
-    from labserver.harness import columns
+    from labserver.harness.rows import columns
     from labserver.theory.model import Prediction
 
     p = Prediction(10.0, 100.0, "one request at a time")

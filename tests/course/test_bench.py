@@ -10,7 +10,7 @@ from labserver.course.bench.batch import lesson_walls, measuring_s, windows
 from labserver.course.bench.measure import first_request_delay, locust_rps
 from labserver.course.bench.repeatability import spread
 from labserver.course.bench.report import plain, table, targets
-from labserver.harness.records import Record
+from labserver.harness.rows.records import Record
 
 
 def test_spread_is_the_range_over_the_median():

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from labserver.harness import telemetry
+from labserver.harness.rows import telemetry
 from labserver.lessons import clients_that_leave as leaving
 
 

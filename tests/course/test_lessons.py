@@ -489,7 +489,7 @@ def test_the_lessons_take_lists_to_check():
 
 
 def test_10_defaults_sized_to_the_cores(monkeypatch):
-    from labserver.harness import interpreters
+    from labserver.harness.servers import interpreters
 
     def none():
         raise interpreters.NoFreeThreadedPython("none here")

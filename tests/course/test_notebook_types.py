@@ -47,7 +47,7 @@ def test_every_lesson_calls_the_lab_as_its_types_allow(tmp_path):
 
 
 def test_a_call_the_types_refuse_fails(tmp_path):
-    cell = {"cell_type": "code", "source": ["%matplotlib inline\n", "from labserver.harness import load\n",
+    cell = {"cell_type": "code", "source": ["%matplotlib inline\n", "from labserver.harness.load import run as load\n",
                                             "load.sweep(None, ['gather'], [10], 3)\n"]}  # fmt: skip
     planted = tmp_path / "nb" / "planted.ipynb"
     planted.parent.mkdir()

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labserver.harness.probes import Probes
 from labserver.lessons import one_slow_route as neighbours
+from labserver.lessons.one_slow_route import Probes
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Every lesson's plan on 1 to 64 usable cores: each run foreseen valid (harness/validity.py), and the lesson short.
+"""Every lesson's plan on 1 to 64 usable cores: each run foreseen valid (harness/load/validity.py), each lesson short.
 
 The plans are the lessons' own: each setup function called as its notebook's setup cell calls it
 (test_lessons.call), on a machine of that many cores, with fib priced as a laptop's core would
@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from labserver.demo.settings import Settings
-from labserver.harness import interpreters, sizing, validity
-from labserver.harness.plan import mirrored
+from labserver.harness.load import sizing, validity
+from labserver.harness.plans.plan import mirrored
+from labserver.harness.servers import interpreters
 from labserver.theory import model
 from labserver.theory.cores import PHI
 from labserver.theory.workload import Workload

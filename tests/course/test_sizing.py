@@ -4,7 +4,7 @@ its claims can show there (the claims' own bounds, asked of the model's predicti
 import pytest
 
 from labserver.demo.settings import WORKERS_MAX, Settings
-from labserver.harness import sizing
+from labserver.harness.load import sizing
 from labserver.theory import cores as core_model
 from labserver.theory.model import predict
 from labserver.theory.workload import Workload

@@ -9,7 +9,7 @@ import pytest
 from labserver.charts.summary import chart
 from labserver.course import summary
 from labserver.course.summary import headlines, overview, patterns, select, valid_ratios
-from labserver.harness.results import load_runs
+from labserver.harness.rows.results import load_runs
 from labserver.theory import published
 from labserver.theory.published import HORACEG, LOCUST_GATHER, PENA, SPEED_UP_1, Headline
 

@@ -65,15 +65,19 @@ def describe(ps: list[psutil.Process]) -> list[str]:
 
 
 def guards(owner: int) -> set[int]:
-    """The owner's guard process (labserver.harness.guard), which lives as long as the owner does."""
+    """The owner's guard process (labserver.harness.processes.guard), which lives as long as the owner does."""
     try:
-        return {p.pid for p in psutil.Process(owner).children() if "labserver.harness.guard" in " ".join(p.cmdline())}
+        return {
+            p.pid
+            for p in psutil.Process(owner).children()
+            if "labserver.harness.processes.guard" in " ".join(p.cmdline())
+        }
     except psutil.Error:
         return set()
 
 
 def port_free(port: int) -> bool:
-    from labserver.harness import procs
+    from labserver.harness.processes import procs
 
     return not procs.port_in_use(port)
 
@@ -193,9 +197,9 @@ def _fail(signum, frame):
 
 
 def _round(options: dict, n: int, rng: random.Random) -> None:
-    from labserver.harness import procs
-    from labserver.harness.launcher import LabServer
-    from labserver.harness.load import run_load
+    from labserver.harness.load.run import run_load
+    from labserver.harness.processes import procs
+    from labserver.harness.servers.launcher import LabServer
 
     workers = options.get("workers", [1, 2])[n % len(options.get("workers", [1, 2]))]
     processes = options.get("processes", [1, 2])[(n // 2) % len(options.get("processes", [1, 2]))]
@@ -217,8 +221,8 @@ def _complete(options: dict) -> None:
 
     matplotlib.use("Agg")
     from labserver.charts import plots
-    from labserver.harness.launcher import LabServer
-    from labserver.harness.load import run_load
+    from labserver.harness.load.run import run_load
+    from labserver.harness.servers.launcher import LabServer
 
     with LabServer(procs=0) as server:
         _emit(event="round", round=0, port=server.port)
@@ -231,7 +235,7 @@ def _complete(options: dict) -> None:
 
 
 def main(options: dict) -> int:
-    import labserver.harness.load  # noqa: F401 - pay for the imports before the first round's clock starts
+    import labserver.harness.load.run  # noqa: F401 - pay for the imports before the first round's clock starts
 
     rng = random.Random(options.get("seed"))
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as a kernel does, whatever it inherited

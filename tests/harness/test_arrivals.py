@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from labserver.harness import arrivals
-from labserver.harness.plan import Stage
-from labserver.harness.records import Record
+from labserver.harness.plans.plan import Stage
+from labserver.harness.rows import arrivals
+from labserver.harness.rows.records import Record
 
 
 def _schedule(rate: float, seconds: float, latency_s, late_s=lambda t: 0.0, ok=lambda t: True) -> list[Record]:

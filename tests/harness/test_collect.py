@@ -14,10 +14,10 @@ import pytest
 
 from labserver import protocol
 from labserver.demo.settings import Settings
-from labserver.harness import collect, publish
-from labserver.harness.meters import CpuMeter, MachineMeter
-from labserver.harness.plan import Before, Meters, Options, Outcome, Stage
-from labserver.harness.records import Record
+from labserver.harness.plans.plan import Before, Meters, Options, Outcome, Stage
+from labserver.harness.processes.meters import CpuMeter, MachineMeter
+from labserver.harness.rows import collect, publish
+from labserver.harness.rows.records import Record
 from labserver.theory.model import Prediction
 from labserver.theory.workload import Workload
 
@@ -256,7 +256,7 @@ def test_a_full_machine_with_a_busy_generator_invalidates_a_run_predicted_elsewh
 @pytest.mark.parametrize(("late_ms", "valid"), [(400.0, False), (60.0, True)])
 def test_a_run_the_whole_machine_stopped_in_measured_the_pause(tmp_path, late_ms, valid):
     machine = MachineMeter()
-    machine.pauses = [(T0 + 2.0, T0 + 2.0 + late_ms / 1000)]  # as harness/pauses.py wrote it down
+    machine.pauses = [(T0 + 2.0, T0 + 2.0 + late_ms / 1000)]  # as harness/processes/pauses.py wrote it down
     row = run(steady(2, T0 + 0.05, T0 + 5.0), tmp_path, meters=(CpuMeter(-1), CpuMeter(-1), machine)).row
     assert row["paused_ms"] == pytest.approx(late_ms)
     assert row["valid"] == valid

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from labserver.demo.settings import Settings
-from labserver.harness import collect, columns
-from labserver.harness.plan import Meters, Options, Stage
-from labserver.harness.records import Record
+from labserver.harness.plans.plan import Meters, Options, Stage
+from labserver.harness.rows import collect, columns
+from labserver.harness.rows.records import Record
 from labserver.theory.workload import Workload
 
 PINNED = {

@@ -11,12 +11,16 @@ from dataclasses import replace
 import pytest
 
 from labserver import __main__ as cli
-from labserver.harness import feed, generator, procs, records
-from labserver.harness.generator import master_address, worker_command
-from labserver.harness.launcher import LabServer
-from labserver.harness.load import check_load, run_plan
-from labserver.harness.meters import CpuMeter, LocustMeter
-from labserver.harness.plan import Options, Stage
+from labserver.harness.load import generator
+from labserver.harness.load.checks import check_load
+from labserver.harness.load.generator import master_address, worker_command
+from labserver.harness.load.run import run_plan
+from labserver.harness.plans import feed
+from labserver.harness.plans.plan import Options, Stage
+from labserver.harness.processes import procs
+from labserver.harness.processes.meters import CpuMeter, LocustMeter
+from labserver.harness.rows import records
+from labserver.harness.servers.launcher import LabServer
 from labserver.protocol import LocustState
 from labserver.theory.workload import Workload
 

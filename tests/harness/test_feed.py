@@ -11,9 +11,10 @@ import pytest
 
 from labserver import protocol
 from labserver.demo.settings import Settings
-from labserver.harness import feed, generator, load, notebook
-from labserver.harness.plan import Meters, Options, Stage
-from labserver.harness.supervise import Watched
+from labserver.harness.load import checks, generator
+from labserver.harness.plans import feed, notebook
+from labserver.harness.plans.plan import Meters, Options, Stage
+from labserver.harness.processes.supervise import Watched
 from labserver.paths import LOCUSTFILES
 from labserver.theory import model
 from labserver.theory.demand import Demand
@@ -278,23 +279,23 @@ def test_the_last_frame_holds_the_saved_runs_and_the_live_files_go(tmp_path):
 def test_foreseen_takes_the_lesson_s_prediction_and_prices_fib_without_running_it(monkeypatch):
     given = model.Prediction(1.0, 2.0, "lesson")
     stage = Stage(types.SimpleNamespace(settings=Settings(threads=40, workers=1, procs=2)), GATHER)
-    assert load.foreseen(replace(stage, predicted=given), Options()) is given
+    assert checks.foreseen(replace(stage, predicted=given), Options()) is given
     priced = []
     lesson = replace(stage, predicted=lambda d: priced.append(d) or given)
-    assert load.foreseen(lesson, Options()) is given and not priced[0].known  # no CPU measured yet
-    assert math.isnan(load.foreseen(stage, Options(expect_failures=True)).rps)
+    assert checks.foreseen(lesson, Options()) is given and not priced[0].known  # no CPU measured yet
+    assert math.isnan(checks.foreseen(stage, Options(expect_failures=True)).rps)
     timed = []
     monkeypatch.setattr(model, "cpu_ms", lambda n: timed.append(n) or 2.0)
-    deep = load.foreseen(replace(stage, workload=replace(GATHER, cpu_n=30)), Options())
+    deep = checks.foreseen(replace(stage, workload=replace(GATHER, cpu_n=30)), Options())
     assert timed and max(timed) <= 20  # fib(30) is priced from fib(20), never run
-    assert 0 < deep.rps < load.foreseen(replace(stage, workload=replace(GATHER, cpu_n=20)), Options()).rps
+    assert 0 < deep.rps < checks.foreseen(replace(stage, workload=replace(GATHER, cpu_n=20)), Options()).rps
     broken = replace(stage, predicted=lambda d: 1 / 0)
-    assert math.isnan(load.foreseen(broken, Options()).rps)  # a view without a prediction, not a failed plan
+    assert math.isnan(checks.foreseen(broken, Options()).rps)  # a view without a prediction, not a failed plan
 
 
 def test_foreseen_prices_like_the_model_with_no_demand():
     stage = Stage(types.SimpleNamespace(settings=Settings(threads=40, workers=1, procs=2)), GATHER)
-    p = load.foreseen(replace(stage, workload=replace(GATHER, io_ms=100)), Options())
+    p = checks.foreseen(replace(stage, workload=replace(GATHER, io_ms=100)), Options())
     settings = Settings(threads=40, workers=1, procs=2)
     expected = model.predict(Workload("gather", 10, io_ms=100), settings, demand=Demand(math.nan), queueing=True)
     assert p.rps == pytest.approx(expected.rps)
@@ -324,7 +325,7 @@ def test_a_notebook_is_a_kernel_shell(monkeypatch):
 def test_outside_a_notebook_nothing_is_drawn_or_imported_from_ipython():
     code = (
         "import sys, labserver\n"
-        "from labserver.harness import generator, load, notebook\n"
+        "from labserver.harness.load import generator\nfrom labserver.harness.plans import notebook\n"
         "assert notebook._view is not None, 'labserver registers the chart'\n"
         "assert notebook.view() is None and not notebook.in_notebook()\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in ('IPython', 'matplotlib', 'seaborn', 'tqdm')]\n"

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from labserver import config
-from labserver.harness import interpreters
-from labserver.harness.interpreters import NoFreeThreadedPython
+from labserver.harness.servers import interpreters
+from labserver.harness.servers.interpreters import NoFreeThreadedPython
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 
 from labserver import protocol
 from labserver.demo import cpus
-from labserver.harness import isolate
+from labserver.harness.servers import isolate
 from labserver.protocol import LocustState
 
 USABLE = tuple(cpus.usable_cpus())
@@ -137,8 +137,8 @@ def test_a_plan_without_a_pinned_server_moves_nothing():
 def test_a_pinned_servers_run_keeps_locust_off_its_core_and_an_unpinned_ones_does_not():
     import psutil
 
-    from labserver.harness import load
-    from labserver.harness.launcher import LabServer
+    from labserver.harness.load import run as load
+    from labserver.harness.servers.launcher import LabServer
 
     seen: dict[int, set[tuple[int, ...]]] = {}  # Locust's pid: the affinities its threads had during the run
     done = threading.Event()

@@ -45,7 +45,7 @@ def _execute(kc, code: str, timeout: float) -> tuple[dict, str]:
 
 def _measuring(tag: str, kernel_pid: int) -> list:
     """What the cell started: servers, their pools, Locust (the kernel's own guard lives as long as the kernel)."""
-    return [p for p in lab_processes(tag, exclude={kernel_pid}) if "labserver.harness.guard" not in _words(p)]
+    return [p for p in lab_processes(tag, exclude={kernel_pid}) if "labserver.harness.processes.guard" not in _words(p)]
 
 
 def _words(p) -> str:

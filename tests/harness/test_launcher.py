@@ -7,8 +7,9 @@ import socket
 import psutil
 import pytest
 
-from labserver.harness import launcher, procs
-from labserver.harness.launcher import LabServer, ServerError, serve, stop_all
+from labserver.harness.processes import procs
+from labserver.harness.servers import launcher
+from labserver.harness.servers.launcher import LabServer, ServerError, serve, stop_all
 
 
 def _alive(p: psutil.Process) -> bool:

@@ -10,9 +10,14 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from labserver.harness import generator, load, pauses, results
-from labserver.harness.launcher import LabServer, ServerError
-from labserver.harness.load import check_load, check_sweep, run_load, sweep
+from labserver.demo import cpus
+from labserver.harness.load import generator
+from labserver.harness.load import run as load
+from labserver.harness.load.checks import check_load, check_sweep
+from labserver.harness.load.run import run_load, sweep
+from labserver.harness.processes import pauses
+from labserver.harness.rows import results
+from labserver.harness.servers.launcher import LabServer, ServerError
 from labserver.paths import runs_dir
 from labserver.theory import workload
 from labserver.theory.workload import Workload
@@ -240,7 +245,7 @@ def _hold_the_watcher_once(held_s=0.4):
 
     def hold():
         mine = psutil.Process().children(recursive=True)
-        (watcher,) = [p for p in mine if "labserver.harness.pauses" in p.cmdline()]
+        (watcher,) = [p for p in mine if "labserver.harness.processes.pauses" in p.cmdline()]
         watcher.suspend()  # as a host holds a whole virtual machine, but only the watcher: it sees a pause
         threading.Timer(held_s, watcher.resume).start()
 
@@ -341,7 +346,7 @@ class Measured:
 @pytest.fixture
 def measured(monkeypatch):
     monkeypatch.setattr(load, "wait_until_quiet", lambda: None)
-    monkeypatch.setattr(load.cpus, "whole_cores", lambda: 4)  # room for two forked Locust processes
+    monkeypatch.setattr(cpus, "whole_cores", lambda: 4)  # room for two forked Locust processes
 
     def install(**kw):
         fake = Measured(**kw)

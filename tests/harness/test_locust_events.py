@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from labserver import protocol
-from labserver.harness import procs
-from labserver.harness.launcher import LabServer
+from labserver.harness.processes import procs
+from labserver.harness.servers.launcher import LabServer
 from labserver.paths import LOCUSTFILES
 
 # Locust's CPU warning, made to come at once: every sample is "above" the threshold, 5 a second

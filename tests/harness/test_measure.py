@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from labserver.harness.measure import measure, warmup_end
-from labserver.harness.records import Record
+from labserver.harness.rows.measure import measure, warmup_end
+from labserver.harness.rows.records import Record
 
 
 def steady(users: int, every_s: float, until_s: float, latency_ms: float = 50.0, offset_s: float = 0.0):

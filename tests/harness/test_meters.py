@@ -5,8 +5,8 @@ import time
 import pytest
 
 from labserver.demo.work import fib
-from labserver.harness import meters
-from labserver.harness.meters import (
+from labserver.harness.processes import meters
+from labserver.harness.processes.meters import (
     CpuMeter,
     MachineMeter,
     busy_seconds,

@@ -21,9 +21,9 @@ import urllib.request
 
 import pytest
 
-from labserver.harness import procs
-from labserver.harness.launcher import LabServer
-from labserver.harness.load import sweep
+from labserver.harness.load.run import sweep
+from labserver.harness.processes import procs
+from labserver.harness.servers.launcher import LabServer
 
 pytestmark = pytest.mark.slow
 
@@ -127,8 +127,8 @@ def _server(hosts):
 MASTER = textwrap.dedent(
     """
     import json, sys
-    from labserver.harness.load import sweep
-    from labserver.harness.remote import RemoteServer
+    from labserver.harness.load.run import sweep
+    from labserver.harness.servers.remote import RemoteServer
     url, master, duration_s = sys.argv[1], sys.argv[2], int(sys.argv[3])
     sweep_ = json.loads(sys.argv[4])
     rows = sweep(RemoteServer(url), processes=2, master=master, join_timeout_s=60, lesson="tests-netns",

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from labserver.harness import pauses
+from labserver.harness.processes import pauses
 
 
 def test_a_watcher_held_still_writes_down_how_late_it_woke(tmp_path):

@@ -7,8 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from labserver.harness import generator, plan
-from labserver.harness.plan import RUN_KEYS, Options, Stage, mirrored, stage_at
+from labserver.harness.load import generator
+from labserver.harness.plans import plan
+from labserver.harness.plans.plan import RUN_KEYS, Options, Stage, mirrored, stage_at
 from labserver.theory.workload import Workload
 
 
@@ -99,7 +100,7 @@ def test_one_prediction_policy_for_the_live_view_and_the_row():
 def test_the_user_classes_a_plan_may_name_are_those_the_locustfile_has():
     from typing import get_args
 
-    from labserver.harness.generator import USER_CLASSES
-    from labserver.harness.plan import UserClass
+    from labserver.harness.load.generator import USER_CLASSES
+    from labserver.harness.plans.plan import UserClass
 
     assert set(get_args(UserClass)) == set(USER_CLASSES)

@@ -1,4 +1,4 @@
-"""Each run priced before it starts (harness/pricing.py), and its before-prediction never reading the run itself."""
+"""Each run priced before it starts (harness/load/pricing.py), its before-prediction never reading the run itself."""
 
 import dataclasses
 import http.server
@@ -13,11 +13,12 @@ from typing import ClassVar
 import pytest
 
 from labserver.demo.settings import Settings
-from labserver.harness import collect, pricing, publish
-from labserver.harness.launcher import LabServer
-from labserver.harness.meters import CpuMeter, MachineMeter
-from labserver.harness.plan import Before, Meters, Options, Stage
-from labserver.harness.records import Record
+from labserver.harness.load import pricing
+from labserver.harness.plans.plan import Before, Meters, Options, Stage
+from labserver.harness.processes.meters import CpuMeter, MachineMeter
+from labserver.harness.rows import collect, publish
+from labserver.harness.rows.records import Record
+from labserver.harness.servers.launcher import LabServer
 from labserver.theory.demand import OneUser
 from labserver.theory.model import Bottleneck, Prediction
 from labserver.theory.workload import Workload
@@ -395,7 +396,7 @@ def test_the_generators_price_is_measured_only_where_it_decides_the_prediction(m
 
 
 def test_the_generators_price_is_measured_once_per_kernel(monkeypatch):
-    from labserver.harness import calibrate
+    from labserver.harness.load import calibrate
 
     runs = []
     row = {"locust_ms": 0.125, "other_cpu": 0.05, "rps": 6000.0, "run_id": "r"}
@@ -421,7 +422,7 @@ def test_the_generators_price_is_measured_once_per_kernel(monkeypatch):
 
 
 def test_the_generators_price_on_a_route_is_measured_on_it_once_per_make_up(monkeypatch):
-    from labserver.harness import calibrate
+    from labserver.harness.load import calibrate
 
     runs = []
     rows = [{"locust_ms": ms, "other_cpu": 0.0, "rps": 160.0, "run_id": "r"} for ms in (2.7, 1.6)]  # cold, then warm
@@ -442,7 +443,7 @@ def test_the_generators_price_on_a_route_is_measured_on_it_once_per_make_up(monk
 
 
 def test_the_generators_price_on_a_route_again_keeps_the_cheaper_once_per_make_up(monkeypatch):
-    from labserver.harness import calibrate
+    from labserver.harness.load import calibrate
 
     rounds = iter([(2.9, 2.7), (2.1, 1.9), (1.0, 1.0)])  # a slow moment over the first round's runs, then a usual one
     runs = []
@@ -529,7 +530,7 @@ def test_a_miss_names_the_cores_probe_where_it_went_the_same_way_and_only_others
 
 
 def test_the_generator_is_priced_on_a_route_only_where_its_replies_are_big(monkeypatch):
-    from labserver.harness import calibrate
+    from labserver.harness.load import calibrate
 
     asked = []
     monkeypatch.setattr(calibrate, "generator_price_on", lambda stage, key, again=False: asked.append(again))

@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from labserver.harness import procs
+from labserver.harness.processes import procs
 
 
 def _gone(pids: list[int], within_s: float = 10.0) -> bool:
@@ -76,7 +76,7 @@ def test_children_die_with_their_parent(tmp_path):
     # code runs in it, and only the parent-death signal can stop the grandchild
     log = str(tmp_path / "grandchild.log")
     code = (
-        "import time; from pathlib import Path; from labserver.harness import procs; "
+        "import time; from pathlib import Path; from labserver.harness.processes import procs; "
         f"p = procs.spawn(['sleep', '300'], Path({log!r})); print(p.pid, flush=True); time.sleep(300)"
     )
     middle = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from labserver import protocol
-from labserver.harness import records
-from labserver.harness.records import Record
+from labserver.harness.rows import records
+from labserver.harness.rows.records import Record
 
 
 def _locust_file(folder, name, users, t0=None):

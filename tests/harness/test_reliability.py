@@ -25,9 +25,12 @@ import psutil
 import pytest
 from lab_owner import Owner, describe, lab_kernel, lab_processes, port_free, wait_for
 
-from labserver.harness import load, procs, results
-from labserver.harness.launcher import LabServer, ServerError
-from labserver.harness.load import check_sweep, run_load
+from labserver.harness.load import run as load
+from labserver.harness.load.checks import check_sweep
+from labserver.harness.load.run import run_load
+from labserver.harness.processes import procs
+from labserver.harness.rows import results
+from labserver.harness.servers.launcher import LabServer, ServerError
 from labserver.paths import ROOT, runs_dir
 
 CLEAN_S = 15.0  # hang guard for a clean-up that takes a second or two
@@ -227,7 +230,7 @@ def test_children_that_ignore_the_parent_death_signal_still_go(tmp_path):
     # The parent-death signal reaches the direct child only, and a child may ignore it or hang:
     # here a shell that ignores SIGTERM, with two grandchildren. The guard must end them all.
     code = (
-        "import sys, time; from pathlib import Path; from labserver.harness import procs\n"
+        "import sys, time; from pathlib import Path; from labserver.harness.processes import procs\n"
         "script = \"trap '' TERM; sleep 300 & sleep 300 & wait\"\n"
         f"p = procs.spawn(['sh', '-c', script], Path({str(tmp_path / 'log')!r}))\n"
         "print(p.pid, flush=True); time.sleep(300)"
@@ -502,8 +505,8 @@ def test_the_guard_stops_every_group_it_was_told_of_when_its_owner_goes():
     # the guard on its own: a fake owner (this test) hands it a group, then closes the pipe
     sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
     read_fd, write_fd = os.pipe()
-    guard = subprocess.Popen([sys.executable, "-m", "labserver.harness.guard", str(os.getpid()), str(read_fd)],
-                             pass_fds=(read_fd,), cwd=ROOT)  # fmt: skip
+    guard_cmd = [sys.executable, "-m", "labserver.harness.processes.guard", str(os.getpid()), str(read_fd)]
+    guard = subprocess.Popen(guard_cmd, pass_fds=(read_fd,), cwd=ROOT)
     os.close(read_fd)
     try:
         os.write(write_fd, f"+{sleeper.pid}\n".encode())

@@ -13,12 +13,13 @@ import urllib.request
 import pytest
 
 from labserver.demo.app import BOOT_ID, PROTOCOL, VERSION
-from labserver.harness import procs, remote
-from labserver.harness.addresses import exposure
-from labserver.harness.launcher import ServerError
-from labserver.harness.load import sweep
-from labserver.harness.meters import RemoteCpuMeter
-from labserver.harness.remote import RemoteServer, check_info, check_url
+from labserver.harness.load.run import sweep
+from labserver.harness.processes import procs
+from labserver.harness.processes.meters import RemoteCpuMeter
+from labserver.harness.servers import remote
+from labserver.harness.servers.addresses import exposure
+from labserver.harness.servers.launcher import ServerError
+from labserver.harness.servers.remote import RemoteServer, check_info, check_url
 
 INFO = {
     "protocol": PROTOCOL,

@@ -6,7 +6,7 @@ import re
 import pandas as pd
 import pytest
 
-from labserver.harness import results
+from labserver.harness.rows import results
 from labserver.paths import runs_dir
 
 

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from labserver.harness import results
+from labserver.harness.rows import results
 
 # async (sequential) against def (threadpool): a tie below 40 users, then async ahead by users / 40.
 RUNS = pd.DataFrame({

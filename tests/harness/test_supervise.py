@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from labserver.harness import pauses
-from labserver.harness.supervise import Status, Watched, supervised, until_exit
+from labserver.harness.processes import pauses
+from labserver.harness.processes.supervise import Status, Watched, supervised, until_exit
 
 
 class FakeProc:
@@ -66,7 +66,9 @@ def test_an_interrupt_is_recorded_and_both_processes_are_stopped(tmp_path):
         raise KeyboardInterrupt
     assert run.status == "interrupted" and run.ended <= time.time()
     assert run.proc.poll() is not None
-    assert not [p for p in mine.children(recursive=True) if "labserver.harness.pauses" in " ".join(p.cmdline())]
+    assert not [
+        p for p in mine.children(recursive=True) if "labserver.harness.processes.pauses" in " ".join(p.cmdline())
+    ]
 
 
 def test_any_other_exception_is_a_failure_named_by_its_type(tmp_path):

@@ -2,9 +2,9 @@
 
 import pytest
 
-from labserver.harness import telemetry
-from labserver.harness.launcher import LabServer
-from labserver.harness.load import run_load
+from labserver.harness.load.run import run_load
+from labserver.harness.rows import telemetry
+from labserver.harness.servers.launcher import LabServer
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from labserver.demo.telemetry import FIELDS
-from labserver.harness import telemetry
+from labserver.harness.rows import telemetry
 
 T0 = 1_700_000_000.0
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from labserver.harness.launcher import LabServer, running
-from labserver.harness.procs import free_port
+from labserver.harness.processes.procs import free_port
+from labserver.harness.servers.launcher import LabServer, running
 
 
 @pytest.mark.slow

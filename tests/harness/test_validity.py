@@ -5,8 +5,8 @@ import dataclasses
 import pytest
 
 from labserver.demo.settings import Settings
-from labserver.harness import validity
-from labserver.harness.collect import MIN_REQUESTS
+from labserver.harness.load import validity
+from labserver.harness.rows.collect import MIN_REQUESTS
 from labserver.theory.workload import Workload
 
 FIB_MS = 10.0  # fib(25), as the tests price it

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from labserver.demo.app import create_app
 from labserver.demo.settings import Settings
-from labserver.harness.load import check_load
+from labserver.harness.load.checks import check_load
 from labserver.paths import ROOT
 from labserver.postgres import cluster as pg
 from labserver.postgres import data as shopdata

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 
 from labserver.demo.settings import Settings
-from labserver.harness.load import DURATION_MAX_S
 from labserver.postgres import runs
 from labserver.theory import pools
 from labserver.theory.demand import Demand
+from labserver.theory.workload import DURATION_MAX_S
 
 
 @pytest.fixture

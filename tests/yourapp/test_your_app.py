@@ -174,8 +174,8 @@ def test_the_advice_is_priced_with_the_same_model(monkeypatch):
     from types import SimpleNamespace
 
     from labserver.demo.settings import Settings
-    from labserver.harness import pricing
-    from labserver.harness.plan import Stage
+    from labserver.harness.load import pricing
+    from labserver.harness.plans.plan import Stage
     from labserver.theory.workload import Workload
 
     one = OneUser(service_ms=51.0, loop_ms=0.5, threads_ms=0.1, pool_ms=0.0, requests=1)
@@ -319,7 +319,7 @@ def test_ctrl_c_during_the_sweep_stops_it_and_leaves_nothing_running(tmp_path):
 def test_each_route_is_priced_again_a_round_of_routes_later(monkeypatch):
     from types import SimpleNamespace
 
-    from labserver.harness import pricing
+    from labserver.harness.load import pricing
 
     order: list[tuple[str, str]] = []
     one = OneUser(service_ms=6.0, loop_ms=5.5, threads_ms=0.0, pool_ms=0.0, requests=3)
@@ -352,7 +352,7 @@ def test_a_mix_is_priced_by_the_operational_laws(monkeypatch):
     from types import SimpleNamespace
 
     from labserver.demo.settings import Settings
-    from labserver.harness import pricing
+    from labserver.harness.load import pricing
 
     prices = {
         "report": OneUser(service_ms=51.0, loop_ms=0.5, threads_ms=0.2, pool_ms=0.0, requests=3),

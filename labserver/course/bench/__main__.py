@@ -14,7 +14,7 @@ from labserver.course import bench
 from labserver.course.bench import harness, layer, live_view, overhead, repeatability, scaleout, telemetry
 from labserver.course.bench.batch import batch
 from labserver.course.bench.report import TARGETS, plain, table, targets
-from labserver.harness import results
+from labserver.harness.rows import results
 from labserver.paths import data_dir
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from labserver.course import fidelity
-from labserver.harness import results
+from labserver.harness.rows import results
 from labserver.paths import ROOT
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from labserver.course.bench.measure import IO_MS, quiet_run, ready_s
-from labserver.harness.launcher import LabServer
+from labserver.harness.servers.launcher import LabServer
 from labserver.theory import model
 
 USERS = (50, 100, 200, 400)

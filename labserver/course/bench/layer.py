@@ -21,8 +21,8 @@ from typing import Any
 
 from labserver.course.bench.live_view import MODES, rounds
 from labserver.course.bench.measure import quiet, ready_s
-from labserver.harness.launcher import running
-from labserver.harness.load import run_plan
+from labserver.harness.load.run import run_plan
+from labserver.harness.servers.launcher import running
 from labserver.paths import ROOT
 from labserver.yourapp import routes
 from labserver.yourapp.measure import STAND_IN, AppServer

@@ -15,9 +15,9 @@ import statistics
 from typing import Literal
 
 from labserver.course.bench.measure import IO_MS, quietly, ready_s
-from labserver.harness.launcher import LabServer
-from labserver.harness.load import run_plan
-from labserver.harness.plan import mirrored
+from labserver.harness.load.run import run_plan
+from labserver.harness.plans.plan import mirrored
+from labserver.harness.servers.launcher import LabServer
 
 USERS = 400  # the bench's busy run: about 4,000 req/s offered, which fills both cores of a small machine
 ROUNDS = 8  # off, on | on, off | …: a round's noise is larger than the cost it measures, their median is not

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from labserver.harness import records
-from labserver.harness.launcher import LabServer
-from labserver.harness.load import run_load
-from labserver.harness.meters import wait_until_quiet
-from labserver.harness.plan import LoadOptions
+from labserver.harness.load.run import run_load
+from labserver.harness.plans.plan import LoadOptions
+from labserver.harness.processes.meters import wait_until_quiet
+from labserver.harness.rows import records
+from labserver.harness.servers.launcher import LabServer
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 
 from labserver.course.bench.measure import ready_s
-from labserver.harness.launcher import LabServer
+from labserver.harness.servers.launcher import LabServer
 
 BARE_STARTS = 3  # so that the median is not one server's luck
 

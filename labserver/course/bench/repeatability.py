@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 
 from labserver.course.bench.measure import IO_MS, quiet_run, ready_s
-from labserver.harness.launcher import LabServer
+from labserver.harness.servers.launcher import LabServer
 
 USERS = 80  # lesson 01's claim: at 2× the 40-thread pool, async serves ≥ 2× the requests of `def`
 TIMES = 3

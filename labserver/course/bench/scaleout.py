@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 
 from labserver.course.bench.measure import IO_MS, quiet
-from labserver.harness.load import run_plan
-from labserver.harness.plan import mirrored
+from labserver.harness.load.run import run_plan
+from labserver.harness.plans.plan import mirrored
 from labserver.paths import ROOT, data_dir
 
 USERS = (20, 50, 100, 200)  # at 100 ms of I/O: 200 to 2,000 req/s
@@ -27,8 +27,8 @@ def scaleout(duration_s: int, rounds: int = 2) -> dict:
     rounds. The workers are `python -m labserver worker` processes on this machine, joining over
     127.0.0.1 as a classroom's laptops would over their network, and rejoining for every run.
     """
-    from labserver.harness import procs
-    from labserver.harness.remote import RemoteServer
+    from labserver.harness.processes import procs
+    from labserver.harness.servers.remote import RemoteServer
 
     port, master_port = procs.free_port(), procs.free_port()
     master = f"127.0.0.1:{master_port}"
@@ -90,8 +90,8 @@ def _compared(rows: pd.DataFrame) -> list[dict]:
 
 def _attach(remote, url: str, serve: subprocess.Popen, log: Path, timeout_s: float = 60.0):
     """The server `serve` starts, attached once it answers; RuntimeError with its log if it never does."""
-    from labserver.harness import procs
-    from labserver.harness.launcher import ServerError
+    from labserver.harness.processes import procs
+    from labserver.harness.servers.launcher import ServerError
 
     deadline = time.monotonic() + timeout_s
     while True:

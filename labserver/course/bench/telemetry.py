@@ -7,9 +7,9 @@ from typing import Any
 import pandas as pd
 
 from labserver.course.bench.measure import IO_MS, quiet, ready_s
-from labserver.harness.launcher import LabServer, running
-from labserver.harness.load import run_plan
-from labserver.harness.plan import mirrored
+from labserver.harness.load.run import run_plan
+from labserver.harness.plans.plan import mirrored
+from labserver.harness.servers.launcher import LabServer, running
 
 # the event loop at its busiest in the lab, and a full thread pool with a queue
 PLAN = (("sequential", 200), ("threadpool", 80))

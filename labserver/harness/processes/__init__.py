@@ -1,0 +1,1 @@
+"""Child processes that never outlive their owner, their watch, their CPU, and the machine's pauses."""
