@@ -2,12 +2,13 @@
 
 Each holds what its lesson alone uses: its `plan` (the setup cell's one call, which checks every
 parameter before any process starts and sizes the runs to the machine), its parameters for each
-run profile and its reference chart (`LESSON`), and, for the lessons that read their runs in
-code, those readings. A bad value is a ValueError that names the parameter, its bounds and the
-value given (labserver/checks.py); a lone number where a list goes is a list of one, and a list
-passed as text (papermill's `-p`) is an error that says how to pass it. Sizes that follow the
-machine take its cores as an argument, so that a test can ask for any count. What two lessons
-share lives in theory/, charts/ or harness/: no lesson's module imports another's.
+run profile and its reference chart (`LESSON`), for the lessons that read their runs in code,
+those readings, and the rows of the decision card it shows (card_row.Row; course/card.py orders
+them). A bad value is a ValueError that names the parameter, its bounds and the value given
+(labserver/checks.py); a lone number where a list goes is a list of one, and a list passed as text
+(papermill's `-p`) is an error that says how to pass it. Sizes that follow the machine take its
+cores as an argument, so that a test can ask for any count. What two lessons share lives in
+theory/, charts/ or harness/, or, for the card's rows, card_row: no lesson's module imports another's.
 
 `LESSONS` is the registry, by slug, in the order of the notebooks' names.
 """

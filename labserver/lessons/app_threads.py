@@ -3,10 +3,13 @@
 Its readings: each part's measured ratio beside the model's, and the threads borrowed.
 The lesson shows the runs, the charts and the claims; the arithmetic between them lives here,
 under test (tests/course/test_app_threads.py).
+
+Its rows of the decision card (course/card.py): `BLOCKING_DEPENDENCY`.
 """
 
 from __future__ import annotations
 
+import math
 import textwrap
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -21,6 +24,7 @@ from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_sweep
 from labserver.harness.rows import telemetry
 from labserver.labels import pattern_label
+from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, span
 from labserver.lessons.lesson import Lesson
 from labserver.theory import model
 from labserver.theory.workload import Workload
@@ -170,3 +174,31 @@ def stalled(runs: pd.DataFrame) -> float:
     """The replies after the first round of the session from a dependency, per connection: below 1, it stalled."""
     run = runs[runs["pattern"] == "pooled"].iloc[0]
     return float(run["requests"]) / float(run["db_pool"])
+
+
+def blocking_dependency(runs: pd.DataFrame) -> Measured:
+    """Lesson 11: an `async def` endpoint with a plain `def` dependency that blocks, over threads / io; and the
+    same with an `async def` dependency, over it."""
+    rows = runs_of(runs, "11", ("syncdep", "asyncdep"))
+    if rows.empty or not {"syncdep", "asyncdep"} <= set(rows["pattern"]):
+        return Measured(math.nan, NOT_YET)
+    sync = rows[rows["pattern"] == "syncdep"]
+    ratio = float((sync["rps"] / (sync["workers"] * sync["threads"] / (sync["tasks"] * sync["io_ms"] / 1000))).median())
+    gain = float(rows.loc[rows["pattern"] == "asyncdep", "rps"].median() / sync["rps"].median())
+    users = span(rows["users"])
+    return Measured(
+        ratio, f"{ratio:.2f} of threads / io with a `def` dependency; an `async def` one {gain:.1f}× ({users} users)"
+    )
+
+
+# Its rows of the decision card (course/card.py), each with the figure that shows it
+BLOCKING_DEPENDENCY = Row(
+    "A dependency or a streamed response that waits on a blocking library",
+    "`async def` dependencies and async generators over an async library; a plain `def` one holds a thread",
+    "threads / the seconds each holds its thread, for every plain `def` that waits, endpoint or not; raise the "
+    "40 in the lifespan",
+    "all 40 thread tokens borrowed, requests waiting for a thread, the CPU idle",
+    "`def` dependency under `async def` / (threads / io); `async def` dependency / `def` one",
+    ("11",),
+    blocking_dependency,
+)

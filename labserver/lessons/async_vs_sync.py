@@ -1,9 +1,17 @@
-"""Lesson 01, async against sync: its plan and parameter checks, and its parameters for each run profile."""
+"""Lesson 01, async against sync: its plan and parameter checks, and its parameters for each run profile.
+
+Its rows of the decision card (course/card.py): `AWAITABLE_IO`, `BLOCKING_LIBRARY`.
+"""
 
 from __future__ import annotations
 
+import math
+
+import pandas as pd
+
 from labserver import checks
 from labserver.harness.load.checks import check_sweep
+from labserver.lessons.card_row import NOT_YET, Measured, Row, bound, runs_of, side_by_side
 from labserver.lessons.lesson import Lesson
 
 LESSON = Lesson(
@@ -34,3 +42,41 @@ def plan(
             f"got {users}"
         )
     return users
+
+
+def async_over_def(runs: pd.DataFrame) -> Measured:
+    """Lesson 01: async / def throughput at 3× the thread pool or more, the smallest (its claim 2)."""
+    wide = side_by_side(runs_of(runs, "01", ("sequential", "threadpool")), ("sequential", "threadpool"))
+    wide = wide[wide["users"] >= 3 * wide["workers"] * wide["threads"]] if len(wide) else wide
+    if wide.empty:
+        return Measured(math.nan, NOT_YET)
+    ratios = wide["sequential"] / wide["threadpool"]
+    low = wide.loc[ratios.idxmin()]
+    return Measured(float(ratios.min()), f"{ratios.min():.1f}× (async / def at {low['users']:g} users)")
+
+
+def def_at_threads(runs: pd.DataFrame) -> Measured:
+    """Lesson 01: the `def` endpoint's throughput over threads / io, where the users outnumber the threads."""
+    return bound(runs, "01", "threadpool", "threads", "def")
+
+
+# Its rows of the decision card (course/card.py), each with the figure that shows it
+AWAITABLE_IO = Row(
+    "Awaitable I/O: an async driver, `asyncio.sleep`, `httpx.AsyncClient`",
+    "`async def` + `await`",
+    "users / (io + cpu), until the worker's core runs out: 1 / cpu per worker",
+    "p95 stays near io as users grow, until one core per worker is busy",
+    "async / def at ≥ 3× the thread pool",
+    ("01",),
+    async_over_def,
+)
+
+BLOCKING_LIBRARY = Row(
+    "A blocking library: requests, a sync database driver",
+    "a plain `def` (FastAPI runs it in its thread pool)",
+    "threads / io per worker: 40 / io",
+    "req/s flat at 40 / io while p95 grows with the users: requests wait for a thread",
+    "def / (threads / io)",
+    ("01",),
+    def_at_threads,
+)

@@ -1,11 +1,17 @@
-"""Lesson 05, the blocking call: its plan and parameter checks, and its parameters for each run profile."""
+"""Lesson 05, the blocking call: its plan and parameter checks, and its parameters for each run profile.
+
+Its rows of the decision card (course/card.py): `HANDED_TO_A_THREAD`, `NEVER_BLOCK_THE_LOOP`.
+"""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import pandas as pd
+
 from labserver import checks
 from labserver.harness.load.checks import check_sweep
+from labserver.lessons.card_row import Measured, Row, bound
 from labserver.lessons.lesson import Lesson
 
 LESSON = Lesson(
@@ -71,3 +77,36 @@ def plan(
     ]
     plans = [shared, [("blocking", top)], [("mixed", top)]]
     return Blocking(users, top, plan, service_s, workers / service_s, plans)
+
+
+def offload_at_threads(runs: pd.DataFrame) -> Measured:
+    """Lesson 05: `async def` handing its blocking call to a thread, over threads / io."""
+    return bound(runs, "05", "offload", "threads", "offload")
+
+
+def blocked_loop(runs: pd.DataFrame) -> Measured:
+    """Lesson 05: `time.sleep` in `async def`, its throughput over workers / io at every number of users."""
+    return bound(runs, "05", "blocking", "workers", "time.sleep in async def")
+
+
+# Its rows of the decision card (course/card.py), each with the figure that shows it
+HANDED_TO_A_THREAD = Row(
+    "A blocking call inside `async def` that you cannot change",
+    "hand it to a thread: `await run_in_threadpool(f, ...)` or `await asyncio.to_thread(f, ...)`",
+    "threads / io with `run_in_threadpool` (AnyIO's 40); `asyncio.to_thread`: its executor's min(32, CPUs + 4)"
+    " (the machine's CPUs before 3.13)",
+    "run_in_threadpool: all 40 tokens borrowed; to_thread: its executor's threads all busy",
+    "offload / (threads / io)",
+    ("05",),
+    offload_at_threads,
+)
+
+NEVER_BLOCK_THE_LOOP = Row(
+    "Never: `time.sleep` (or any blocking call) in `async def`",
+    "never; a plain `def`, or hand the call to a thread",
+    "workers / io: 1 / io per worker, whatever the users",
+    "req/s flat at 1 / io per worker whatever the users; event-loop lag of the order of users × io, not io",
+    "time.sleep in async def / (workers / io)",
+    ("05",),
+    blocked_loop,
+)

@@ -7,6 +7,8 @@ a plain http:// call: the notebook times that here, as the model times fib, and 
 `callnew` endpoint with it. This table prices the fan-out's calls at nothing; the prediction the
 harness makes before each run prices them from requests on the server (harness/load/pricing.py), the
 unbounded fan-out's with its calls in flight (`waits_kept`).
+
+Its rows of the decision card (course/card.py): `FAN_OUT`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_sweep
 from labserver.harness.processes.procs import free_port
+from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, span
 from labserver.lessons.lesson import Lesson
 from labserver.theory import model
 from labserver.theory.workload import Workload, traits_of
@@ -152,3 +155,35 @@ def out_of_step(run: pd.Series) -> float:
     second (one event loop, c its CPU per request as measured)."""
     low, high = in_step(run), 1000 / run["server_ms"]
     return float((run["rps"] - low) / (high - low)) if high > low else float("nan")
+
+
+def fan_out(runs: pd.DataFrame) -> Measured:
+    """Lesson 12: the bounded fan-out's req/s over the unbounded one's, and their server CPU per call."""
+    rows = runs_of(runs, "12", ("fanout", "fanoutbounded"))
+    if rows.empty or "server_ms" not in rows or not {"fanout", "fanoutbounded"} <= set(rows["pattern"]):
+        return Measured(math.nan, NOT_YET)
+    median = rows.groupby("pattern")[["rps", "server_ms"]].median()
+    ratio = float(median.loc["fanoutbounded", "rps"] / median.loc["fanout", "rps"])
+    cpu = median.loc["fanout", "server_ms"] / median.loc["fanoutbounded", "server_ms"]  # the same calls a request
+    calls = f"{span(rows['users'])} users × {span(rows['tasks'])} calls"
+    return Measured(
+        ratio,
+        f"bounded {ratio:.1f}× the unbounded fan-out's req/s; unbounded, a call cost {cpu:.1f}× the CPU ({calls})",
+    )
+
+
+# Its rows of the decision card (course/card.py), each with the figure that shows it
+FAN_OUT = Row(
+    "Several calls to other services in one request (a fan-out)",
+    "`asyncio.gather` over the one reused client, each call through an `asyncio.Semaphore` below the "
+    "client's connection limit and within what the other service takes; an `asyncio.TaskGroup` instead where one "
+    "failed call ends the answer (it cancels the rest)",
+    "min(users / io, bound / (calls × io)); unbounded, httpx's CPU per call grows with the calls in flight in its "
+    "pool, until its core",
+    "the other service flooded with users × calls at once; the worker near a core while it only waits",
+    "bounded / unbounded fan-out, req/s, and their CPU per call",
+    ("12",),
+    fan_out,
+    "the unbounded fan-out's CPU per call grows with the connections its pool holds, which moves from run to "
+    "run (lesson 12, Deeper)",
+)

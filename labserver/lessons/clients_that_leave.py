@@ -12,6 +12,8 @@ without fib, and taken off the others. The sub-tasks a request ran are read by L
 from its CPU (a fib's CPU in the server reads up to a third above the notebook's timing): the
 requests the server held in flight, on average over the run, divided by the rate they came give
 each one's time in the server, which is so many sub-tasks of io + fib.
+
+Its rows of the decision card (course/card.py): `CLIENTS_THAT_LEAVE`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_arrivals, check_load, check_sweep
 from labserver.harness.rows import telemetry
+from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, span
 from labserver.lessons.lesson import Lesson
 from labserver.theory import model
 from labserver.theory.workload import Workload
@@ -196,3 +199,29 @@ def left_behind(failing: pd.DataFrame) -> pd.DataFrame:
     out["ran_after"] = out["fib_ms"] / one
     out["predicted_ran_after"] = [ran_after(p, t) for p, t in zip(out["pattern"], out["tasks"], strict=True)]
     return out
+
+
+def abandoned(runs: pd.DataFrame) -> Measured:
+    """Lesson 13: the fib CPU per abandoned request of an endpoint that checks for its client, over one that does
+    not; each less the CPU of a request without fib, where measured."""
+    rows = runs_of(runs, "13", ("sequential", "watchful"), abandoned=True)
+    if rows.empty or "server_ms" not in rows or not {"sequential", "watchful"} <= set(rows["pattern"]):
+        return Measured(math.nan, NOT_YET)
+    fib = rows[rows["cpu_n"] > 0]
+    cost = fib.groupby("pattern")["server_ms"].median()
+    own = rows.loc[rows["cpu_n"] == 0, "server_ms"].median() if (rows["cpu_n"] == 0).any() else 0.0
+    ratio = float((cost["watchful"] - own) / (cost["sequential"] - own))
+    steps = span(fib["tasks"])
+    return Measured(ratio, f"{ratio:.2f} of the fib CPU per abandoned request, checking between {steps} steps")
+
+
+# Its rows of the decision card (course/card.py), each with the figure that shows it
+CLIENTS_THAT_LEAVE = Row(
+    "Clients that give up (a timeout, a closed tab) on long work",
+    "`async def` work in steps, with `if await request.is_disconnected(): stop` between them",
+    "users / timeout requests a second, each costing the steps begun before its client left, the last included",
+    "the server's CPU busy while its clients see timeouts; the same work run again for each retry",
+    "checking / not checking, server CPU per abandoned request",
+    ("13",),
+    abandoned,
+)

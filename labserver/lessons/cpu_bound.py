@@ -3,6 +3,8 @@
 Its readings: the ratios its titles and claims quote, each from its own runs.
 The lesson shows the runs, the charts and the claims; the arithmetic between them lives here,
 under test (tests/course/test_cpu_bound.py), so that a cell reads `fib.factor`, not a pivot.
+
+Its rows of the decision card (course/card.py): `RELEASED_GIL`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from labserver.harness.load.checks import check_sweep
 from labserver.harness.plans.plan import mirrored
 from labserver.harness.rows import records
 from labserver.harness.rows.results import compare
+from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of
 from labserver.lessons.lesson import Lesson
 from labserver.paths import runs_dir
 from labserver.theory import cores, pools, published
@@ -342,3 +345,30 @@ def burst_sizes(runs: pd.DataFrame, patterns: list[str]) -> pd.DataFrame:
     described = pd.DataFrame({p: s.describe()[["count", "50%", "max"]] for p, s in sizes.items()})
     names = {"count": "bursts", "50%": "median replies per burst", "max": "largest burst"}
     return described.rename(index=names).round(1)
+
+
+def released_gil(runs: pd.DataFrame) -> Measured:
+    """Lesson 03: cores kept busy by a `def` whose work is C that lets go of the GIL (`hashed`), over fib's `def`."""
+    rows = runs_of(runs, "03", ("hashed", "threadpool"))
+    if rows.empty or "part" not in rows or "server_cpu" not in rows:
+        return Measured(math.nan, NOT_YET)
+    busy = rows[rows["part"] == "fib"].groupby("pattern")["server_cpu"].mean()
+    if not {"hashed", "threadpool"} <= set(busy.index):
+        return Measured(math.nan, NOT_YET)
+    ratio = float(busy["hashed"] / busy["threadpool"])
+    return Measured(
+        ratio, f"{busy['hashed']:.2f} cores busy hashing in a `def`, against {busy['threadpool']:.2f} computing fib"
+    )
+
+
+# Its rows of the decision card (course/card.py), each with the figure that shows it
+RELEASED_GIL = Row(
+    "CPU work in C that lets go of the GIL: `hashlib` on more than 2 KiB, `zlib`, numpy on large arrays",
+    "a plain `def` (the thread pool): its threads compute on several cores",
+    "min(threads, cores) / cpu",
+    "the server process over 100% CPU, with no pool",
+    "cores kept busy hashing / computing fib, both in a `def`",
+    ("03",),
+    released_gil,
+    "the cores hashlib's threads keep busy are what other processes leave them (lesson 03's `other_cpu`)",
+)

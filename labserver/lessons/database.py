@@ -1,10 +1,17 @@
-"""Lesson 07, database I/O: its plan and parameter checks, and its parameters for each run profile."""
+"""Lesson 07, database I/O: its plan and parameter checks, and its parameters for each run profile.
+
+Its rows of the decision card (course/card.py): `DATABASE_POOL`.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
+import pandas as pd
+
 from labserver import checks
+from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, span
 from labserver.lessons.lesson import Lesson
 from labserver.postgres import runs as database_runs
 
@@ -65,3 +72,32 @@ def plan(
     checks.whole("pinned_rounds", pinned_rounds, 1, 9)
     checks.whole("sweep_rounds", sweep_rounds, 1, 9)
     return Database(sweep_cpu_n, plan)
+
+
+def database_pool(runs: pd.DataFrame) -> Measured:
+    """Lesson 07: a sync driver's req/s over its pool's connections / hold time, where the pool is the scarcer slot."""
+    rows = runs_of(runs, "07", "sync_select")
+    if rows.empty or not {"db_pool", "db_hold_ms"} <= set(rows):
+        return Measured(math.nan, NOT_YET)
+    rows = rows[(rows["db_pool"] < rows["threads"]) & (rows["users"] > rows["db_pool"]) & (rows["io_ms"] > 0)]
+    if rows.empty:
+        return Measured(math.nan, NOT_YET)
+    ratio = float((rows["rps"] / (rows["db_pool"] / (rows["db_hold_ms"] / 1000))).median())
+    pool, threads = span(rows["db_pool"]), span(rows["threads"])
+    return Measured(ratio, f"{ratio:.2f} of connections / hold ({pool} connections, {threads} threads)")
+
+
+# Its rows of the decision card (course/card.py), each with the figure that shows it
+DATABASE_POOL = Row(
+    "A database: a connection pool in the app",
+    "the async driver in `async def`; a sync one in a plain `def` that takes its connection in the endpoint "
+    "(a session that connects at its first query, as SQLAlchemy's does; a `def` `yield` dependency that connects "
+    "before its `yield` can stall); a pool sized by Little's law, workers × pool under the server's "
+    "`max_connections`, and the thread limit lowered to the pool: many threads left to wait for a connection, "
+    "even under a pool timeout, can cost the worker's core (lesson 15, exercise 4)",
+    "connections / hold time (Little's law); a `def` min(threads / S, connections / hold), S its time alone",
+    "requests wait for a connection with the database idle, or the pool's timeout errors",
+    "sync driver / (connections / hold), the pool scarcer than the threads",
+    ("07", "11"),
+    database_pool,
+)

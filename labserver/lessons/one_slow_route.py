@@ -24,11 +24,14 @@ moments (gaps drawn from an exponential distribution, so that the requests sampl
 server's time evenly, whatever it is doing), each probe is timed from the client, on a
 connection of its own and a thread of its own, as a health check or a page's small request would be. Each keeps its
 send time, so that a run can take the probes sent inside its measurement window.
+
+Its rows of the decision card (course/card.py): `BESIDE_QUICK_ROUTES`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import random
 import sys
 import threading
@@ -52,6 +55,7 @@ from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_sweep
 from labserver.harness.rows import records, results
 from labserver.harness.servers.launcher import Server
+from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of
 from labserver.lessons.lesson import Lesson
 from labserver.paths import runs_dir
 from labserver.theory import model
@@ -272,3 +276,33 @@ class Probes:
         """The probes sent from `start` up to `end` (epoch s): those of one run's window (RunResult.window)."""
         frame = self.frame()
         return frame[(frame["sent"] >= start) & (frame["sent"] < end)]
+
+
+def slow_route(runs: pd.DataFrame) -> Measured:
+    """Lesson 14: a cheap route's p95 round trip while another route computes on the event loop, over its p95 while
+    the work is in a process pool; the thread pool's beside them."""
+    rows = runs_of(runs, "14", ("sequential", "threadpool", "processpool"))
+    places = tuple(w.value for w in (Where.LOOP, Where.THREAD_POOL, Where.PROCESS_POOL))
+    if rows.empty or "cheap_p95_ms" not in rows or not set(places) <= set(rows["where"].dropna()):
+        return Measured(math.nan, NOT_YET)
+    p95 = rows.groupby("where")["cheap_p95_ms"].median()
+    loop, thread, process = (p95[w] for w in places)
+    ratio = float(loop / process)
+    return Measured(
+        ratio, f"a cheap request's p95 round trip: {loop:.0f} ms beside fib on the loop, {thread:.0f} in a thread, "
+        f"{process:.1f} in a process ({ratio:.0f}×)"
+    )  # fmt: skip
+
+
+# Its rows of the decision card (course/card.py), each with the figure that shows it
+BESIDE_QUICK_ROUTES = Row(
+    "A route that computes in Python, beside routes that should stay quick (a health check, small pages)",
+    "its work in a process pool; in a plain `def` if a few GIL turns of 5 ms for the others are acceptable",
+    "on the loop, a cheap request waits the rest of the CPU in progress: at p95 cpu × (1 − 0.05 / ρ), ρ the "
+    "loop's busy share, with one heavy request at a time (more queue back to back); in a thread, a few switch "
+    "intervals",
+    "health checks and small requests slow (timeouts at the load balancer) only while the heavy route runs",
+    "a cheap route's p95, the work on the event loop / in a process pool",
+    ("14",),
+    slow_route,
+)

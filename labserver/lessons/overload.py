@@ -6,10 +6,13 @@ Both runs load the same thread pool at ρ > 1: an open loop, whose arrivals keep
 then a closed loop of as many users. Each loop's mean and p95 are taken by thirds of its window
 (arrivals.thirds); the open loop's growth, in s per s, is set beside the same queue replayed on
 its own arrival times (arrivals.replayed), which carries the schedule's luck too.
+
+Its rows of the decision card (course/card.py): `OVERLOAD`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -21,6 +24,7 @@ from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_arrivals, check_load
 from labserver.harness.rows import arrivals, records
 from labserver.harness.rows.results import RunResult
+from labserver.lessons.card_row import NOT_YET, Measured, Row
 from labserver.lessons.lesson import Lesson
 from labserver.theory.workload import Workload
 
@@ -119,3 +123,37 @@ def read(
         },
         replay_over_time=arrivals.over_time(replay, opened),
     )
+
+
+def past_capacity(runs: pd.DataFrame) -> Measured:
+    """Lessons 08, 09: an open loop past the thread pool's capacity, the mean latency in the run's last third over its
+    first (what lesson 08's claim judges: a third's p95 rests on a few slow replies); beside it, the same with the
+    queue bounded, and the share it shed."""
+    needed = {"lesson", "rate", "valid", "shed", "mean_first_third_ms", "mean_last_third_ms"}
+    if runs.empty or not needed <= set(runs):
+        return Measured(math.nan, NOT_YET)
+    past = runs["lesson"].fillna("").astype(str).str.match(r"0[89]") & runs["valid"].fillna(False).astype(bool)
+    past &= runs["rate"] > 1.1 * runs["rps"]  # arrivals past what the server served: overloaded
+    if "limit_concurrency" in runs:  # uvicorn's limit queues nothing: a loss system, not a bounded queue
+        past &= runs["limit_concurrency"].isna()
+    growth = (runs["mean_last_third_ms"] / runs["mean_first_third_ms"])[past]
+    shed = runs["shed"].fillna(0)[past]
+    if (shed == 0).sum() == 0:
+        return Measured(math.nan, NOT_YET)
+    ratio = float(growth[shed == 0].median())
+    text = f"unbounded: mean latency {ratio:.1f}× higher in the run's last third than its first"
+    if (shed > 0).any():
+        text += f"; a bounded queue: {growth[shed > 0].median():.2f}×, {shed[shed > 0].median():.0%} shed"
+    return Measured(ratio, text)
+
+
+# Its rows of the decision card (course/card.py), each with the figure that shows it
+OVERLOAD = Row(
+    "More requests arrive than the server can serve (overload)",
+    "a bounded queue that answers 503 at once (shed), and load tests with an open loop of arrivals",
+    "capacity, whatever arrives: past it, the queue and the wait grow without bound",
+    "p95 climbing through the incident while req/s stays flat at capacity",
+    "mean latency in a run's last third / its first, past capacity: unbounded, and bounded",
+    ("08", "09"),
+    past_capacity,
+)

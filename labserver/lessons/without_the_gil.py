@@ -1,4 +1,7 @@
-"""Lesson 10, without the GIL: its plan and parameter checks, and its parameters for each run profile."""
+"""Lesson 10, without the GIL: its plan and parameter checks, and its parameters for each run profile.
+
+Its rows of the decision card (course/card.py): `FREE_THREADED`, `INTERPRETER_POOL`.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+import pandas as pd
+
 from labserver import checks
 from labserver.demo import cpus
 from labserver.demo.settings import Settings
@@ -14,6 +19,7 @@ from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_sweep
 from labserver.harness.plans.plan import mirrored
 from labserver.harness.servers import interpreters
+from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, span
 from labserver.lessons.lesson import Lesson
 
 # 10 needs a free-threaded Python (`make python-ft`); without one its runs are the GIL build's alone.
@@ -147,3 +153,76 @@ def _without_the_gil_plans(builds, python, *, users, one, cpu_n, io_ms, threads,
         "threads": sizing.Plan(by_threads, sized, duration_s),
         "fib + sleep": sizing.Plan(slept, mixed, duration_s),
     }
+
+
+def free_threads(runs: pd.DataFrame) -> Measured:
+    """Lesson 10: the thread pool on fib without the GIL over the same build with it, its busy runs; beside it,
+    what a reader compares with: the usual build's thread pool and its process pool, where measured.
+
+    Busy runs are tagged `load` "busy"; runs saved before the tag are those at the lesson's most users.
+    """
+    rows = runs_of(runs, "10", ("threadpool", "processpool"))
+    if rows.empty or "build" not in rows or "part" not in rows:
+        return Measured(math.nan, NOT_YET)
+    rows = rows[rows["part"] == "fib"]  # the threads run's small pools are no baseline
+    if "load" in rows and rows["load"].notna().any():
+        rows = rows[rows["load"] == "busy"]
+    else:
+        rows = rows[rows["users"] == rows["users"].max()]
+    build = rows["build"].fillna("").astype(str)
+    threads = rows["pattern"] == "threadpool"
+
+    def rps(pattern_rows: pd.Series, label: str) -> float:
+        chosen = rows.loc[pattern_rows & build.str.endswith(label), "rps"]
+        return float(chosen.mean()) if not chosen.empty else math.nan
+
+    off, on = rps(threads, "GIL off"), rps(threads, "GIL on")
+    if math.isnan(off) or math.isnan(on):
+        return Measured(math.nan, NOT_YET)
+    ratio = off / on
+    text = f"{ratio:.1f}× the same build with its GIL"
+    usual, pool = rps(threads, "GIL build"), rps(~threads, "GIL build")
+    if not math.isnan(usual):
+        text += f"; {off / usual:.1f}× the usual build's thread pool"
+    if not math.isnan(pool):
+        text += f", {off / pool:.1f}× its process pool"
+    return Measured(ratio, f"{text} (fib({span(rows['cpu_n'])}))")
+
+
+def interpreter_pool(runs: pd.DataFrame) -> Measured:
+    """Lesson 10: the interpreter pool with the GIL on over the same build's thread pool, their busy runs on fib."""
+    rows = runs_of(runs, "10", ("interpreterpool", "threadpool"))
+    if rows.empty or "build" not in rows or "load" not in rows:
+        return Measured(math.nan, NOT_YET)
+    rows = rows[(rows["part"] == "fib") & (rows["load"] == "busy") & rows["build"].astype(str).str.endswith("GIL on")]
+    rps = rows.groupby("pattern")["rps"].mean()
+    if not {"interpreterpool", "threadpool"} <= set(rps.index):
+        return Measured(math.nan, NOT_YET)
+    ratio = float(rps["interpreterpool"] / rps["threadpool"])
+    busy = rows.loc[rows["pattern"] == "interpreterpool", "server_cpu"].mean()
+    return Measured(ratio, f"{ratio:.2f}× the same build's thread pool with its GIL, {busy:.2f} cores busy")
+
+
+# Its rows of the decision card (course/card.py), each with the figure that shows it
+FREE_THREADED = Row(
+    "CPU-bound work on a free-threaded Python (3.13t, 3.14t)",
+    "a plain `def` (the thread pool); state shared between requests behind a lock",
+    "min(threads, users, cores) / cpu, cpu priced on the free-threaded build",
+    "one process over 100% CPU; updates lost without a lock",
+    "thread pool without the GIL / with it, same build; and / the usual build's thread and process pools",
+    ("10",),
+    free_threads,
+    "each build's CPU per request moves with the machine between runs, the free-threaded build's most: the "
+    "model's speed-up is min(threads, users, cores)",
+)
+
+INTERPRETER_POOL = Row(
+    "CPU-bound work in one process, with the GIL: Python 3.14, or 3.13 with the interpreters-pep-734 backport",
+    "an interpreter pool: `loop.run_in_executor(pool, f, ...)` on an `InterpreterPoolExecutor` made in the "
+    "lifespan, `f` importable",
+    "min(procs, cores) / cpu, as a process pool",
+    "one process over 100% CPU with its GIL on; an extension that cannot load in a sub-interpreter fails",
+    "interpreter pool / the same build's thread pool, both with the GIL on",
+    ("10",),
+    interpreter_pool,
+)

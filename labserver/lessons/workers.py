@@ -1,14 +1,21 @@
-"""Lesson 04, workers: its plan and parameter checks, and its parameters for each run profile."""
+"""Lesson 04, workers: its plan and parameter checks, and its parameters for each run profile.
+
+Its rows of the decision card (course/card.py): `CPU_BOUND`.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
+
+import pandas as pd
 
 from labserver import checks
 from labserver.demo import cpus
 from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_sweep
 from labserver.harness.plans.plan import mirrored
+from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, side_by_side, span
 from labserver.lessons.lesson import Lesson
 from labserver.theory import cores as core_model
 
@@ -60,3 +67,45 @@ def plan(
     servers = {w: {"workers": w, "procs": 0} for w in workers}
     plan = sizing.fit(sizing.Plan(io_runs + cpu_runs, servers, duration_s), cores)
     return Workers(workers, users, plan)
+
+
+def pool_and_workers(runs: pd.DataFrame) -> Measured:
+    """Lesson 03: process pool / one-core patterns on fib alone; lesson 04: as many workers as cores / one."""
+    parts, ratio = [], math.nan
+    one_core = ("threadpool", "sequential")
+    wide = side_by_side(runs_of(runs, "03", ("processpool", *one_core)), ("processpool", *one_core))
+    wide = wide[(wide["io_ms"] == 0) & (wide["cpu_n"] > 0)] if len(wide) else wide
+    if len(wide):
+        ratio = float((wide["processpool"] / wide[list(one_core)].mean(axis=1)).median())
+        parts.append(f"{ratio:.1f}× (process pool / `def` and `async def`, fib({span(wide['cpu_n'])}))")
+    gain = workers_gain(runs_of(runs, "04", "sequential"))
+    if gain is not None:
+        ratio = gain[1] if math.isnan(ratio) else ratio
+        parts.append(f"{gain[1]:.1f}× ({gain[0]} workers / 1)")
+    return Measured(ratio, "; ".join(parts) or NOT_YET)
+
+
+def workers_gain(rows: pd.DataFrame) -> tuple[int, float] | None:
+    """(cores, CPU-bound rps of `cores` workers / one worker's), or None without both or with one core."""
+    if rows.empty or "usable_cores" not in rows:
+        return None
+    rows = rows[(rows["cpu_n"] > 0) & (rows["io_ms"] == 0)]
+    rps = rows.groupby("workers")["rps"].median()
+    usable = rows["usable_cores"].dropna()
+    cores = int(usable.min()) if len(usable) else 0
+    at = max((w for w in rps.index if w <= cores), default=0)
+    if at < 2 or 1 not in rps.index:
+        return None
+    return int(at), float(rps[at] / rps[1])
+
+
+# Its rows of the decision card (course/card.py), each with the figure that shows it
+CPU_BOUND = Row(
+    "CPU-bound work",
+    "a process pool (`loop.run_in_executor(pool, f, ...)`), or `--workers` up to the usable cores",
+    "cores / cpu: one core per pool process or worker, up to the usable cores",
+    "the server process at 100% of one core, the others idle; event-loop lag with async def",
+    "process pool / `def` and `async def`; as many workers as cores / one",
+    ("03", "04"),
+    pool_and_workers,
+)
