@@ -1,7 +1,8 @@
-"""No function in labserver/ or locustfiles/ over 60 lines, or with more than 6 parameters passed by position.
+"""No function in labserver/ or locustfiles/ over 60 lines, or with more than 6 parameters passed by position;
+no module over 400 lines.
 
 Past those sizes a function does several things, or its callers pass a row of values whose order
-is the only thing that says what each one is.
+is the only thing that says what each one is; a module holds several concerns a reader opens apart.
 """
 
 import ast
@@ -12,6 +13,8 @@ from labserver.paths import ROOT
 
 MAX_LINES = 60
 MAX_POSITIONAL = 6
+MAX_MODULE_LINES = 400
+SOURCES = sorted([*(ROOT / "labserver").rglob("*.py"), *(ROOT / "locustfiles").glob("*.py")])
 
 
 def sizes(source: str) -> list[tuple[str, int, int, int]]:
@@ -44,7 +47,7 @@ def test_the_measure_sees_long_functions_and_long_rows_of_arguments():
 
 @pytest.mark.parametrize(
     "path",
-    sorted([*(ROOT / "labserver").rglob("*.py"), *(ROOT / "locustfiles").glob("*.py")]),
+    SOURCES,
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_functions_stay_short_with_few_positional_parameters(path):
@@ -54,3 +57,9 @@ def test_functions_stay_short_with_few_positional_parameters(path):
         if length > MAX_LINES or positional > MAX_POSITIONAL
     ]
     assert not too_big
+
+
+def test_no_module_is_over_400_lines():
+    assert SOURCES, "no module found: the measure would pass on nothing"
+    long = {str(p.relative_to(ROOT)): n for p in SOURCES if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, long

@@ -17,3 +17,14 @@ def test_ruff_finds_nothing(command):
         pytest.skip(f"ruff is not installed beside {sys.executable} (the `dev` extra)")
     result = subprocess.run([str(RUFF), *command], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_notebook_cell_opts_out_of_the_formatter():
+    """A lesson's code reads as ruff formats it: a cell the formatter cannot keep is rewritten, not skipped."""
+    skipped = [
+        f"{path.name}: {line.strip()}"
+        for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
+        for line in path.read_text().splitlines()
+        if "fmt: skip" in line or "fmt: off" in line
+    ]
+    assert not skipped, skipped

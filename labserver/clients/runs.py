@@ -8,9 +8,7 @@ data/runs/ with a manifest, like a Locust run, so that `load_runs` and the summa
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,15 +16,17 @@ from pathlib import Path
 import pandas as pd
 
 from labserver import config
+from labserver.clients.process import client_process
 from labserver.harness.processes import pauses
-from labserver.harness.processes.meters import MachineMeter, tree_seconds, wait_until_quiet
-from labserver.harness.processes.supervise import Status, Watched, supervised, until_exit
+from labserver.harness.processes.machine import wait_until_quiet
+from labserver.harness.processes.supervise import Status
 from labserver.harness.rows import columns, results
-from labserver.harness.rows.collect import BEFORE_MISS
-from labserver.harness.servers import isolate
-from labserver.harness.servers.launcher import LabServer, ServerError
+from labserver.harness.rows.miss import BEFORE_MISS
+from labserver.harness.servers.launcher import LabServer
+from labserver.harness.servers.server import ServerError
 from labserver.labels import client_label, pattern_label
-from labserver.theory.clients import LIBRARY, Client, Cost, check_run, predict_client, slots
+from labserver.theory.batch import LIBRARY, Client, Cost, check_run
+from labserver.theory.clients import predict_client, slots
 from labserver.theory.cores import SATURATED
 from labserver.theory.model import Prediction
 from labserver.theory.workload import Workload
@@ -37,66 +37,6 @@ ALONE = 7  # lone requests per library and endpoint before a sweep: their median
 # runs busy, as in the runs its CPU decides (a client idle between replies pays a wake-up for each); and the batch
 # costs a fraction of a second
 HOT, HOT_REQUESTS = 16, 128
-
-
-def _client(
-    server: LabServer, client: Client, url: str, requests: int, concurrency: int, *, log: Path, timeout_s: float
-) -> tuple[dict | None, str, float]:
-    """Run `python -m labserver.clients` to the end; return its report, a status and the server's CPU seconds."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "labserver.clients",
-        client,
-        url,
-        "--requests",
-        str(requests),
-        "--concurrency",
-        str(concurrency),
-    ]
-    before, machine = _cpu_seconds(server), MachineMeter()
-    machine.sample()  # for the cores the host takes meanwhile (steal time), as a Locust run's meter reads them
-    watched = log.with_name(pauses.FILE)  # the machine's pauses meanwhile (harness/processes/pauses.py)
-    run = Watched()
-    with supervised(run, cmd, log, pauses_file=watched, lasts_s=timeout_s + 5, grace_s=1):
-        # A pinned server's client runs on the other cores (isolate.apart), placed before its
-        # clock starts: it imports its library first.
-        isolate.place([run.proc.pid], isolate.others(server))
-        until_exit(run, [server], deadline_s=timeout_s, every_s=0.02)
-    proc = run.proc
-    server_cpu_s = _cpu_delta(before, _cpu_seconds(server))
-    machine.sample()
-    lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("{")]
-    if run.status is Status.OK and (proc.returncode != 0 or not lines):
-        run.stop(Status.CLIENT_FAILED, f"(exit code {proc.returncode}); see {log}")
-    report = json.loads(lines[-1]) if lines and run.status is Status.OK else None
-    if report is not None:  # the longest pause while the client sent its requests
-        report["paused_ms"] = pauses.longest_ms(
-            pauses.read(watched), report["started"], report["started"] + report["wall_s"]
-        )
-        report["stolen_cpu"] = machine.stolen_cores(-math.inf, math.inf)  # over the client's whole life
-    return report, run.label, server_cpu_s
-
-
-def _cpu_seconds(server: LabServer) -> tuple[float | None, float]:
-    """The server's CPU seconds so far: as it reports them itself (None if it did not), and from /proc.
-
-    Its own report is time.process_time(), to the nanosecond; /proc counts in ticks of 10 ms, and a
-    run of 100 requests in 0.1 s would then price the server's CPU per request to ±0.1 ms, a third
-    of what it is. /proc's figure takes over for a server that cannot answer.
-    """
-    try:
-        reported = sum(float(e["cpu_s"]) for e in server.info()["cpu"]["processes"])
-    except (OSError, ValueError, KeyError, TypeError):
-        reported = None
-    return reported, tree_seconds(server.proc.pid) if server.proc is not None else math.nan
-
-
-def _cpu_delta(before: tuple[float | None, float], after: tuple[float | None, float]) -> float:
-    """CPU seconds between two readings of `_cpu_seconds`: the server's own if both have it, else /proc's."""
-    if before[0] is not None and after[0] is not None:
-        return after[0] - before[0]
-    return after[1] - before[1]
 
 
 def alone_client(client: Client) -> Client:
@@ -141,7 +81,7 @@ def _batch(
     url = f"{server.url}/{pattern}?io_ms={io_ms}"
     with tempfile.TemporaryDirectory(prefix="lab-price-") as tmp:
         timeout_s = 30 + 5 * requests * (io_ms / 1000 + 0.01)
-        report, status, server_s = _client(
+        report, status, server_s = client_process(
             server, client, url, requests, in_flight, log=Path(tmp) / "client.log", timeout_s=timeout_s
         )
     ok = status == Status.OK and report and not report.get("failures")
@@ -181,7 +121,7 @@ def run_client(
     report, status, server_s = None, str(Status.INTERRUPTED), 0.0
     try:
         url, timeout_s = f"{server.url}/{w.pattern}?io_ms={w.io_ms}", 30 + 5 * requests / bound.rps
-        report, status, server_s = _client(
+        report, status, server_s = client_process(
             server, client, url, requests, w.users, log=tmp / "client.log", timeout_s=timeout_s
         )
     finally:  # an interrupted run is saved too, marked invalid

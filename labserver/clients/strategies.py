@@ -29,7 +29,7 @@ from labserver.checks import choice
 if TYPE_CHECKING:
     import aiohttp
 
-    from labserver.theory.clients import Client
+    from labserver.theory.batch import Client
 
 TIMEOUT_S = 30.0
 Outcome = tuple[float, float, bool]  # (finish time since epoch, latency in ms, ok)

@@ -26,7 +26,7 @@ from labserver.checks import whole
 from labserver.course import fidelity, profiles
 from labserver.course.claims import Verdict
 from labserver.demo import cpus
-from labserver.harness.processes.meters import stolen_seconds
+from labserver.harness.processes.machine import stolen_seconds
 from labserver.harness.rows import results
 from labserver.paths import NOTEBOOKS, data_dir, figures_dir
 

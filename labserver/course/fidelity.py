@@ -18,10 +18,10 @@ from pandas.io.formats.style import Styler
 from labserver import config
 from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness.rows import results
-from labserver.harness.rows.collect import DISTURBED
 from labserver.harness.rows.results import environment
+from labserver.harness.rows.usage import DISTURBED
 from labserver.labels import client_label, pattern_label
-from labserver.theory.model import CPU_BOUND
+from labserver.theory.bottlenecks import CPU_BOUND
 
 TOLERANCE = 0.10
 IO_TOLERANCE = 0.03

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import textwrap
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import pandas as pd
 
@@ -40,7 +39,8 @@ LESSON = Lesson(
 )
 
 
-class AppThreads(NamedTuple):
+@dataclass(frozen=True)
+class AppThreads:
     threads: list[int]  # the thread limits of part 1: AnyIO's default, then `more_threads`
     plan: sizing.Plan  # every run, tagged by its part; servers by thread limit, and by pool for part 5
 

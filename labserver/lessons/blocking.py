@@ -5,7 +5,7 @@ Its rows of the decision card (course/card.py): `HANDED_TO_A_THREAD`, `NEVER_BLO
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -34,7 +34,8 @@ BLOCKING_CONTRAST = (
 )  # lesson 05 runs these at its largest users only
 
 
-class Blocking(NamedTuple):
+@dataclass(frozen=True)
+class Blocking:
     users: list[int]
     top: int  # the largest users value, where the contrast runs
     plan: list[tuple[str, int]]  # (pattern, users): blocking at every users value, the contrast at the top

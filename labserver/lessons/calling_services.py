@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import httpx
 import pandas as pd
@@ -27,7 +27,7 @@ from labserver.harness.load.checks import check_sweep
 from labserver.harness.processes.procs import free_port
 from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, span
 from labserver.lessons.lesson import Lesson
-from labserver.theory import model
+from labserver.theory import capacity, model
 from labserver.theory.workload import Workload, traits_of
 
 LESSON = Lesson(
@@ -44,7 +44,8 @@ LESSON = Lesson(
 UNBOUNDED_FAN_OUT_LONGER = 3  # lesson 12's unbounded fan-out runs this many times duration_s
 
 
-class CallingServices(NamedTuple):
+@dataclass(frozen=True)
+class CallingServices:
     plan: sizing.Plan  # the runs on the app server; the other service starts beside it, on its own port
 
 
@@ -59,7 +60,7 @@ def plan(*, users: int, io_ms: int, calls: int, duration_s: int, cores: float | 
     # find no more of them than its own calls hold.
     fanout = ["callreused", "fanoutbounded", "fanout"]
     # ... and the unbounded one on a server of its own: priced with its calls in flight before any run starts
-    # (pricing.waits_kept), it leaves the client it used making every later call dearer for a while
+    # (measurement.waits_kept), it leaves the client it used making every later call dearer for a while
     check_sweep(fanout, [users], tasks=calls, io_ms=io_ms, duration_s=duration_s)
     port = free_port()
     servers: dict[str, dict] = {
@@ -125,7 +126,7 @@ def in_step(run: pd.Series) -> float:
     """The model's rate for a run whose users move in step on one event loop: users / (wait + users × its CPU per
     request), the CPU as the run measured it (`server_ms`); the wait is io where the calls overlap (a fan-out),
     tasks × io where they go one after another."""
-    return model.in_step_rps(int(run["users"]), _wait_s(run), run["server_ms"] / 1000, 1.0)
+    return capacity.in_step_rps(int(run["users"]), _wait_s(run), run["server_ms"] / 1000, 1.0)
 
 
 def _wait_s(run: pd.Series) -> float:

@@ -6,7 +6,7 @@ Its rows of the decision card (course/card.py): `CALLING_SERVICES`.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -27,7 +27,8 @@ LESSON = Lesson(
 )
 
 
-class ClientSide(NamedTuple):
+@dataclass(frozen=True)
+class ClientSide:
     counts: list[int]
     concurrency: list[int]
     planned: pd.DataFrame  # every run and its expected length; `run` is false for the runs left out as too long

@@ -19,7 +19,7 @@ Its rows of the decision card (course/card.py): `CLIENTS_THAT_LEAVE`.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -31,7 +31,7 @@ from labserver.harness.load.checks import check_arrivals, check_load, check_swee
 from labserver.harness.rows import telemetry
 from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, span
 from labserver.lessons.lesson import Lesson
-from labserver.theory import model
+from labserver.theory import model, timing
 from labserver.theory.workload import Workload
 
 LESSON = Lesson(
@@ -45,7 +45,8 @@ LESSON = Lesson(
 )
 
 
-class ClientsThatLeave(NamedTuple):
+@dataclass(frozen=True)
+class ClientsThatLeave:
     fib_ms: float  # one sub-task's CPU, timed here
     plan: sizing.Plan  # both endpoints, and the request without its fib; each request abandoned at the timeout
     failing: sizing.Plan  # part 2, open loops: gather and a TaskGroup whose call times out, plain gather, no fib
@@ -72,7 +73,7 @@ def plan(
     check_sweep(patterns, [users], tasks=tasks, io_ms=io_ms, cpu_n=cpu_n, duration_s=duration_s)
     checks.positive("timeout_s", timeout_s, " s")
     checks.whole("tasks", tasks, 2)  # part 2: a call that times out, and at least one sub-task beside it
-    fib_ms = model.cpu_time_ms(cpu_n)  # the server's CPU is metered as CPU time: fib's is timed the same way
+    fib_ms = timing.cpu_time_ms(cpu_n)  # the server's CPU is metered as CPU time: fib's is timed the same way
     alone_s = tasks * io_ms / 1000
     if timeout_s >= alone_s:
         raise ValueError(

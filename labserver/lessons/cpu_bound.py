@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import pandas as pd
 
@@ -51,7 +50,8 @@ def _users_for(pattern: str, users: int, cores: float, *, threads: int = 1, gil:
     return sizing.cpu_users(users, usable)
 
 
-class CpuBound(NamedTuple):
+@dataclass(frozen=True)
+class CpuBound:
     users: dict[str, int]  # each pattern's users in the fib and fib + sleep runs: enough for the cores it can use
     threads: int  # a thread per user, so that threads never set the limit (AnyIO's default is 40)
     sweep_cpu_n: list[int]

@@ -6,7 +6,7 @@ Its rows of the decision card (course/card.py): `DATABASE_POOL`.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -39,7 +39,8 @@ LESSON = Lesson(
 )
 
 
-class Database(NamedTuple):
+@dataclass(frozen=True)
+class Database:
     sweep_cpu_n: list[int]
     plan: list[database_runs.Part]  # the three parts: (endpoints, users, io_ms per query, fib depth or depths)
 

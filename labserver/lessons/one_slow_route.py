@@ -39,7 +39,7 @@ import time
 import urllib.request
 from collections.abc import Hashable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -54,11 +54,11 @@ from labserver.demo.traits import Where
 from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_sweep
 from labserver.harness.rows import records, results
-from labserver.harness.servers.launcher import Server
+from labserver.harness.servers.server import Server
 from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of
 from labserver.lessons.lesson import Lesson
 from labserver.paths import runs_dir
-from labserver.theory import model
+from labserver.theory import timing
 
 LESSON = Lesson(
     "14_one_slow_route",
@@ -71,7 +71,8 @@ LESSON = Lesson(
 )
 
 
-class OneSlowRoute(NamedTuple):
+@dataclass(frozen=True)
+class OneSlowRoute:
     fib_ms: float  # one heavy request's CPU, timed here
     plan: sizing.Plan  # the heavy route without its fib, then its fib on the loop, in a thread, in a process
     probes: Probes  # the cheap requests, sent while the plan runs (its `beside`)
@@ -87,7 +88,7 @@ def plan(
     patterns = ["sequential", "threadpool", "processpool"]
     check_sweep(patterns, [users], tasks=1, io_ms=io_ms, cpu_n=cpu_n, duration_s=duration_s)
     checks.whole("probe_every_ms", probe_every_ms, 1, 10_000)
-    fib_ms = model.cpu_time_ms(cpu_n)
+    fib_ms = timing.cpu_time_ms(cpu_n)
     servers = {"app": {"threads": THREADS_DEFAULT, "procs": 1}}  # one pool process: one core, as one user needs
     work = dict(users=users, tasks=1, io_ms=io_ms, server="app")
     runs = [{**work, "pattern": "sequential", "cpu_n": 0}]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import pandas as pd
 
@@ -41,7 +40,8 @@ LESSON = Lesson(
 )
 
 
-class Overload(NamedTuple):
+@dataclass(frozen=True)
+class Overload:
     rhos: list[float]
     guess_s: float  # S before it is measured: the wait alone
 

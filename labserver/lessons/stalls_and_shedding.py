@@ -38,7 +38,7 @@ from labserver.harness.load.checks import check_arrivals, check_load
 from labserver.harness.load.run import run_plan
 from labserver.harness.rows import arrivals, records
 from labserver.harness.rows.results import RunResult
-from labserver.harness.servers.launcher import Server
+from labserver.harness.servers.server import Server
 from labserver.lessons.lesson import Lesson
 from labserver.theory.demand import Demand
 from labserver.theory.model import Prediction

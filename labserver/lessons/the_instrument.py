@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from labserver import checks
 from labserver.demo import cpus
@@ -20,7 +20,8 @@ LESSON = Lesson(
 )
 
 
-class Instrument(NamedTuple):
+@dataclass(frozen=True)
+class Instrument:
     users: list[int]
     requests_users: list[int]
     generators: int  # Locust processes of the busiest run

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import pandas as pd
 
@@ -38,7 +38,8 @@ LESSON = Lesson(
 ONE_CORE_USERS = sizing.cpu_users(0, 1)  # users of a run held to one core, on any machine
 
 
-class WithoutTheGil(NamedTuple):
+@dataclass(frozen=True)
+class WithoutTheGil:
     users: int  # users of the fib runs on many cores; the parameter's 0 sized to the cores
     one_core_users: int  # users of a run held to one core (a GIL, or async def's one thread): 20 on any machine
     threads: list[int]  # thread-pool sizes of the threads run; the parameter's [] sized to the cores

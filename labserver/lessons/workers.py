@@ -6,7 +6,7 @@ Its rows of the decision card (course/card.py): `CPU_BOUND`.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -30,7 +30,8 @@ LESSON = Lesson(
 )
 
 
-class Workers(NamedTuple):
+@dataclass(frozen=True)
+class Workers:
     workers: list[int]  # the worker counts to compare; the parameter's [] sized to the cores
     users: int  # users of the CPU-bound runs; the parameter's 0 sized to the cores
     plan: sizing.Plan  # the I/O-bound run at each count, then the CPU-bound ones in mirrored order; servers by count

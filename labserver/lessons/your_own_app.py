@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from types import ModuleType
-from typing import NamedTuple
 
 from labserver import checks, protocol
 from labserver.demo.settings import THREADS_DEFAULT, Settings
@@ -25,7 +25,8 @@ LESSON = Lesson(
 )
 
 
-class YourOwnApp(NamedTuple):
+@dataclass(frozen=True)
+class YourOwnApp:
     """Lesson 15's checked parameters: the routes as the lab sends them, and the sweep's users."""
 
     sent: list[protocol.Route]  # the routes, as the lab sends them

@@ -17,7 +17,7 @@ from labserver.harness.rows.results import compare
 from labserver.harness.servers.launcher import LabServer
 from labserver.postgres import runs
 from labserver.theory import gil, pools
-from labserver.theory.model import Bottleneck
+from labserver.theory.bottlenecks import Bottleneck
 
 
 def holds(slow: pd.DataFrame, base: pd.DataFrame, db_pool: int, io_ms: int) -> pd.DataFrame:

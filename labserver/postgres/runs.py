@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypedDict
 import pandas as pd
 
 from labserver.demo.settings import Settings
-from labserver.harness.load import pricing
+from labserver.harness.load import measurement
 from labserver.harness.load.checks import check_load
 from labserver.harness.load.run import run_plan
 from labserver.harness.plans.plan import LoadOptions
@@ -53,8 +53,8 @@ def lone_requests(url: str, path: str, n: int = 100) -> dict:
 
 def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataFrame:
     """Per endpoint: median time of one request alone (`service_ms`), the server's CPU per request with as many
-    users back to back as the runs' before-predictions are priced with (`cpu_ms`, pricing.cpu_per_request_ms: each
-    part has pricing.HOT_MOST users or more), and how long it held a pooled connection per query (`hold_ms`, its
+    users back to back as the runs' before-predictions are priced with (`cpu_ms`, measurement.cpu_per_request_ms: each
+    part has measurement.HOT_MOST users or more), and how long it held a pooled connection per query (`hold_ms`, its
     warm-up included; NaN if unknown)."""
     assert server.proc is not None, "start the server before calibrating it"
     rows = []
@@ -65,7 +65,7 @@ def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataF
             {
                 "pattern": endpoint,
                 "service_ms": alone["service_ms"],
-                "cpu_ms": pricing.cpu_per_request_ms(server, f"/{endpoint}"),
+                "cpu_ms": measurement.cpu_per_request_ms(server, f"/{endpoint}"),
                 "hold_ms": hold_ms(before, held(server.url)),
             }
         )

@@ -18,7 +18,7 @@ import pandas as pd
 
 from labserver.demo import cpus
 from labserver.demo.traits import POOLS, Where
-from labserver.theory import model
+from labserver.theory import bottlenecks, model
 from labserver.theory.workload import traits_of
 
 # A process (or a server) using this share of the CPU it may use has no more to give: it is CPU-bound.
@@ -130,7 +130,7 @@ def cpu_bound(frame: pd.DataFrame, at: float = SATURATED, cores: int | None = No
 def predicted_cpu_bound(frame: pd.DataFrame) -> pd.Series:
     """Whether the model named a CPU limit (cores, or one core per worker's GIL) as each run's bottleneck before
     the run (`before_bottleneck`): priced with the run's own CPU, it would read the run back."""
-    return frame["before_bottleneck"].isin(model.CORE_BOUND)
+    return frame["before_bottleneck"].isin(bottlenecks.CORE_BOUND)
 
 
 def ceiling_rps(frame: pd.DataFrame, cores: int | None = None) -> pd.Series:

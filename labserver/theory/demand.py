@@ -111,7 +111,7 @@ class OneUser:
     # the pricing's client's own CPU per request alone (sending, reading the reply): part of S, and what the load
     # generator's price stands for in a run, where each user's round trip adds it to the server's
     client_ms: float = 0.0
-    # the cores' speed while the CPU was priced: a fixed piece of Python's CPU time, in ms (harness/meters.probe_ms)
+    # the cores' speed while the CPU was priced: a fixed piece of Python's CPU time, in ms (harness/processes/probe.py)
     probe_ms: float = math.nan
 
     @property

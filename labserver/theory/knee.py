@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from labserver.theory.model import SERVER_OR_GENERATOR_CPU
+from labserver.theory.bottlenecks import SERVER_OR_GENERATOR_CPU
 
 # What lesson 00's table shows: each run against both predictions, and where its CPU went.
 COLUMNS = [

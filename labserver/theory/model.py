@@ -10,12 +10,9 @@ the curve between the bounds, for a server whose own CPU per request has been me
 from __future__ import annotations
 
 import math
-import os
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from enum import StrEnum
 from functools import cache
 from typing import Any
 
@@ -25,54 +22,11 @@ from labserver.demo import cpus
 from labserver.demo.settings import Settings
 from labserver.demo.traits import Hold, Where
 from labserver.demo.work import digest, fib
+from labserver.theory.bottlenecks import Bottleneck
+from labserver.theory.capacity import Price, call_s, executor_threads, in_step_rps, worker_cores
 from labserver.theory.demand import Demand
+from labserver.theory.timing import best_ms
 from labserver.theory.workload import Workload, traits_of
-
-
-class Bottleneck(StrEnum):
-    """What sets a predicted throughput, in the words of the `bottleneck` column and the lessons.
-
-    A few predictions name theirs with figures in the words (lesson 06's "server threads (40)",
-    the queue's "arrivals (open loop, ρ 0.50)"): those stay text, and are none of these.
-    """
-
-    # waits: the users, or the server's slots
-    USERS = "users"
-    THREADS = "threads"
-    EVENT_LOOP = "event loop"
-    CONNECTION_POOL = "connection pool"  # lesson 07 (pools.py)
-    CALLS = "calls in flight"  # lesson 12: an HTTP client's connections, or a semaphore, shared by a worker's requests
-    THREAD_POOL = "thread pool"  # lesson 07's sync endpoints
-    EXECUTOR = "the loop's executor"  # asyncio.to_thread's pool, min(32, CPUs + 4) threads a worker (lesson 05)
-    ONE_AT_A_TIME = "one request at a time"  # lesson 06's client loop (clients.py)
-    # the server's CPU
-    CORES = "cores"  # the process pool's, or the workers' where they outnumber the cores
-    GIL = "GIL (one core per worker)"
-    IN_STEP = "GIL (threads in step)"
-    LOOP_IN_STEP = "one core (users in step on the event loop)"  # lesson 12's new client per request: one thread
-    # lesson 10, and C code that lets go of the GIL: the scheduler's time slices in place of the GIL's turns
-    SLICED = "cores (threads in step, in time slices)"
-    WORKER_CPU = "CPU (one core per worker)"  # lesson 07; lesson 10's event loop without a GIL, still one thread
-    SERVER_CPU = "CPU of the server (one core per worker)"  # lesson 06
-    # the cores every process of the machine shares
-    MACHINE = "cores (the machine's, shared)"
-    MACHINE_AND_DATABASE = "cores (the machine's, shared with PostgreSQL)"  # lesson 07
-    # the sender's CPU
-    GENERATOR = "CPU of the load generator (one core per Locust process)"
-    CLIENT_CPU = "client CPU (one core)"  # lesson 06
-    NO_WORK = "no work to model"
-
-
-# Kinds of bottleneck, as sets: a `bottleneck` column (text) is tested with `isin`.
-MACHINE_BOUND = frozenset({Bottleneck.MACHINE, Bottleneck.MACHINE_AND_DATABASE})
-CORE_BOUND = frozenset(
-    {Bottleneck.CORES, Bottleneck.GIL, Bottleneck.IN_STEP, Bottleneck.LOOP_IN_STEP, Bottleneck.SLICED, *MACHINE_BOUND}
-)  # cores, or a GIL's
-CPU_BOUND = frozenset(
-    {*CORE_BOUND, Bottleneck.WORKER_CPU, Bottleneck.SERVER_CPU, Bottleneck.GENERATOR, Bottleneck.CLIENT_CPU}
-)  # any CPU: a run put there is not an I/O-bound one
-# The server's CPU, its load generator's, or the cores they share: any CPU bound but a client program's (lesson 06)
-SERVER_OR_GENERATOR_CPU = CPU_BOUND - {Bottleneck.CLIENT_CPU}
 
 
 @dataclass(frozen=True)
@@ -86,48 +40,16 @@ class Prediction:
         object.__setattr__(self, "bottleneck", str(self.bottleneck))
 
 
-def _best_ms(
-    work: Callable[[int], object], size: int, repeat: int, clock: Callable[[], float] = time.perf_counter
-) -> float:
-    """The best of `repeat` timings of `work(size)` here, in ms: the least disturbed by the rest of the machine."""
-    best = math.inf
-    for _ in range(repeat):
-        started = clock()
-        work(size)
-        best = min(best, clock() - started)
-    return best * 1000
-
-
 @cache
 def cpu_ms(cpu_n: int, repeat: int = 3) -> float:
     """Measured time of one fib(cpu_n) on this machine, in ms (best of `repeat`)."""
-    return _best_ms(fib, cpu_n, repeat) if cpu_n > 1 else 0.0
-
-
-# A slow moment of a virtual machine's host reads one fib's CPU time up to half as much again for a few tenths of a
-# second: timings in rounds this far apart keep one outside it
-FIB_ROUNDS = 3
-FIB_APART_S = 0.25
-
-
-def cpu_time_ms(cpu_n: int, repeat: int = 5, sleep: Callable[[float], None] = time.sleep) -> float:
-    """The CPU time of one fib(cpu_n) in this process, in ms, as the server's meters count CPU: unlike `cpu_ms`'s
-    wall-clock time, the other processes on the machine do not lengthen it. The best of FIB_ROUNDS rounds of
-    `repeat`, FIB_APART_S apart, so that one slow moment does not read every timing high."""
-    if cpu_n <= 1:
-        return 0.0
-    best = math.inf
-    for i in range(FIB_ROUNDS):
-        if i:
-            sleep(FIB_APART_S)
-        best = min(best, _best_ms(fib, cpu_n, repeat, time.process_time))
-    return best
+    return best_ms(fib, cpu_n, repeat) if cpu_n > 1 else 0.0
 
 
 @cache
 def digest_ms(mib: int, repeat: int = 3) -> float:
     """Measured time of one SHA-256 over `mib` MiB on this machine, in ms (best of `repeat`): `hashed`'s work."""
-    return _best_ms(digest, mib, repeat) if mib > 0 else 0.0
+    return best_ms(digest, mib, repeat) if mib > 0 else 0.0
 
 
 def work_ms(pattern: str, cpu_n: int, fib_ms: Callable[[int], float] | None = None) -> float:
@@ -174,7 +96,7 @@ def predict(
     rps = limits[bottleneck]
     if queueing and price.in_worker_s > 0:
         # a worker that gets a share of its core takes that much longer over its CPU per request
-        _, parallel, share = _worker_cores(workload, settings, cores, price)
+        _, parallel, share = worker_cores(workload, settings, cores, price)
         slower = price.in_worker_s / share
         stations = [(slower, parallel), (price.generator_s, price.generators)]
         # The generator's CPU is not part of the server's service time: it adds to each user's round trip.
@@ -183,21 +105,7 @@ def predict(
     return Prediction(rps=rps, latency_ms=latency_ms, bottleneck=bottleneck)
 
 
-@dataclass(frozen=True)
-class _Price:
-    """One request's CPU in seconds, as `predict` prices it: timed and given, or measured in the run."""
-
-    task_s: float  # a sub-task's CPU outside what the worker is measured to spend: fib's, or the pool's
-    own_s: float  # the server's own (uvicorn, FastAPI), where the worker's CPU is not measured
-    worker_s: float  # the worker's, all told, as measured (0: not measured)
-    in_worker_s: float  # what runs in the worker, under its GIL
-    generator_s: float = 0.0  # the load generator's, as measured (0: not measured)
-    generators: int = 1  # Locust processes, each on one core
-    machine_s: float = 0.0  # the whole machine's, as measured (0: not measured)
-    demand: Demand | None = None  # as given: how much of its core each worker kept (`kept`)
-
-
-def _price(workload: Workload, demand: Demand | None, cpu_ms_per_task: float | None, server_ms: float) -> _Price:
+def _price(workload: Workload, demand: Demand | None, cpu_ms_per_task: float | None, server_ms: float) -> Price:
     """What `predict` prices a request with: the run's measured demand where it is known, else fib's time here."""
     w = workload
     pooled = w.traits.computes is Where.PROCESS_POOL  # fib runs outside the worker
@@ -205,11 +113,11 @@ def _price(workload: Workload, demand: Demand | None, cpu_ms_per_task: float | N
         task_s = (work_ms(w.pattern, w.cpu_n) if cpu_ms_per_task is None else cpu_ms_per_task) / 1000  # per sub-task
         own_s = server_ms / 1000  # s of the server's own CPU per request
         in_worker = own_s + (0.0 if pooled else w.tasks * task_s)
-        return _Price(task_s, own_s, 0.0, in_worker, demand=demand)
+        return Price(task_s, own_s, 0.0, in_worker, demand=demand)
     # The measured CPU per request holds every sub-task's fib and the server's own work.
     worker_s = demand.worker_ms / 1000  # s of CPU in the worker per request
     generator_s = demand.generator_ms / 1000 if demand.generator_ms > 0 else 0.0
-    return _Price(
+    return Price(
         task_s=(demand.pool_ms if pooled else 0.0) / 1000 / w.tasks,
         own_s=0.0,
         worker_s=worker_s,  # the pool's CPU is in `task_s`; the worker's is measured as a whole
@@ -221,7 +129,7 @@ def _price(workload: Workload, demand: Demand | None, cpu_ms_per_task: float | N
     )
 
 
-def _service_s(workload: Workload, price: _Price) -> float:
+def _service_s(workload: Workload, price: Price) -> float:
     """How long one request alone takes, in s: its waits and its CPU."""
     w, t, io = workload, workload.traits, workload.io_ms / 1000
     service = (io + w.tasks * price.task_s) if t.overlaps else w.tasks * (io + price.task_s)
@@ -232,7 +140,7 @@ def _service_s(workload: Workload, price: _Price) -> float:
 
 
 def _limits(
-    workload: Workload, settings: Settings, cores: float, price: _Price, service: float
+    workload: Workload, settings: Settings, cores: float, price: Price, service: float
 ) -> dict[Bottleneck, float]:
     """Each bound on the throughput (req/s), by what sets it: the users, the server's slots, its CPU."""
     w, s, t, io = workload, settings, workload.traits, workload.io_ms / 1000
@@ -245,7 +153,7 @@ def _limits(
     if t.connection:  # and a pooled connection, for as long
         limits[Bottleneck.CONNECTION_POOL] = s.workers * s.db_pool / service
     if t.calls and io > 0:  # each call to the other service holds one of the worker's `calls` while it runs
-        limits[Bottleneck.CALLS] = s.workers * t.calls / (w.tasks * _call_s(w, price))
+        limits[Bottleneck.CALLS] = s.workers * t.calls / (w.tasks * call_s(w, price))
     held = t.holds(Hold.LOOP)
     if held and held == len(t.waits):
         limits[Bottleneck.EVENT_LOOP] = s.workers / service  # the loop is held for the whole request
@@ -256,7 +164,7 @@ def _limits(
     # CPU that runs in the worker, under its GIL (the pool computes outside it): one core per worker at most
     in_worker = price.in_worker_s
     if in_worker > 0:
-        bound, parallel, share = _worker_cores(w, s, cores, price)
+        bound, parallel, share = worker_cores(w, s, cores, price)
         limits[bound] = min(limits.get(bound, math.inf), parallel * share / in_worker)
     if in_step(w.pattern, w.users, io, in_worker / w.tasks, s.workers * s.threads):
         # The GIL shares one core among the computing threads in turns of the switch interval
@@ -284,69 +192,6 @@ def _limits(
     return limits
 
 
-def _call_s(w: Workload, price: _Price) -> float:
-    """How long a call to another service holds its slot (s): io_ms; or, where one request was timed alone before the
-    run, what its calls took then: its time less its CPU in the worker, a call's share where they run one by one."""
-    io = w.io_ms / 1000
-    alone = price.demand.alone_ms if price.demand is not None else math.nan
-    if not math.isfinite(alone):
-        return io
-    waited = alone / 1000 - price.in_worker_s
-    return max(io, waited if w.traits.overlaps else waited / w.tasks)
-
-
-def executor_threads() -> int:
-    """The threads of an event loop's default executor (`asyncio.to_thread`'s), as concurrent.futures sizes it:
-    min(32, CPUs + 4), the CPUs this process may run on (Python 3.13+) or the machine's (3.11, 3.12)."""
-    count = getattr(os, "process_cpu_count", os.cpu_count)()
-    return min(32, (count or 1) + 4)
-
-
-def _worker_cores(w: Workload, s: Settings, cores: float, price: _Price) -> tuple[Bottleneck, float, float]:
-    """What bounds the workers' own CPU: its name, the cores it may run on, and the share of them it kept.
-
-    Under a GIL, one core per worker, less what others took while it waited (`kept`). Without one
-    (a free-threaded Python, lesson 10), a thread pool's threads compute on as many cores as there
-    are threads, while an event loop is still one thread; so do threads in C code that lets go of
-    the GIL (`hashed`). An interpreter pool's interpreters each have a GIL: one core each.
-    """
-    computes = w.traits.computes
-    works = w.cpu_n > 0 or price.task_s > 0  # no work: only the server's own, on the loop, under its GIL
-    if (computes is Where.RELEASED and works) or (not s.gil and computes is Where.THREAD_POOL):
-        return Bottleneck.CORES, min(s.workers * s.threads, cores), 1.0
-    if computes is Where.INTERPRETER_POOL and works:  # fib on the pool's interpreters, a GIL each
-        return Bottleneck.CORES, min(s.workers * s.procs, cores), 1.0
-    share = kept(w.pattern, s.workers, cores, price.demand)
-    if s.workers >= cores:
-        return Bottleneck.CORES, min(s.workers, cores), share
-    return (Bottleneck.GIL if s.gil else Bottleneck.WORKER_CPU), min(s.workers, cores), share
-
-
-def kept(pattern: str, workers: int, cores: float, demand: Demand | None) -> float:
-    """The share of its core a worker got to use: 1 less the time its loop was ready with no CPU free.
-
-    One core per worker is the bound where each worker has a core to itself. On a machine shared
-    with the load generator, the scheduler sometimes runs a Locust process on the worker's core
-    while the worker has work: its loop then waits in the run queue, and its time on the CPU plus
-    that wait fill the window (lesson 00's busiest run; docs/evidence.md). Each run measures
-    that wait (`worker_waited`, Linux); a worker that idles for lack of work is not excused by it.
-
-    Only where the loop's thread does the worker's work: a thread pool's threads compute while the
-    loop waits, and where workers outnumber the cores, their waits for each other are the bound.
-    """
-    if demand is None or traits_of(pattern).computes in (Where.THREAD_POOL, Where.RELEASED, Where.INTERPRETER_POOL):
-        return 1.0
-    return loop_kept(demand.worker_waited, workers, cores)
-
-
-def loop_kept(waited: float, workers: int, cores: float) -> float:
-    """1 − `waited` (a worker's loop's share of the window ready with no CPU free; NaN: not measured),
-    where each worker has a core of its own; 1 where the workers outnumber the cores (see `kept`)."""
-    if workers >= cores or not math.isfinite(waited):
-        return 1.0
-    return 1.0 - min(max(waited, 0.0), 1.0)
-
-
 def in_step(pattern: str, users: int, io_s: float, compute_s: float, threads: int) -> bool:
     """Whether the thread pool's users move in step: each computes for a turn of the GIL or more between waits.
 
@@ -361,16 +206,6 @@ def in_step(pattern: str, users: int, io_s: float, compute_s: float, threads: in
     if t.computes not in (Where.THREAD_POOL, Where.RELEASED) or len(t.waits) != 1:
         return False
     return io_s > 0 and compute_s >= sys.getswitchinterval() and users <= threads
-
-
-def in_step_rps(users: int, wait_s: float, cpu_s: float, cores: float) -> float:
-    """Throughput (req/s) of `users` that move in step: a round is every user's CPU shared on `cores`, then one
-    wait that no CPU overlaps, so users / (wait_s + users × cpu_s / cores).
-
-    The thread pool's users under the GIL (`in_step`), and lesson 12's new client per request on
-    the event loop, whose users' replies come back in bursts.
-    """
-    return users / (wait_s + users * cpu_s / cores)
 
 
 Station = tuple[float, float]  # a CPU every request visits: (seconds of CPU per visit, cores that serve it)

@@ -22,7 +22,9 @@ from labserver.checks import choice
 from labserver.demo import cpus
 from labserver.demo.routes import SHOP as ENDPOINTS
 from labserver.demo.settings import DB_POOL_DEFAULT, THREADS_DEFAULT
-from labserver.theory.model import Bottleneck, Prediction, loop_kept
+from labserver.theory.bottlenecks import Bottleneck
+from labserver.theory.capacity import loop_kept
+from labserver.theory.model import Prediction
 
 QUERIES = {"select": 1, "simulation": 2}  # connections one request holds at once
 CONVERGED = 0.15  # async / sync within this of 1: the two versions serve alike
@@ -59,7 +61,7 @@ def limits(
     per request, PostgreSQL's and Locust's included (0: not measured), which the usable cores bound.
     `hold_ms` is a connection's time per use measured under load; NaN prices the connection pool
     with the lone request's hold, its time alone less its CPU. `waited` is the share of the run an
-    async worker's loop was ready with no CPU free (model.loop_kept: its core is its less that;
+    async worker's loop was ready with no CPU free (capacity.loop_kept: its core is its less that;
     NaN: not measured); a sync endpoint's threads compute while the loop waits, so not theirs.
     """
     choice("database endpoint", endpoint, ENDPOINTS)

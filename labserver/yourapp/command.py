@@ -165,20 +165,22 @@ def _save(args: argparse.Namespace, report: Report, state: str) -> Path:
 def measure(args: argparse.Namespace, job: Job, say: Any, report: Report) -> None:
     """Start the app, price and predict every route before any load, then sweep each one unless predict-only; each
     route's verdict into `report` once priced, its runs as they are measured."""
+    from labserver.harness.load.client import PricingError
     from labserver.yourapp import measure as m
+    from labserver.yourapp.resources import mix
 
     server = m.AppServer(args.app, folder=job.folder, env=job.env, workers=args.workers, threads=args.threads)
     with server:
         say(f"{args.app}: {args.workers} worker(s), {server.settings.threads} threads each, on {server.url}")
         try:
             priced = m.predict_all(server, job.routes, args.users, args.duration_s)
-        except m.pricing.PricingError as e:  # the app's log says why a route failed: shown before it stops
-            raise m.pricing.PricingError(f"{e}\n--- the app's log ---\n{server.log_tail()}") from None
+        except PricingError as e:  # the app's log says why a route failed: shown before it stops
+            raise PricingError(f"{e}\n--- the app's log ---\n{server.log_tail()}") from None
         report.verdicts += [each.verdict for each in priced]
         for each in priced:
             say(_predicted(each.verdict, args.users))
         if job.shares:
-            table = m.mix(priced, job.shares, args.users)
+            table = mix(priced, job.shares, args.users)
             report.mix = table.to_dict("records")
             mixed = ", ".join(f"{route} {share:.0%}" for route, share in job.shares.items())
             say(f"the mix ({mixed}) at {args.users} users, before any load:\n{table.to_string(index=False)}")
@@ -190,18 +192,20 @@ def measure(args: argparse.Namespace, job: Job, say: Any, report: Report) -> Non
 
 
 def _predicted(v: Any, users: int) -> str:
-    from labserver.yourapp import measure as m
+    from labserver.harness.load.measurement import HOT_MOST
+    from labserver.yourapp.patterns import DEPENDENCY
+    from labserver.yourapp.resources import words
 
     n = v.def_dependencies
-    said = v.runs_on == m.DEPENDENCY  # its words already say a def dependency takes a thread
+    said = v.runs_on == DEPENDENCY  # its words already say a def dependency takes a thread
     deps = f", {n} def {'dependency' if n == 1 else 'dependencies'} in the thread pool" if n and not said else ""
     deps += f" (a thread held {v.thread_hold_ms:.1f} ms a request)" if math.isfinite(v.thread_hold_ms) else ""
     return (
         f"{v.route} ({v.endpoint or 'endpoint not found: read as async def'}, runs on the {v.runs_on}"
         f"{deps}): S {v.service_ms:.1f} ms alone, "
         f"CPU {v.loop_ms:.2f} ms on the loop + {v.threads_ms:.2f} ms in threads per request "
-        f"({v.busy_cpu_ms:.2f} ms in all with {m.pricing.HOT_MOST} in flight, as runs of as many users are priced)\n"
-        f"  predicted before any load: {v.predicted_rps:,.0f} req/s at {users} users, bound by {m.words(v.bound)}\n"
+        f"({v.busy_cpu_ms:.2f} ms in all with {HOT_MOST} in flight, as runs of as many users are priced)\n"
+        f"  predicted before any load: {v.predicted_rps:,.0f} req/s at {users} users, bound by {words(v.bound)}\n"
         f"  the decision card's row: {v.card}\n"
         f"  what moves it: {v.change}"
     )

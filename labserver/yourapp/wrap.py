@@ -104,7 +104,7 @@ def _on_loop(call: Any) -> bool:
 
 class CountedLimiter(CapacityLimiter):
     """AnyIO's thread limiter, that also sums how long its tokens were held and how often: the thread-seconds the
-    app's `def` endpoints and dependencies take, which the pricing reads per request (measure.thread_hold_ms)."""
+    app's `def` endpoints and dependencies take, which the pricing reads per request (prices.thread_hold_ms)."""
 
     __slots__ = ("_since", "held_s", "uses")
 

@@ -13,8 +13,9 @@ import pytest
 from labserver.clients import strategies
 from labserver.harness.processes.procs import free_port
 from labserver.theory import clients
-from labserver.theory.clients import Cost, check_run, pick, plan, predict_client, slots, speedups
-from labserver.theory.model import Bottleneck
+from labserver.theory.batch import LIBRARY, Cost, check_run
+from labserver.theory.bottlenecks import Bottleneck
+from labserver.theory.clients import pick, plan, predict_client, slots, speedups
 from labserver.theory.workload import Workload
 
 
@@ -115,7 +116,7 @@ def test_unknown_strategy_lists_the_choices():
 
 
 def test_every_strategy_names_its_library():
-    assert set(clients.LIBRARY) == set(strategies.STRATEGIES)
+    assert set(LIBRARY) == set(strategies.STRATEGIES)
 
 
 # --- the model -------------------------------------------------------------------------------
@@ -452,7 +453,7 @@ def test_a_sweep_against_a_real_server_is_saved_and_leaves_nothing(data_dir):
 def test_a_run_against_a_server_never_started_says_so():
     from labserver import LabServer
     from labserver.clients.runs import run_client
-    from labserver.harness.servers.launcher import ServerError
+    from labserver.harness.servers.server import ServerError
 
     server = LabServer()
     with pytest.raises(ServerError, match="not running"):
@@ -535,7 +536,7 @@ def test_a_client_runs_before_prediction_never_reads_its_own_run():
     """The prediction made before a client run is priced by the costs given before it: what the run measured moves
     the explained prediction, never the one made before."""
     from labserver.clients import runs as client_runs
-    from labserver.theory.clients import Cost
+    from labserver.theory.batch import Cost
     from labserver.theory.model import Prediction
 
     p = Prediction(10.0, 100.0, "client concurrency (10)")
@@ -628,7 +629,7 @@ def test_a_client_run_is_priced_with_the_cpu_it_measured():
 
 
 def test_the_servers_own_cpu_report_is_used_when_both_readings_have_it():
-    from labserver.clients.runs import _cpu_delta
+    from labserver.clients.process import _cpu_delta
 
     # the server's own report (ns) over /proc's ticks of 10 ms
     assert _cpu_delta((1.0002, 1.00), (1.0317, 1.04)) == pytest.approx(0.0315)

@@ -3,7 +3,7 @@
 from typing import get_args
 
 from labserver.clients.strategies import STRATEGIES
-from labserver.theory.clients import LIBRARY, Client
+from labserver.theory.batch import LIBRARY, Client
 
 
 def test_the_clients_the_model_prices_are_those_that_can_send():

@@ -13,7 +13,7 @@ import pytest
 
 from labserver.course.claims import KEY
 from labserver.paths import NOTEBOOKS
-from labserver.theory.model import SERVER_OR_GENERATOR_CPU, Bottleneck
+from labserver.theory.bottlenecks import SERVER_OR_GENERATOR_CPU, Bottleneck
 
 NOTEBOOKS_ALL = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 CHECKS = {"between", "ratio", "near", "valid", "cannot_show"}  # each records a verdict under its key

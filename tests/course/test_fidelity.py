@@ -5,7 +5,7 @@ import pytest
 
 from labserver.course import fidelity
 
-GIL = "GIL (one core per worker)"  # as the model names it (theory.model.Bottleneck)
+GIL = "GIL (one core per worker)"  # as the model names it (theory.bottlenecks.Bottleneck)
 
 
 def _runs():

@@ -9,6 +9,7 @@ starts a process, and the cores are given, never read from the machine.
 import ast
 import builtins
 import contextlib
+import dataclasses
 import importlib
 import re
 
@@ -131,14 +132,27 @@ def test_setup_cell_is_constants_and_one_call(lesson):
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_setup_names_what_the_result_holds(lesson):
-    """Unpacked by position, so the names must be the fields' own (SWEEP is `sweep`), in their order."""
+    """A result of several values is `setup`, and the cell binds each of its fields by name, to a name of the
+    field's own (SWEEP is `setup.sweep`): a field added, dropped or moved cannot bind a value to another's name."""
     target = _setup_call(lesson).targets[0]
     result = call(lesson)
-    if isinstance(target, ast.Tuple):
-        names = [t.id.lower() for t in target.elts]
-        assert names == list(result._fields), f"{lesson}: unpacks {names} from {result._fields}"
-    else:
-        assert not hasattr(result, "_fields"), f"{lesson}: a result of several values assigned to one name"
+    if not dataclasses.is_dataclass(result):
+        assert isinstance(target, ast.Name) and target.id != "setup", f"{lesson}: one value bound as `setup`"
+        return
+    assert isinstance(target, ast.Name) and target.id == "setup", f"{lesson}: its result is bound to {target}"
+    bound = {}
+    for s in ast.parse(_cells(lesson)[1]).body:
+        if isinstance(s, ast.Assign):
+            names = s.targets[0].elts if isinstance(s.targets[0], ast.Tuple) else [s.targets[0]]
+            values = s.value.elts if isinstance(s.value, ast.Tuple) else [s.value]
+            if len(names) != len(values):  # a value unpacked in turn (GIL_BUILD, ... = BUILDS): not setup's
+                continue
+            for name, value in zip(names, values, strict=True):
+                if isinstance(value, ast.Attribute) and ast.unparse(value.value) == "setup":
+                    bound[value.attr] = name.id
+    fields = [f.name for f in dataclasses.fields(result)]
+    assert sorted(bound) == sorted(fields), f"{lesson}: binds {sorted(bound)} of {fields}"
+    assert all(name.lower() == field for field, name in bound.items()), f"{lesson}: {bound}"
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -238,10 +252,9 @@ def test_03_defaults_size_users_to_the_cores_each_pattern_can_use(cores, pool, t
 
 def test_03_users_given_are_kept_with_a_thread_each(machine):
     machine(16)
-    assert call("03_cpu_bound", cores=16, users=60)[:2] == (
-        {p: 60 for p in ("threadpool", "sequential", "processpool", "hashed")},
-        60,
-    )
+    setup = call("03_cpu_bound", cores=16, users=60)
+    assert setup.users == {p: 60 for p in ("threadpool", "sequential", "processpool", "hashed")}
+    assert setup.threads == 60
     assert call("03_cpu_bound", cores=16, users=5).threads == 40
 
 
@@ -279,7 +292,7 @@ def test_03_checks_every_run():
 def test_04_defaults_size_workers_and_users_to_the_cores(cores, workers, machine):
     machine(cores)
     setup = call("04_workers", cores=cores)
-    assert setup[:2] == (workers, max(20, 10 * cores))
+    assert (setup.workers, setup.users) == (workers, max(20, 10 * cores))
     assert set(setup.plan.servers) == set(workers)  # a server per count
     cpu = [r["server"] for r in setup.plan.runs if r["tags"]["workload"] == "CPU-bound"]
     assert cpu == workers + workers[::-1]  # mirrored: each count early and late
@@ -287,7 +300,8 @@ def test_04_defaults_size_workers_and_users_to_the_cores(cores, workers, machine
 
 def test_04_workers_given_are_kept(machine):
     machine(16)
-    assert call("04_workers", cores=16, workers=[1, 4], users=40)[:2] == ([1, 4], 40)
+    setup = call("04_workers", cores=16, workers=[1, 4], users=40)
+    assert (setup.workers, setup.users) == ([1, 4], 40)
 
 
 @pytest.mark.parametrize("workers", [[2, 3], [1, 3, 2], [1, 1, 2], 2])
@@ -314,14 +328,14 @@ def test_04_checks_every_run():
 
 
 def test_05_defaults():
-    users, top, plan, service_s, cap, plans = call("05_blocking")
-    assert (users, top, service_s, cap) == ([5, 50], 50, 0.1, 10.0)
+    setup = call("05_blocking")
+    assert (setup.users, setup.top, setup.service_s, setup.cap) == ([5, 50], 50, 0.1, 10.0)
     contrast = [("mixed", 50), ("wrapped", 50), ("offload", 50), ("tothread", 50), ("sequential", 50)]
-    assert plan == [("blocking", 5), ("blocking", 50), *contrast]
+    assert setup.plan == [("blocking", 5), ("blocking", 50), *contrast]
     # every run once; each blocking run, and the mixed one, ends its plan: a blocked worker owes its queue
-    assert sorted(r for p in plans for r in p) == sorted(plan)
-    assert all(p[-1][0] in ("blocking", "mixed") for p in plans)
-    assert all(r[0] not in ("blocking", "mixed") for p in plans for r in p[:-1])
+    assert sorted(r for p in setup.plans for r in p) == sorted(setup.plan)
+    assert all(p[-1][0] in ("blocking", "mixed") for p in setup.plans)
+    assert all(r[0] not in ("blocking", "mixed") for p in setup.plans for r in p[:-1])
 
 
 def test_05_plan_sorts_users_and_cap_counts_workers():
@@ -353,8 +367,9 @@ def test_05_checks_every_run():
 
 
 def test_06_defaults():
-    counts, concurrency, planned = call("06_client_side")
-    assert (counts, concurrency) == ([100, 1000], [10, 100])
+    setup = call("06_client_side")
+    assert (setup.counts, setup.concurrency) == ([100, 1000], [10, 100])
+    planned = setup.planned
     # the loop runs once per count, the two pools at each concurrency: per endpoint 2 + 2 × 2 × 2 runs
     assert len(planned) == 2 * (2 + 2 * 2 * 2)
     assert set(planned["client"]) == {"loop", "threadpool", "aiohttp"}
@@ -370,7 +385,8 @@ def test_06_counts_as_text_say_how_to_pass_them():
 
 
 def test_06_checks_every_run():
-    assert call("06_client_side", counts=20, concurrency=4)[:2] == ([20], [4])
+    setup = call("06_client_side", counts=20, concurrency=4)
+    assert (setup.counts, setup.concurrency) == ([20], [4])
     fails("max_run_s must be a number of seconds above 0, got 0", "06_client_side", max_run_s=0)
     fails("requests must be a whole number from 1 to", "06_client_side", counts=[0])
     fails("concurrency must be a whole number from 1 to", "06_client_side", concurrency=[0])
@@ -383,10 +399,10 @@ def test_06_checks_every_run():
 
 
 def test_07_defaults():
-    sweep_cpu_n, plan = call("07_database")
+    setup = call("07_database")
     selects, simulations = ["sync_select", "async_select"], ["sync_simulation", "async_simulation"]
-    assert sweep_cpu_n == [15, 20, 26, 28]
-    assert plan == [(selects, 80, 100, 0), (selects, 1000, 0, 0), (simulations, 32, 0, [15, 20, 26, 28])]
+    assert setup.sweep_cpu_n == [15, 20, 26, 28]
+    assert setup.plan == [(selects, 80, 100, 0), (selects, 1000, 0, 0), (simulations, 32, 0, [15, 20, 26, 28])]
 
 
 @pytest.mark.parametrize("name", ["pinned_rounds", "sweep_rounds"])
@@ -415,15 +431,19 @@ def test_07_checks_every_part():
 @pytest.mark.parametrize(("cores", "generators"), [(1, 1), (2, 2), (16, 2)])
 def test_98_defaults_spread_the_busiest_run_over_the_cores(machine, cores, generators):
     machine(cores)
-    users, requests_users, got, ceiling = call("98_the_instrument")
-    assert (users, requests_users) == ([25, 50, 100, 200, 400, 800], [50, 100])
-    assert (got, ceiling) == (generators, "FastHttpUser, 1 process" if generators == 1 else "FastHttpUser, 2 processes")
+    setup = call("98_the_instrument")
+    assert (setup.users, setup.requests_users) == ([25, 50, 100, 200, 400, 800], [50, 100])
+    assert (setup.generators, setup.ceiling) == (
+        generators,
+        "FastHttpUser, 1 process" if generators == 1 else "FastHttpUser, 2 processes",
+    )
 
 
 def test_98_takes_the_cores_given(machine):
     machine(16)  # the machine's bound on Locust processes, which check_load asks of cpus
     setup = the_instrument.plan(users=10, requests_users=20, ceiling_users=40, io_ms=100, duration_s=2, whole_cores=1)
-    assert setup == ([10], [20], 1, "FastHttpUser, 1 process")
+    assert (setup.users, setup.requests_users) == ([10], [20])
+    assert (setup.generators, setup.ceiling) == (1, "FastHttpUser, 1 process")
 
 
 def test_98_checks_every_run():
@@ -448,8 +468,9 @@ def test_99_lessons_as_text_say_how_to_pass_them():
 
 
 def test_08_defaults():
-    rhos, guess_s = call("08_overload")  # unpacked as the setup cell does
-    assert rhos == parameters("08_overload")["rhos"] and guess_s == parameters("08_overload")["io_ms"] / 1000
+    setup = call("08_overload")
+    assert setup.rhos == parameters("08_overload")["rhos"]
+    assert setup.guess_s == parameters("08_overload")["io_ms"] / 1000
 
 
 @pytest.mark.parametrize("rhos", [[0.5, 1.0], [0.0], [-0.3]])

@@ -13,9 +13,11 @@ from types import SimpleNamespace
 import pytest
 
 from labserver import protocol
+from labserver.demo import cpus
 from labserver.demo.settings import Settings
 from labserver.harness.plans.plan import Before, Meters, Options, Outcome, Stage
-from labserver.harness.processes.meters import CpuMeter, MachineMeter
+from labserver.harness.processes.machine import MachineMeter
+from labserver.harness.processes.meters import CpuMeter
 from labserver.harness.rows import collect, publish
 from labserver.harness.rows.records import Record
 from labserver.theory.model import Prediction
@@ -495,7 +497,7 @@ def test_a_server_on_another_machine_is_priced_with_its_own_cores_and_no_one_els
     meters = (cpu_meter({1: 0.5}), cpu_meter({7: 0.2}), machine_meter(1.5))
     here = run(per_user, tmp_path, meters=meters).row
     apart = run(per_user, tmp_path, meters=meters, server_cores=8).row
-    assert (here["usable_cores"], apart["usable_cores"]) == (collect.cpus.cores(), 8)
+    assert (here["usable_cores"], apart["usable_cores"]) == (cpus.cores(), 8)
     assert apart["others_ms"] == 0.0 and here["others_ms"] > 0  # this machine's CPU is not the server's
     assert apart["other_cpu"] == pytest.approx(1.0)  # machine 1.5 − Locust 0.5: the server is not in it
 

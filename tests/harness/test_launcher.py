@@ -9,7 +9,8 @@ import pytest
 
 from labserver.harness.processes import procs
 from labserver.harness.servers import launcher
-from labserver.harness.servers.launcher import LabServer, ServerError, serve, stop_all
+from labserver.harness.servers.launcher import LabServer, serve, stop_all
+from labserver.harness.servers.server import ServerError
 
 
 def _alive(p: psutil.Process) -> bool:

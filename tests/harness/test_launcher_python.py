@@ -9,7 +9,8 @@ import pytest
 
 from labserver.harness.servers import interpreters
 from labserver.harness.servers.interpreters import Interpreter, NoFreeThreadedPython
-from labserver.harness.servers.launcher import LabServer, ServerError
+from labserver.harness.servers.launcher import LabServer
+from labserver.harness.servers.server import ServerError
 from labserver.paths import ROOT
 
 # What CPython 3.13 prints, in the server's log, when an import turns the GIL back on.

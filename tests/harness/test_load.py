@@ -17,7 +17,8 @@ from labserver.harness.load.checks import check_load, check_sweep
 from labserver.harness.load.run import run_load, sweep
 from labserver.harness.processes import pauses
 from labserver.harness.rows import results
-from labserver.harness.servers.launcher import LabServer, ServerError
+from labserver.harness.servers.launcher import LabServer
+from labserver.harness.servers.server import ServerError
 from labserver.paths import runs_dir
 from labserver.theory import workload
 from labserver.theory.workload import Workload

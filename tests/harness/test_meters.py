@@ -5,17 +5,10 @@ import time
 import pytest
 
 from labserver.demo.work import fib
-from labserver.harness.processes import meters
-from labserver.harness.processes.meters import (
-    CpuMeter,
-    MachineMeter,
-    busy_seconds,
-    main_thread_seconds,
-    stolen_seconds,
-    thread_switches,
-    wait_until_quiet,
-    waited_seconds,
-)
+from labserver.harness.processes import machine, probe
+from labserver.harness.processes.machine import MachineMeter, busy_seconds, stolen_seconds, wait_until_quiet
+from labserver.harness.processes.meters import CpuMeter
+from labserver.harness.processes.scheduler import main_thread_seconds, thread_switches, waited_seconds
 
 
 def test_too_few_samples_is_nan():
@@ -168,13 +161,13 @@ def test_a_missing_process_has_no_thread_switches():
 
 def test_the_probe_times_its_work_and_leaves_the_thread_where_it_may_run():
     allowed = os.sched_getaffinity(0)
-    times = meters.probe_each()
+    times = probe.probe_each()
     assert len(times) == len(allowed) and all(0 < ms < 1000 for ms in times)
     assert os.sched_getaffinity(0) == allowed  # put back after each core's turn
 
 
 def test_a_window_s_speed_is_the_median_of_its_probes_and_needs_enough_of_them():
-    meter = meters.MachineMeter()
+    meter = machine.MachineMeter()
     meter.probes = [(1.0, 0.1), (2.0, 0.3), (3.0, 0.2), (4.0, 0.9), (9.0, 5.0)]
     assert meter.probe_ms(0, 5) == pytest.approx(0.25)  # (0.2 + 0.3) / 2: the outlier does not move it
     assert math.isnan(meter.probe_ms(0, 3.5))  # three probes are too few to tell a speed

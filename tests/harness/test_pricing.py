@@ -13,14 +13,18 @@ from typing import ClassVar
 import pytest
 
 from labserver.demo.settings import Settings
-from labserver.harness.load import pricing
+from labserver.harness.load import client, measurement, pricing
+from labserver.harness.load.measurement import HOT_MOST, waits_kept
+from labserver.harness.load.threads import WHOLE, _process_seconds, _split
 from labserver.harness.plans.plan import Before, Meters, Options, Stage
-from labserver.harness.processes.meters import CpuMeter, MachineMeter
-from labserver.harness.rows import collect, publish
+from labserver.harness.processes.machine import MachineMeter
+from labserver.harness.processes.meters import CpuMeter
+from labserver.harness.rows import collect, miss, publish, usage
 from labserver.harness.rows.records import Record
 from labserver.harness.servers.launcher import LabServer
+from labserver.theory.bottlenecks import Bottleneck
 from labserver.theory.demand import OneUser
-from labserver.theory.model import Bottleneck, Prediction
+from labserver.theory.model import Prediction
 from labserver.theory.workload import Workload
 
 T0 = 1_700_000_000.0
@@ -85,7 +89,7 @@ def test_a_miss_names_what_the_window_measured(tmp_path):
     stage = Stage(stand_in(), Workload("threadpool", 2, io_ms=50), before=Before(p, one, "one user", 0.33))
     busy = Meters(sampled({1: 0.01}), {id(stage.server): sampled({7: 0.2})}, MachineMeter())
     row = collected(tmp_path, stage, busy)
-    assert abs(row["ratio_before"] - 1) > collect.BEFORE_MISS
+    assert abs(row["ratio_before"] - 1) > miss.BEFORE_MISS
     assert "server CPU/request" in row["before_miss"]
     assert "× the 0.05 priced" in row["before_miss"]
 
@@ -97,7 +101,7 @@ def test_a_lesson_s_own_prediction_made_before_is_its_before_prediction():
 
 
 def test_a_run_meant_to_time_out_is_not_priced(monkeypatch):
-    monkeypatch.setattr(pricing, "measure", lambda stage: pytest.fail("priced a run meant to time out"))
+    monkeypatch.setattr(measurement, "measure", lambda stage: pytest.fail("priced a run meant to time out"))
     seen = pricing.foresee(Stage(stand_in(), Workload("blocking", 5, io_ms=100)), Options(expect_failures=True))
     assert seen.one_user is None and math.isnan(seen.prediction.rps)
 
@@ -108,10 +112,10 @@ def test_a_make_up_is_priced_once_and_a_run_that_cannot_be_priced_goes_on(monkey
     def measure(stage):
         calls.append(stage.workload.pattern)
         if stage.workload.pattern == "blocking":
-            raise pricing.PricingError("GET /blocking answered 500 Internal Server Error")
+            raise client.PricingError("GET /blocking answered 500 Internal Server Error")
         return ONE
 
-    monkeypatch.setattr(pricing, "measure", measure)
+    monkeypatch.setattr(measurement, "measure", measure)
     monkeypatch.setattr(pricing, "_priced", {})
     server = stand_in()
     stages = [Stage(server, Workload("threadpool", u, io_ms=50)) for u in (10, 20, 40)]
@@ -137,7 +141,7 @@ def test_make_ups_that_differ_only_in_their_waits_share_one_price_of_their_cpu(m
             return dataclasses.replace(cpu_of, service_ms=service_ms)
         return dataclasses.replace(ONE, service_ms=service_ms, loop_ms=0.2 + len(calls))
 
-    monkeypatch.setattr(pricing, "measure", measure)
+    monkeypatch.setattr(measurement, "measure", measure)
     monkeypatch.setattr(pricing, "_priced", {})
     monkeypatch.setattr(pricing, "_hot", {})
     server = stand_in()
@@ -153,7 +157,7 @@ def test_make_ups_that_differ_only_in_their_waits_share_one_price_of_their_cpu(m
 def test_a_fan_out_priced_with_its_waits_shares_no_price_with_other_waits():
     server = SimpleNamespace(settings=Settings(workers=1, threads=40, procs=0, upstream="http://127.0.0.1:1"))
     waits = [Stage(server, Workload("fanout", 20, tasks=4, io_ms=io)) for io in (100, 200)]
-    assert pricing.waits_kept(waits[0].workload)
+    assert waits_kept(waits[0].workload)
     assert pricing._hot_key(waits[0]) != pricing._hot_key(waits[1])
     plain = [Stage(server, Workload("threadpool", 20, io_ms=io)) for io in (100, 200)]
     assert pricing._hot_key(plain[0]) == pricing._hot_key(plain[1])
@@ -172,7 +176,7 @@ def test_a_price_that_sets_many_runs_is_taken_again_apart_and_the_cheaper_kept_b
 
     for name, empty in (("_priced", {}), ("_hot", {}), ("_members", {}), ("_hot_again", set())):
         monkeypatch.setattr(pricing, name, empty)
-    monkeypatch.setattr(pricing, "measure", measure)
+    monkeypatch.setattr(measurement, "measure", measure)
     server = stand_in()
     # fib and fib + sleep twice each: one price of their CPU sets four runs; hashed's sets one
     pool = [Stage(server, Workload("processpool", 20, io_ms=io, cpu_n=25)) for io in (0, 50, 50, 0)]
@@ -191,15 +195,15 @@ def test_a_price_that_sets_many_runs_is_taken_again_apart_and_the_cheaper_kept_b
 def test_cpu_is_split_into_loops_threads_and_the_rest():
     before = {(7, 7): 1.0, (7, 8): 2.0, (9, 9): 0.5}
     after = {(7, 7): 1.5, (7, 8): 2.25, (7, 10): 0.1, (9, 9): 1.5, (9, 11): 0.2}
-    loop, threads, rest = pricing._split(before, after, {7})
+    loop, threads, rest = _split(before, after, {7})
     assert (loop, threads, rest) == pytest.approx((0.5, 0.35, 1.2))
 
 
 def test_a_process_s_whole_count_holds_its_threads_that_ended():
-    before = {(7, 7): 1.0, (7, 8): 2.0, (7, pricing.WHOLE): 3.0}
+    before = {(7, 7): 1.0, (7, 8): 2.0, (7, WHOLE): 3.0}
     # thread 8 ran 0.25 s more, and a thread that started and ended between the readings ran 0.4 s
-    after = {(7, 7): 1.5, (7, 8): 2.25, (7, pricing.WHOLE): 4.15}
-    loop, threads, rest = pricing._split(before, after, {7})
+    after = {(7, 7): 1.5, (7, 8): 2.25, (7, WHOLE): 4.15}
+    loop, threads, rest = _split(before, after, {7})
     assert (loop, threads, rest) == pytest.approx((0.5, 0.65, 0.0))
 
 
@@ -210,40 +214,40 @@ def test_the_process_clock_counts_a_thread_that_ended():
         while time.thread_time() < until:
             pass
 
-    first = pricing._process_seconds(os.getpid())
+    first = _process_seconds(os.getpid())
     worker = threading.Thread(target=spin)
     worker.start()
     worker.join()
-    assert first is not None and pricing._process_seconds(os.getpid()) - first >= 0.05
+    assert first is not None and _process_seconds(os.getpid()) - first >= 0.05
 
 
 def test_runs_of_many_users_are_priced_with_as_many_in_flight(monkeypatch):
     users = []
     monkeypatch.setattr(pricing, "_priced", {})
     monkeypatch.setattr(pricing, "_hot", {})
-    monkeypatch.setattr(pricing, "measure", lambda stage: users.append(stage.workload.users) or ONE)
+    monkeypatch.setattr(measurement, "measure", lambda stage: users.append(stage.workload.users) or ONE)
     server = stand_in()
     for n in (1, 2, 7, 8, 64, 1000):
         pricing.one_user(Stage(server, Workload("threadpool", n, io_ms=50)))
     open_loop = Workload("threadpool", 64, io_ms=50, rate=100.0)  # its users say nothing of what is in flight
     pricing.one_user(Stage(server, open_loop))
     assert users == [1, 8, 1000]  # below HOT_MOST users, at or past it, and past SPREAD_FROM: over its connections
-    assert [pricing.hot_users(n) for n in (1, 7, 8, 1000)] == [2, 2, 8, 8]
-    assert pricing.hot_users(64, rate=100.0) == pricing.HOT_USERS
-    assert [pricing.connections(n) for n in (1, 8, pricing.SPREAD_FROM, 1000)] == [2, 8, 8, 1000]
-    assert pricing.connections(1000, rate=100.0) == pricing.HOT_USERS
-    assert pricing.connections(1000, limit=100) == 99  # uvicorn refuses the connection that reaches its limit
+    assert [measurement.hot_users(n) for n in (1, 7, 8, 1000)] == [2, 2, 8, 8]
+    assert measurement.hot_users(64, rate=100.0) == measurement.HOT_USERS
+    assert [measurement.connections(n) for n in (1, 8, measurement.SPREAD_FROM, 1000)] == [2, 8, 8, 1000]
+    assert measurement.connections(1000, rate=100.0) == measurement.HOT_USERS
+    assert measurement.connections(1000, limit=100) == 99  # uvicorn refuses the connection that reaches its limit
 
 
 def test_a_fan_out_is_priced_with_its_waits_at_its_own_users():
     server = stand_in()
     fan = Workload("fanout", 20, tasks=4, io_ms=200)
-    assert pricing.waits_kept(fan)
-    assert not pricing.waits_kept(Workload("fanoutbounded", 20, tasks=4, io_ms=200))  # its semaphore: 40 in the pool
-    assert not pricing.waits_kept(Workload("callreused", 20, tasks=4, io_ms=200))  # a call at a time: one connection
-    assert not pricing.waits_kept(Workload("sequential", 20, io_ms=200))
-    assert pricing._in_flight(Stage(server, fan)) == (20, 20)  # every user, each holding its calls' connections
-    assert pricing._in_flight(Stage(server, Workload("sequential", 20, io_ms=200))) == (8, 8)
+    assert waits_kept(fan)
+    assert not waits_kept(Workload("fanoutbounded", 20, tasks=4, io_ms=200))  # its semaphore: 40 in the pool
+    assert not waits_kept(Workload("callreused", 20, tasks=4, io_ms=200))  # a call at a time: one connection
+    assert not waits_kept(Workload("sequential", 20, io_ms=200))
+    assert measurement._in_flight(Stage(server, fan)) == (20, 20)  # every user, each holding its calls' connections
+    assert measurement._in_flight(Stage(server, Workload("sequential", 20, io_ms=200))) == (8, 8)
     assert pricing._key(Stage(server, fan)) != pricing._key(Stage(server, dataclasses.replace(fan, users=40)))
 
 
@@ -251,9 +255,9 @@ def test_a_fan_out_is_priced_with_its_waits_at_its_own_users():
 def test_one_user_prices_come_from_where_the_work_ran():
     pricing.forget()
     with LabServer(threads=40, procs=1) as server:
-        sleeps = pricing.measure(Stage(server, Workload("sequential", 1, io_ms=50)))
-        threads = pricing.measure(Stage(server, Workload("threadpool", 1, io_ms=0, cpu_n=23)))
-        pooled = pricing.measure(Stage(server, Workload("processpool", 1, io_ms=0, cpu_n=23)))
+        sleeps = measurement.measure(Stage(server, Workload("sequential", 1, io_ms=50)))
+        threads = measurement.measure(Stage(server, Workload("threadpool", 1, io_ms=0, cpu_n=23)))
+        pooled = measurement.measure(Stage(server, Workload("processpool", 1, io_ms=0, cpu_n=23)))
     assert sleeps.service_ms >= 50  # S holds the wait, which the CPU does not
     assert sleeps.requests >= 1
     # a sleep's CPU is the loop's; the idle threads and pool process cost little next to the fib each runs
@@ -294,7 +298,7 @@ def stub():
 
 def test_users_send_in_turn_and_say_which_worker_answered(stub):
     readings = []
-    sent = pricing._send(stub, "/ok", users=2, warm_s=0.0, read=lambda: readings.append(len(readings)))
+    sent = client._send(stub, "/ok", users=2, warm_s=0.0, read=lambda: readings.append(len(readings)))
     assert sent.pids == {123} and len(sent.times) >= 2
     assert readings == [0, 1]  # read as the counted requests start, and as they end
     assert sent.t0 <= sent.t1
@@ -303,16 +307,16 @@ def test_users_send_in_turn_and_say_which_worker_answered(stub):
 def test_users_take_turns_over_every_connection_and_open_none_while_counted(stub):
     _Stub.clients.clear()
     opened = []
-    pricing._send(stub, "/ok", users=2, connections=6, warm_s=0.0, read=lambda: opened.append(len(_Stub.clients)))
+    client._send(stub, "/ok", users=2, connections=6, warm_s=0.0, read=lambda: opened.append(len(_Stub.clients)))
     assert opened == [6, 6]  # all six opened by the uncounted requests, none after
     _Stub.clients.clear()
-    pricing._send(stub, "/ok", users=3, warm_s=0.0)
+    client._send(stub, "/ok", users=3, warm_s=0.0)
     assert len(_Stub.clients) == 3  # no more connections than users: one each
 
 
 def test_an_error_reply_ends_every_user_and_is_raised(stub):
-    with pytest.raises(pricing.PricingError, match="answered 500"):
-        pricing._send(stub, "/bad", users=3)
+    with pytest.raises(client.PricingError, match="answered 500"):
+        client._send(stub, "/bad", users=3)
 
 
 class _Closes(_Stub):
@@ -333,7 +337,7 @@ def closes():
 
 
 def test_a_connection_the_server_closed_idle_is_opened_again_for_a_request_that_may_be_sent_twice(closes):
-    conns = pricing._Connections(closes, pricing.Ask("GET", "/ok"), 1)
+    conns = client._Connections(closes, client.Ask("GET", "/ok"), 1)
     assert conns.turn() == (123, 2)
     time.sleep(0.3)  # the server has closed it
     assert conns.turn() == (123, 2)
@@ -341,10 +345,10 @@ def test_a_connection_the_server_closed_idle_is_opened_again_for_a_request_that_
 
 
 def test_a_post_on_a_connection_the_server_closed_is_not_sent_again(closes):
-    conns = pricing._Connections(closes, pricing.Ask("POST", "/ok", body=b"{}"), 1)
+    conns = client._Connections(closes, client.Ask("POST", "/ok", body=b"{}"), 1)
     conns.turn()
     time.sleep(0.3)
-    with pytest.raises(pricing.PricingError, match="closed the connection"):
+    with pytest.raises(client.PricingError, match="closed the connection"):
         conns.turn()
     conns.close()
 
@@ -352,21 +356,21 @@ def test_a_post_on_a_connection_the_server_closed_is_not_sent_again(closes):
 def test_a_miss_its_own_cpu_does_not_explain_names_users_in_step():
     figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.3, "ratio": 0.7, "bunched": 0.8,
                "bunched_at_random": 0.6}  # fmt: skip
-    said = collect._miss_cause(0.6, ONE, Before(Prediction(50.0, 400.0, "users"), ONE, "one user", 0.33), figures)
+    said = miss._miss_cause(0.6, ONE, Before(Prediction(50.0, 400.0, "users"), ONE, "one user", 0.33), figures)
     assert said.startswith("not its CPU alone (0.70 of the prediction priced with it); ")
     assert said.endswith("users in step: 80% of replies came right after another, 60% would at random")
-    assert collect._miss_cause(0.95, ONE, None, figures) == ""  # within 10%: nothing to explain
+    assert miss._miss_cause(0.95, ONE, None, figures) == ""  # within 10%: nothing to explain
 
 
 def test_a_generator_cheaper_than_its_price_is_named_where_its_price_bound_the_run():
     figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.13, "ratio": 1.0, "bunched": 0.5,
                "bunched_at_random": 0.5}  # fmt: skip
     bound = Before(Prediction(3000.0, 130.0, Bottleneck.GENERATOR), ONE, "one user", 0.33)
-    assert "Locust CPU/request 0.13 ms, priced 0.33" in collect._miss_cause(1.3, ONE, bound, figures)
+    assert "Locust CPU/request 0.13 ms, priced 0.33" in miss._miss_cause(1.3, ONE, bound, figures)
     users = Before(Prediction(3000.0, 130.0, "users"), ONE, "one user", 0.33)  # cheaper, but it bound nothing
-    assert "Locust" not in collect._miss_cause(1.3, ONE, users, figures)
+    assert "Locust" not in miss._miss_cause(1.3, ONE, users, figures)
     dear = {**figures, "locust_ms": 0.5}  # dearer: it takes cores from any run
-    assert "Locust CPU/request 0.50 ms, priced 0.33" in collect._miss_cause(0.7, ONE, users, dear)
+    assert "Locust CPU/request 0.50 ms, priced 0.33" in miss._miss_cause(0.7, ONE, users, dear)
 
 
 def test_the_generators_price_is_measured_only_where_it_decides_the_prediction(monkeypatch):
@@ -438,7 +442,7 @@ def test_the_generators_price_on_a_route_is_measured_on_it_once_per_make_up(monk
     assert first.locust_ms == 1.6  # the cheaper of its runs in one Locust process
     [[on, [run, *more]]] = runs
     assert len(more) == calibrate.GENERATOR_TRIES - 1 and all(again == run for again in more)
-    assert on is server and run["route"] == route and run["users"] == pricing.HOT_MOST  # the route itself, kept busy
+    assert on is server and run["route"] == route and run["users"] == HOT_MOST  # the route itself, kept busy
     assert isinstance(run["predicted"], Prediction)  # priced by no one: its own prediction would ask for this price
 
 
@@ -468,7 +472,7 @@ def test_the_generators_price_on_a_route_again_keeps_the_cheaper_once_per_make_u
 def test_of_several_pricings_the_least_disturbed_is_kept(monkeypatch):
     disturbed = dataclasses.replace(ONE, loop_ms=0.35)  # a moment's disturbance: half dearer again
     prices = iter([disturbed, ONE])
-    monkeypatch.setattr(pricing, "measure", lambda stage: next(prices))
+    monkeypatch.setattr(measurement, "measure", lambda stage: next(prices))
     monkeypatch.setattr(pricing, "_key", lambda stage: "tests: one make-up")
     monkeypatch.setattr(pricing, "_hot_key", lambda stage: "tests: one make-up")
     monkeypatch.setattr(pricing, "_priced", {})
@@ -480,7 +484,7 @@ def test_of_several_pricings_the_least_disturbed_is_kept(monkeypatch):
 def test_a_second_pricing_keeps_the_lesser_once_per_make_up(monkeypatch):
     disturbed = dataclasses.replace(ONE, loop_ms=0.35)
     prices = iter([disturbed, ONE, disturbed])
-    monkeypatch.setattr(pricing, "measure", lambda stage: next(prices))
+    monkeypatch.setattr(measurement, "measure", lambda stage: next(prices))
     monkeypatch.setattr(pricing, "_key", lambda stage: "tests: one make-up")
     monkeypatch.setattr(pricing, "_hot_key", lambda stage: "tests: one make-up")
     monkeypatch.setattr(pricing, "_priced", {})
@@ -496,9 +500,9 @@ def test_a_second_pricing_keeps_the_lesser_once_per_make_up(monkeypatch):
 def test_a_miss_names_a_worker_that_waited_for_a_cpu():
     figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.3, "ratio": 1.0, "bunched": 0.5,
                "bunched_at_random": 0.5, "worker_waited": 0.09}  # fmt: skip
-    said = collect._miss_cause(0.84, ONE, Before(Prediction(9000.0, 180.0, "users"), ONE, "one user", 0.33), figures)
+    said = miss._miss_cause(0.84, ONE, Before(Prediction(9000.0, 180.0, "users"), ONE, "one user", 0.33), figures)
     assert said.startswith("a worker waited for a CPU 9% of the window; ")
-    assert "waited" not in collect._miss_cause(0.84, ONE, None, {**figures, "worker_waited": 0.01})
+    assert "waited" not in miss._miss_cause(0.84, ONE, None, {**figures, "worker_waited": 0.01})
 
 
 def test_a_database_server_of_one_worker_is_read_for_its_hold_at_once():
@@ -522,11 +526,11 @@ def test_a_miss_names_the_cores_probe_where_it_went_the_same_way_and_only_others
     figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.33, "ratio": 1.0, "bunched": 0.5,
                "bunched_at_random": 0.5, "core_speed": 0.7}  # fmt: skip
     before = Before(Prediction(100.0, 10.0, "users"), ONE, "one user", 0.33)
-    said = collect._miss_cause(0.7, ONE, before, figures)
+    said = miss._miss_cause(0.7, ONE, before, figures)
     assert "in its window the cores ran 0.70× as fast as when it was priced" in said
-    assert "probe" not in collect._miss_cause(1.3, ONE, before, figures)  # served more on slower cores: not the cause
-    assert collect.is_disturbed(0.2)  # others' CPU disturbs any run
-    assert not collect.is_disturbed(0.05) and not collect.is_disturbed(math.nan)  # unmeasured: not
+    assert "probe" not in miss._miss_cause(1.3, ONE, before, figures)  # served more on slower cores: not the cause
+    assert usage.is_disturbed(0.2)  # others' CPU disturbs any run
+    assert not usage.is_disturbed(0.05) and not usage.is_disturbed(math.nan)  # unmeasured: not
 
 
 def test_the_generator_is_priced_on_a_route_only_where_its_replies_are_big(monkeypatch):

@@ -30,7 +30,8 @@ from labserver.harness.load.checks import check_sweep
 from labserver.harness.load.run import run_load
 from labserver.harness.processes import procs
 from labserver.harness.rows import results
-from labserver.harness.servers.launcher import LabServer, ServerError
+from labserver.harness.servers.launcher import LabServer
+from labserver.harness.servers.server import ServerError
 from labserver.paths import ROOT, runs_dir
 
 CLEAN_S = 15.0  # hang guard for a clean-up that takes a second or two

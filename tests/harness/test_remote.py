@@ -18,8 +18,8 @@ from labserver.harness.processes import procs
 from labserver.harness.processes.meters import RemoteCpuMeter
 from labserver.harness.servers import remote
 from labserver.harness.servers.addresses import exposure
-from labserver.harness.servers.launcher import ServerError
 from labserver.harness.servers.remote import RemoteServer, check_info, check_url
+from labserver.harness.servers.server import ServerError
 
 INFO = {
     "protocol": PROTOCOL,

@@ -5,8 +5,9 @@ from dataclasses import replace
 
 import pytest
 
+from labserver.theory.bottlenecks import Bottleneck
 from labserver.theory.demand import Demand, measured, per_request_ms
-from labserver.theory.model import Bottleneck, predict_for
+from labserver.theory.model import predict_for
 
 
 def test_per_request_ms_is_cores_over_rate():

@@ -7,12 +7,9 @@ import pytest
 
 from labserver.demo.patterns import PATTERNS
 from labserver.demo.settings import THREADS_DEFAULT, Settings
-from labserver.theory import model
+from labserver.theory import model, timing
+from labserver.theory.bottlenecks import CORE_BOUND, CPU_BOUND, MACHINE_BOUND, Bottleneck
 from labserver.theory.model import (
-    CORE_BOUND,
-    CPU_BOUND,
-    MACHINE_BOUND,
-    Bottleneck,
     closed_loop,
     cpu_ms,
     furthest,
@@ -376,9 +373,9 @@ def test_each_kind_of_bottleneck_is_the_labels_its_words_say():
 
 def test_a_prediction_s_bottleneck_is_plain_words():
     # rows, tables and printed lists show the words a reader knows, never `<Bottleneck.GIL: ...>`
-    p = model.Prediction(1.0, 1.0, model.Bottleneck.GIL)
-    assert type(p.bottleneck) is str and p.bottleneck == model.Bottleneck.GIL
-    assert p.bottleneck in model.CPU_BOUND
+    p = model.Prediction(1.0, 1.0, Bottleneck.GIL)
+    assert type(p.bottleneck) is str and p.bottleneck == Bottleneck.GIL
+    assert p.bottleneck in CPU_BOUND
 
 
 @pytest.mark.parametrize("pattern", sorted(PATTERNS))
@@ -399,7 +396,7 @@ def test_one_fibs_cpu_time_is_the_best_of_rounds_apart(monkeypatch):
     are FIB_APART_S apart and the best is kept."""
     rounds = iter([13.0, 8.7, 9.1])
     slept: list[float] = []
-    monkeypatch.setattr(model, "_best_ms", lambda *_: next(rounds))
-    assert model.cpu_time_ms(25, sleep=slept.append) == 8.7
-    assert slept == [model.FIB_APART_S] * (model.FIB_ROUNDS - 1)
-    assert model.cpu_time_ms(1, sleep=slept.append) == 0.0
+    monkeypatch.setattr(timing, "best_ms", lambda *_: next(rounds))
+    assert timing.cpu_time_ms(25, sleep=slept.append) == 8.7
+    assert slept == [timing.FIB_APART_S] * (timing.FIB_ROUNDS - 1)
+    assert timing.cpu_time_ms(1, sleep=slept.append) == 0.0

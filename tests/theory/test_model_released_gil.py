@@ -9,7 +9,8 @@ import pytest
 from labserver.demo.settings import Settings
 from labserver.demo.work import MIB, digest
 from labserver.theory import cores, model
-from labserver.theory.model import Bottleneck, predict, predict_for
+from labserver.theory.bottlenecks import Bottleneck
+from labserver.theory.model import predict, predict_for
 from labserver.theory.workload import Workload
 
 CPU_MS = 10.0

@@ -7,8 +7,9 @@ import pytest
 
 from labserver.demo.settings import Settings
 from labserver.theory import model
+from labserver.theory.bottlenecks import CORE_BOUND, Bottleneck
 from labserver.theory.demand import Demand
-from labserver.theory.model import CORE_BOUND, Bottleneck, predict, predict_for
+from labserver.theory.model import predict, predict_for
 from labserver.theory.workload import Workload
 
 CPU_MS = 10.0  # fib's price per request: every case below computes 10 ms and waits for nothing

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from labserver.theory import pools
-from labserver.theory.model import Bottleneck
+from labserver.theory.bottlenecks import Bottleneck
 
 
 def test_headroom_is_the_smaller_pool_bound_over_the_measured_rate():

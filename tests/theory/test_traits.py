@@ -13,7 +13,8 @@ from labserver.demo.routes import SHOP
 from labserver.demo.settings import Settings
 from labserver.demo.traits import Hold, Traits, Where
 from labserver.paths import ROOT
-from labserver.theory import clients, cores, model
+from labserver.theory import capacity, clients, cores, model
+from labserver.theory.bottlenecks import Bottleneck
 from labserver.theory.demand import Demand
 from labserver.theory.workload import AWAITED, Workload, traits_of
 
@@ -67,7 +68,7 @@ def test_an_endpoint_with_no_traits_is_priced_as_an_awaited_one():
 
 # The model's predictions, as it made them when it tested each pattern's name: (rps, latency_ms, bottleneck).
 # asyncio.to_thread's pool is priced as run_in_threadpool's, with its executor's threads in place of the limit's
-EXECUTOR = model.executor_threads()
+EXECUTOR = capacity.executor_threads()
 PLAIN = dict(users=500, io_ms=100, workers=4, threads=40, procs=0, cores=8.0, cpu_ms_per_task=0.0)
 BEFORE_PLAIN = {
     "sequential": (5000.0, 100.0, "users"),
@@ -205,7 +206,7 @@ def test_the_helpers_answer_as_the_names_did():
         "pooled",
         "pooledinside",
     }  # their CPU runs off the loop's thread
-    assert {p for p in PATTERNS if model.kept(p, 1, 2.0, waited) == 1.0} == kept_whole
+    assert {p for p in PATTERNS if capacity.kept(p, 1, 2.0, waited) == 1.0} == kept_whole
     assert {p for p in PATTERNS if cores.usable(p, 1, 4, 8.0) == 4} == {"processpool", "interpreterpool"}
 
 
@@ -260,7 +261,7 @@ def test_a_call_holds_its_slot_for_what_the_calls_took_alone(pattern, per_call_s
     work = Workload(pattern, 400, tasks=tasks, io_ms=200)
     slots = TRAITS[pattern].calls
     p = model.predict(work, Settings(workers=1), cores=2.0, demand=Demand(worker_ms=4.0, alone_ms=alone_ms))
-    assert p.bottleneck == model.Bottleneck.CALLS
+    assert p.bottleneck == Bottleneck.CALLS
     assert p.rps == pytest.approx(slots / (tasks * per_call_s))
     # measured in a run (no time alone), each call holds its slot for io_ms
     p = model.predict(work, Settings(workers=1), cores=2.0, demand=Demand(worker_ms=4.0))

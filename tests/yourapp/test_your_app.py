@@ -9,7 +9,8 @@ import pytest
 from labserver import __main__ as cli
 from labserver.paths import ROOT
 from labserver.theory.demand import OneUser
-from labserver.yourapp import measure
+from labserver.yourapp import advice, measure, patterns, resources
+from labserver.yourapp.verdict import Priced, Verdict
 
 
 def test_the_sweep_doubles_the_users_up_to_its_most():
@@ -22,17 +23,17 @@ def test_the_sweep_doubles_the_users_up_to_its_most():
 
 def test_a_route_waits_for_what_its_time_alone_does_not_compute():
     one = OneUser(service_ms=51.6, loop_ms=0.5, threads_ms=0.2, pool_ms=0.0, requests=1)
-    assert measure.io_ms(one) == 51
-    assert measure.io_ms(OneUser(service_ms=0.4, loop_ms=0.5, threads_ms=0.0, pool_ms=0.0, requests=1)) == 0
+    assert patterns.io_ms(one) == 51
+    assert patterns.io_ms(OneUser(service_ms=0.4, loop_ms=0.5, threads_ms=0.0, pool_ms=0.0, requests=1)) == 0
     # a big reply: reading it is the client's CPU, which a run prices as the load generator's, not a wait
     big = OneUser(service_ms=13.3, loop_ms=8.6, threads_ms=0.0, pool_ms=0.0, requests=4, client_ms=3.5)
-    assert measure.io_ms(big) == 1
-    assert measure.stand_in("thread pool") == "threadpool"
-    assert measure.stand_in(None) == "sequential"  # not a Starlette app: read as awaited
+    assert patterns.io_ms(big) == 1
+    assert patterns.stand_in("thread pool") == "threadpool"
+    assert patterns.stand_in(None) == "sequential"  # not a Starlette app: read as awaited
 
 
 def test_the_ceiling_held_to_is_the_lower_of_the_predicted_and_the_measured():
-    v = measure.Verdict("GET /a", "a", "event loop", 0, 50.0, 0.5, 0.0, predicted_rps=900.0, bound="users")
+    v = Verdict("GET /a", "a", "event loop", 0, 50.0, 0.5, 0.0, predicted_rps=900.0, bound="users")
     assert v.ceiling() == 900.0
     v.runs = [{"rps": 700.0, "valid": True}, {"rps": 990.0, "valid": False}]
     assert v.ceiling() == 700.0  # the invalid run measured something else
@@ -116,22 +117,20 @@ def _run(bound: str, threads: float, loop: float, cores: float, workers: int = 1
 
 
 def test_the_bound_named_is_checked_against_the_resource_seen_full():
-    v = measure.Verdict("GET /r", "r", "thread pool", 0, 51.0, 0.6, 0.1, predicted_rps=780.0, bound="threads")
+    v = Verdict("GET /r", "r", "thread pool", 0, 51.0, 0.6, 0.1, predicted_rps=780.0, bound="threads")
     v.runs = [_run("threads", 39.8, 0.25, 0.3)]
-    assert measure.seen(v.runs[-1], threads=40, cores=2.0) == {measure.Resource.THREADS}
-    assert measure.agrees(v, threads=40, cores=2.0)
+    assert resources.seen(v.runs[-1], threads=40, cores=2.0) == {resources.Resource.THREADS}
+    assert resources.agrees(v, threads=40, cores=2.0)
     v.runs = [_run("users", 39.8, 0.25, 0.3)]  # named the users, yet every thread was borrowed
-    assert not measure.agrees(v, threads=40, cores=2.0)
-    assert measure.seen(_run("users", 3, 0.2, 0.1), 40, 2.0) == {measure.Resource.USERS}
-    assert measure.named("GIL (one core per worker)") is measure.Resource.WORKER
-    assert measure.named("event loop") is measure.Resource.LOOP
-    assert measure.named("connection pool") is None  # a bound the telemetry of an app of one's own cannot see
+    assert not resources.agrees(v, threads=40, cores=2.0)
+    assert resources.seen(_run("users", 3, 0.2, 0.1), 40, 2.0) == {resources.Resource.USERS}
+    assert resources.named("GIL (one core per worker)") is resources.Resource.WORKER
+    assert resources.named("event loop") is resources.Resource.LOOP
+    assert resources.named("connection pool") is None  # a bound the telemetry of an app of one's own cannot see
 
 
 def test_each_routes_busiest_run_is_its_last():
-    a = measure.Verdict(
-        "GET /a", "a", "event loop", 0, 5.0, 5.0, 0.0, predicted_rps=190.0, bound="GIL (one core per worker)"
-    )
+    a = Verdict("GET /a", "a", "event loop", 0, 5.0, 5.0, 0.0, predicted_rps=190.0, bound="GIL (one core per worker)")
     a.runs = [_run("users", 0, 0.6, 0.3), _run("GIL (one core per worker)", 0, 0.99, 1.0)]
     [row] = measure.busiest([a], threads=40, cores=2.0).to_dict("records")
     assert row["named"] == "each worker's core" and row["agree"] and row["cores"] == 0.5 and row["worker"] == 1.0
@@ -139,9 +138,9 @@ def test_each_routes_busiest_run_is_its_last():
 
 def test_a_def_route_that_computes_fills_its_workers_core_not_its_loop():
     run = _run("GIL (one core per worker)", 1.6, 0.4, 0.98)  # the loop 0.4 of the time, its threads the rest
-    assert measure.seen(run, threads=40, cores=2.0) == {measure.Resource.WORKER}
-    assert measure.seen({**run, "workers": 2, "server_cores": 1.0}, 40, 2.0) == {measure.Resource.USERS}
-    assert measure.stand_in(measure.DEPENDENCY) == "threadpool"  # a def dependency holds a thread
+    assert resources.seen(run, threads=40, cores=2.0) == {resources.Resource.WORKER}
+    assert resources.seen({**run, "workers": 2, "server_cores": 1.0}, 40, 2.0) == {resources.Resource.USERS}
+    assert patterns.stand_in(patterns.DEPENDENCY) == "threadpool"  # a def dependency holds a thread
 
 
 def test_the_saturation_chart_draws_a_group_per_route():
@@ -158,16 +157,16 @@ def test_an_async_route_whose_priced_requests_took_turns_holds_the_loop():
     held = OneUser(service_ms=50.6, loop_ms=0.3, threads_ms=0.0, pool_ms=0.0, requests=1, busy_ms=101.0)
     awaited = OneUser(service_ms=50.6, loop_ms=0.3, threads_ms=0.0, pool_ms=0.0, requests=1, busy_ms=50.9)
     computes = OneUser(service_ms=5.4, loop_ms=5.2, threads_ms=0.0, pool_ms=0.0, requests=1, busy_ms=10.7)
-    assert measure.holds_loop(held)
-    assert not measure.holds_loop(awaited)
-    assert not measure.holds_loop(computes)  # they took turns for its CPU, not for a wait
-    assert measure.stand_in(measure.HELD) == "blocking"
+    assert patterns.holds_loop(held)
+    assert not patterns.holds_loop(awaited)
+    assert not patterns.holds_loop(computes)  # they took turns for its CPU, not for a wait
+    assert patterns.stand_in(patterns.HELD) == "blocking"
 
 
 def test_a_held_loop_is_in_use_for_each_requests_wait():
     run = {**_run("event loop", 0, 0.02, 0.03), "loop_held": 0.98}
-    assert measure.loop_share(run) == 0.98
-    assert measure.seen(run, threads=40, cores=2.0) == {measure.Resource.LOOP}
+    assert resources.loop_share(run) == 0.98
+    assert resources.seen(run, threads=40, cores=2.0) == {resources.Resource.LOOP}
 
 
 def test_the_advice_is_priced_with_the_same_model(monkeypatch):
@@ -182,13 +181,13 @@ def test_the_advice_is_priced_with_the_same_model(monkeypatch):
     monkeypatch.setattr(pricing, "one_user", lambda stage: one)
     server = SimpleNamespace(settings=Settings(threads=40, procs=0), cores=lambda: 2.0)
     stage = Stage(server, Workload("threadpool", 1, io_ms=50))
-    v = measure.Verdict("GET /r", "r", "thread pool", 0, 51.0, 0.5, 0.1, predicted_rps=780.0, bound="threads")
-    told = measure.advice(measure.Priced(v, stage), users=64)
+    v = Verdict("GET /r", "r", "thread pool", 0, 51.0, 0.5, 0.1, predicted_rps=780.0, bound="threads")
+    told = advice.advice(Priced(v, stage), users=64)
     assert "--threads 80" in told.change and 1.5 * 780 < told.rps <= 64 / 0.051  # the users bind it then
-    v.runs_on, v.bound = measure.HELD, "event loop"
-    assert "plain `def`" in measure.advice(measure.Priced(v, stage), users=64).change
+    v.runs_on, v.bound = patterns.HELD, "event loop"
+    assert "plain `def`" in advice.advice(Priced(v, stage), users=64).change
     v.runs_on, v.bound = "thread pool", "users"
-    room = measure.advice(measure.Priced(v, stage), users=32)
+    room = advice.advice(Priced(v, stage), users=32)
     assert "at 64 users" in room.change and "bound by the thread pool" in room.change  # 64 users, 40 threads
     assert room.rps == pytest.approx(40 / 0.0506, rel=0.05)
 
@@ -262,7 +261,7 @@ def test_an_app_it_has_never_seen_is_measured_from_its_own_folder(tmp_path):
     assert quick["runs_on"] == "event loop" and quick["def_dependencies"] == 1
     assert quick["thread_hold_ms"] < 0.5 * quick["service_ms"]
     # one held for the request's wait: read as a `def`
-    assert held["runs_on"] == measure.DEPENDENCY and held["thread_hold_ms"] >= 0.5 * held["service_ms"]
+    assert held["runs_on"] == patterns.DEPENDENCY and held["thread_hold_ms"] >= 0.5 * held["service_ms"]
     broken = subprocess.run(
         [*cmd, "GET /broken", "--predict-only"], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
@@ -319,7 +318,7 @@ def test_ctrl_c_during_the_sweep_stops_it_and_leaves_nothing_running(tmp_path):
 def test_each_route_is_priced_again_a_round_of_routes_later(monkeypatch):
     from types import SimpleNamespace
 
-    from labserver.harness.load import pricing
+    from labserver.harness.load import measurement, pricing
 
     order: list[tuple[str, str]] = []
     one = OneUser(service_ms=6.0, loop_ms=5.5, threads_ms=0.0, pool_ms=0.0, requests=3)
@@ -327,12 +326,12 @@ def test_each_route_is_priced_again_a_round_of_routes_later(monkeypatch):
     def priced(kind):
         return lambda stage, *_, **__: order.append((kind, stage.route["label"])) or one
 
-    monkeypatch.setattr(pricing, "measure", priced("left out"))
+    monkeypatch.setattr(measurement, "measure", priced("left out"))
     monkeypatch.setattr(pricing, "one_user", priced("first"))
     monkeypatch.setattr(pricing, "again", priced("again"))
     monkeypatch.setattr(pricing, "price_generator", lambda stage, again=False: priced(("generator", again))(stage))
     monkeypatch.setattr(measure, "predict", lambda stage, users: (100.0, "users"))
-    monkeypatch.setattr(measure, "advice", lambda each, users: measure.Advice("none", math.nan))
+    monkeypatch.setattr(measure, "advice", lambda each, users: advice.Advice("none", math.nan))
     server = SimpleNamespace(endpoint=lambda route: {"found": True, "runs_on": "event loop"})
     routes = [{"label": "GET /a"}, {"label": "GET /b"}]
     measure.predict_all(server, routes, users=8, duration_s=1)
@@ -360,13 +359,13 @@ def test_a_mix_is_priced_by_the_operational_laws(monkeypatch):
     }
     monkeypatch.setattr(pricing, "one_user", lambda stage, tries=1: prices[stage.name])
     server = SimpleNamespace(settings=Settings(threads=40, procs=0), cores=lambda: 2.0)
-    report = measure.Verdict("GET /report", "report", "thread pool", 0, 51.0, 0.5, 0.2, math.nan, "")
-    catalog = measure.Verdict("GET /catalog", "catalog", "event loop", 0, 6.0, 5.5, 0.0, math.nan, "")
+    report = Verdict("GET /report", "report", "thread pool", 0, 51.0, 0.5, 0.2, math.nan, "")
+    catalog = Verdict("GET /catalog", "catalog", "event loop", 0, 6.0, 5.5, 0.0, math.nan, "")
     priced = [
-        measure.Priced(report, SimpleNamespace(server=server, name="report")),
-        measure.Priced(catalog, SimpleNamespace(server=server, name="catalog")),
+        Priced(report, SimpleNamespace(server=server, name="report")),
+        Priced(catalog, SimpleNamespace(server=server, name="catalog")),
     ]
-    table = measure.mix(priced, {"GET /report": 0.8, "GET /catalog": 0.2}, users=64).set_index("resource")
+    table = resources.mix(priced, {"GET /report": 0.8, "GET /catalog": 0.2}, users=64).set_index("resource")
     worker = 1 / (0.8 * 0.0007 + 0.2 * 0.0055)  # one core, and each request's CPU on it: about 602 req/s
     assert table.loc["each worker's core", "most req/s"] == pytest.approx(worker)
     assert table.loc["the thread pool", "most req/s"] == pytest.approx(40 / (0.8 * 0.051))
@@ -401,20 +400,20 @@ def test_the_throughput_chart_draws_each_route_on_log_axes():
 
 
 def test_each_verdict_names_the_decision_card_row_its_route_falls_under():
-    from labserver.theory.model import Bottleneck
+    from labserver.theory.bottlenecks import Bottleneck
 
     row = measure.card_row
     assert row("event loop", Bottleneck.USERS) == measure.CARD["awaited"]
     assert row("thread pool", Bottleneck.THREADS) == measure.CARD["blocking"]
-    assert row(measure.DEPENDENCY, Bottleneck.THREADS) == measure.CARD[measure.DEPENDENCY]
-    assert row(measure.HELD, Bottleneck.EVENT_LOOP) == measure.CARD[measure.HELD]
+    assert row(patterns.DEPENDENCY, Bottleneck.THREADS) == measure.CARD[patterns.DEPENDENCY]
+    assert row(patterns.HELD, Bottleneck.EVENT_LOOP) == measure.CARD[patterns.HELD]
     # bound by a CPU, wherever it runs: it computes (20,000 items serialised on the loop, fib in a thread)
     assert row("event loop", Bottleneck.EVENT_LOOP) == row("thread pool", Bottleneck.GIL) == measure.CARD["computes"]
     assert row("thread pool", Bottleneck.CORES) == measure.CARD["computes"]
 
 
 def test_the_law_beside_the_model_claims_nothing_full_for_the_users_and_no_peak_past_the_sweep():
-    v = measure.Verdict("GET /a", "a", "event loop", 0, 50.0, 0.2, 0.0, predicted_rps=1250.0, bound="users")
+    v = Verdict("GET /a", "a", "event loop", 0, 50.0, 0.2, 0.0, predicted_rps=1250.0, bound="users")
     users = [1, 2, 4, 8, 16, 32, 64]
     v.runs = [  # a users-bound sweep, a shade under linear: its fitted peak lies far past 64 users
         {**_run("users", 0, 0.2, 0.2), "users": n, "rps": 19.6 * n * (1 - 0.0005 * n), "predicted_rps": 19.5 * n,

@@ -25,7 +25,8 @@ from labserver.harness.load.run import run_plan
 from labserver.harness.servers.launcher import running
 from labserver.paths import ROOT
 from labserver.yourapp import routes
-from labserver.yourapp.measure import STAND_IN, AppServer
+from labserver.yourapp.measure import AppServer
+from labserver.yourapp.patterns import STAND_IN
 
 APP = "examples.shop:app"
 # The route with users enough to keep the worker's core busy, and the pattern the model reads it as

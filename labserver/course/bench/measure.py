@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from labserver.harness.load.run import run_load
 from labserver.harness.plans.plan import LoadOptions
-from labserver.harness.processes.meters import wait_until_quiet
+from labserver.harness.processes.machine import wait_until_quiet
 from labserver.harness.rows import records
 from labserver.harness.servers.launcher import LabServer
 

@@ -91,7 +91,7 @@ def _compared(rows: pd.DataFrame) -> list[dict]:
 def _attach(remote, url: str, serve: subprocess.Popen, log: Path, timeout_s: float = 60.0):
     """The server `serve` starts, attached once it answers; RuntimeError with its log if it never does."""
     from labserver.harness.processes import procs
-    from labserver.harness.servers.launcher import ServerError
+    from labserver.harness.servers.server import ServerError
 
     deadline = time.monotonic() + timeout_s
     while True:

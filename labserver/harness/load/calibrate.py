@@ -17,7 +17,7 @@ import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from labserver.harness.load.pricing import HOT_MOST
+from labserver.harness.load.measurement import HOT_MOST
 from labserver.harness.load.run import run_plan
 from labserver.harness.plans.plan import Stage
 from labserver.harness.rows import results

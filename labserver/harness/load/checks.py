@@ -27,7 +27,7 @@ from labserver.harness.plans.plan import (
     Stage,
     UserClass,
 )
-from labserver.harness.servers.launcher import Server
+from labserver.harness.servers.server import Server
 from labserver.theory import model
 from labserver.theory.workload import DURATION_MAX_S, Workload, check_rate
 

@@ -22,7 +22,7 @@ from labserver.harness.processes import procs
 from labserver.harness.processes.supervise import Status, Watched, until_exit
 from labserver.harness.servers import addresses
 from labserver.harness.servers.isolate import Isolation
-from labserver.harness.servers.launcher import Server
+from labserver.harness.servers.server import Server
 from labserver.paths import LOCUSTFILES
 
 if TYPE_CHECKING:

@@ -35,12 +35,14 @@ from labserver.harness.plans.plan import (
     servers_of,
 )
 from labserver.harness.processes import pauses
-from labserver.harness.processes.meters import CpuMeter, LocustMeter, MachineMeter, wait_until_quiet
+from labserver.harness.processes.machine import MachineMeter, wait_until_quiet
+from labserver.harness.processes.meters import CpuMeter, LocustMeter
 from labserver.harness.processes.supervise import Status, supervised
 from labserver.harness.rows import records, results
 from labserver.harness.rows.publish import save_plan
 from labserver.harness.servers.isolate import Isolation
-from labserver.harness.servers.launcher import LabServer, Server, ServerError, running
+from labserver.harness.servers.launcher import LabServer, running
+from labserver.harness.servers.server import Server, ServerError
 from labserver.theory import model
 from labserver.theory.workload import DURATION_DEFAULT_S
 

@@ -25,7 +25,8 @@ from labserver import checks
 from labserver.demo.settings import PROCS_MAX, WORKERS_MAX, Settings
 from labserver.harness.load import validity
 from labserver.harness.load.run import run_plan
-from labserver.harness.servers.launcher import LabServer, Server, running
+from labserver.harness.servers.launcher import LabServer, running
+from labserver.harness.servers.server import Server
 from labserver.theory.workload import DURATION_MAX_S, Workload
 
 # A fib request's CPU is a fraction of its round trip through Locust and the loop: ten users per core

@@ -49,7 +49,7 @@ SETTLE_REPLIES = 2  # replies a user new to the plan needs before it is in its l
 # and starts the threads
 SETTLE_ROUNDS = SETTLE_REPLIES + 1
 # A window holds this many of the machine meter's samples (one each supervise tick, 0.25 s apart): the CPU and
-# the cores' speed in it (meters.PROBES_AT_LEAST probes) are NaN with fewer
+# the cores' speed in it (probe.PROBES_AT_LEAST probes) are NaN with fewer
 MIN_WINDOW_S = 1.0
 # The run before drains for up to this many of its foreseen round trips: it can serve well under its prediction
 # (docs/evidence.md), and its queue then takes that much longer to drain

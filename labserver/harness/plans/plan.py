@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from labserver import protocol
 from labserver.demo.settings import Settings
-from labserver.harness.processes.meters import CpuMeter, LocustMeter, MachineMeter, ServerMeter
+from labserver.harness.processes.machine import MachineMeter
+from labserver.harness.processes.meters import CpuMeter, LocustMeter, ServerMeter
 from labserver.harness.processes.supervise import Watched
 from labserver.theory import model
 from labserver.theory.demand import Demand, OneUser
@@ -22,7 +23,7 @@ from labserver.theory.workload import Workload
 
 if TYPE_CHECKING:
     from labserver.harness.plans.feed import Live
-    from labserver.harness.servers.launcher import Server
+    from labserver.harness.servers.server import Server
 
 JOIN_TIMEOUT_S = 120.0
 TIMEOUT_DEFAULT_S = 60.0  # a request's timeout in Locust

@@ -3,30 +3,31 @@
 The figures come from per-request records rather than Locust's stats CSV, which misses the
 last second; a request belongs to the stage in which it was sent (locustfiles/pattern.py).
 The row's columns are declared in columns.py; publish.py splits a plan into its stages.
+Where the CPU went in the stage's window is measured in usage.py, and why a run missed its
+before-prediction is named in miss.py.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from labserver import config, protocol
-from labserver.demo import cpus
 from labserver.harness.plans.plan import Before, Meters, Options, Predicted, Stage
 from labserver.harness.processes import pauses
-from labserver.harness.processes.meters import ServerMeter
 from labserver.harness.processes.supervise import Status
 from labserver.harness.rows import arrivals, columns, measure, records, results
+from labserver.harness.rows.miss import _miss_cause
+from labserver.harness.rows.usage import Held, Window, _cpu, _Span
 from labserver.harness.servers import isolate
-from labserver.theory import demand, model
+from labserver.theory import bottlenecks, demand, model
 from labserver.theory.cores import SATURATED, usable
-from labserver.theory.demand import Demand, OneUser
+from labserver.theory.demand import Demand
 
 MIN_REQUESTS = 20
 # The machine is the limit when nearly every core is busy while Locust takes a real share of
@@ -37,21 +38,6 @@ MACHINE_LOCUST_CORES = 0.2
 # Two replies this close came back to back (or within one request's CPU in the workers, if more):
 # well under a wake-up and a reply's handling in Locust, far under any sleep a pattern takes.
 BUNCH_GAP_MS = 0.3
-# A run is marked disturbed when other programs, or the host's steal, took this many cores in its window
-DISTURBED = 0.1
-# A window whose probe of the cores' speed (meters.probe_ms) reads this share off its priced value, in the direction
-# the run missed its before-prediction, names the speed among the miss's causes. The probe alone disturbs no run: it
-# is timed in the notebook's process, and does not foresee how fast the servers ran (docs/evidence.md)
-SPEED_OFF = 0.15
-# Where a run and its before-prediction differ by more than this share, its row names what its window measured
-BEFORE_MISS = 0.10
-# ... and its users moved in step where this share more of its replies came back to back than would at random
-STEP_SHARE = 0.1
-# ... and the cores were short for the server where a worker's loop was ready with no CPU free this share of it
-WAITED = 0.05
-
-Window: TypeAlias = tuple[float, float]  # (start, end), epoch s
-Held: TypeAlias = Callable[[Window], float]  # a window's mean hold of a pooled database connection, ms
 
 
 @dataclass(frozen=True)
@@ -78,25 +64,6 @@ class StageInput:
     server_cores: float | None = None
     held: Held | None = None
     meant: Window | None = None
-
-
-@dataclass(frozen=True)
-class _Span:
-    """The figures after the warm-up, the window the CPU and the prediction are taken over, and the requests
-    each worker answered after the warm-up (by pid)."""
-
-    measured: measure.Measured
-    window: Window
-    served: dict[int, int]
-
-
-@dataclass(frozen=True)
-class _Cpu:
-    """Where the CPU went in a window: the row's CPU columns, the run's demand, and Locust's busiest process's share."""
-
-    columns: dict[str, Any]
-    cost: Demand
-    busiest: float
 
 
 def collect(given: StageInput, meters: Meters, options: Options) -> results.RunResult:
@@ -211,42 +178,6 @@ def _before(before: Before | None, figures: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _miss_cause(ratio: float, one: OneUser | None, before: Before | None, figures: dict[str, Any]) -> str:
-    """Why a run missed its before-prediction by more than BEFORE_MISS, as its window measured it; '' within it."""
-    if not math.isfinite(ratio) or abs(ratio - 1) <= BEFORE_MISS:
-        return ""
-    causes = []
-    if figures["disturbed_cpu"] >= DISTURBED:  # NaN compares False
-        causes.append(f"others took {figures['disturbed_cpu']:.2f} cores")
-    speed = figures.get("core_speed", math.nan)
-    if abs(speed - 1) >= SPEED_OFF and (speed > 1) == (ratio > 1):  # NaN compares False
-        causes.append(f"in its window the cores ran {speed:.2f}× as fast as when it was priced")
-    if figures.get("worker_waited", math.nan) >= WAITED:  # NaN compares False
-        causes.append(f"a worker waited for a CPU {figures['worker_waited']:.0%} of the window")
-    if one is not None:
-        priced = one.worker_ms + one.pool_ms
-        grown = figures["server_ms"] / priced
-        if abs(grown - 1) > BEFORE_MISS:
-            causes.append(f"server CPU/request {figures['server_ms']:.2f} ms, {grown:.2f}× the {priced:.2f} priced")
-    generator = before.generator_ms if before is not None else math.nan
-    # Locust dearer than its price takes cores from any run; cheaper, it moves only a run its price bound
-    bound = before is not None and before.prediction.bottleneck == model.Bottleneck.GENERATOR
-    off = figures["locust_ms"] / generator  # NaN compares False
-    if off > 1 + BEFORE_MISS or (bound and off < 1 - BEFORE_MISS):
-        causes.append(f"Locust CPU/request {figures['locust_ms']:.2f} ms, priced {generator:.2f}")
-    explained = figures["ratio"]
-    if abs(explained - 1) <= BEFORE_MISS:
-        causes.append(f"its own CPU explains it ({explained:.2f} of the prediction priced with it)")
-    elif math.isfinite(explained):
-        causes.append(f"not its CPU alone ({explained:.2f} of the prediction priced with it)")
-        if figures["bunched"] > figures["bunched_at_random"] + STEP_SHARE:  # NaN compares False
-            causes.append(
-                f"users in step: {figures['bunched']:.0%} of replies came right after another, "
-                f"{figures['bunched_at_random']:.0%} would at random"
-            )
-    return "; ".join(causes) or "none measured"
-
-
 def _params(stage: Stage, options: Options) -> dict:
     """A run's parameters, as its row and manifest record them: its workload, server settings and Locust's options."""
     return columns.params({"workload": stage.workload, "server": stage.server.settings, "locust": options}, stage.tags)
@@ -254,98 +185,6 @@ def _params(stage: Stage, options: Options) -> dict:
 
 def _ratio(measured_rps: float, predicted_rps: float) -> float:
     return measured_rps / predicted_rps if predicted_rps and not math.isnan(predicted_rps) else math.nan
-
-
-def _cpu(
-    meters: Meters, stage: Stage, span: _Span, server_cores: float | None, processes: int, held: Held | None
-) -> _Cpu:
-    """Where the CPU went in the span's window: the row's CPU columns, the run's demand, Locust's busiest process."""
-    window, served, rps = span.window, span.served, span.measured.rps
-    server_meter, machine_meter = meters.of(stage.server), meters.machine
-    locust_cores, busiest = meters.locust.usage(*window)
-    server_cpu, _ = server_meter.usage(*window)
-    machine_cores = machine_meter.usage(*window)
-    # What the lab may use, not the machine's count; for a server on another machine, its own,
-    # which nothing of this machine's (Locust, the notebook, others) competes for.
-    apart = server_cores is not None
-    worker_cores, workers = _workers(server_meter, window, served, rps)
-    cost = demand.measured(
-        worker_cores,
-        server_cpu - worker_cores,
-        0.0 if apart else machine_cores - server_cpu,
-        rps,
-        generator_cores=locust_cores,
-        generators=processes,
-        db_hold_ms=held(window) if held is not None else math.nan,
-        worker_waited=workers["worker_waited"],
-        window=window,
-    )
-    disturbed = machine_meter.disturbed_cores(*window) if not apart else math.nan
-    priced = stage.before.one_user if stage.before is not None else None
-    # the cores' speed in the window against the pricing's: a fixed piece of Python's CPU time, there over here
-    speed = (priced.probe_ms if priced is not None else math.nan) / machine_meter.probe_ms(*window)
-    use = {
-        "usable_cores": server_cores if server_cores is not None else cpus.cores(),
-        "locust_cpu": locust_cores,
-        "server_cpu": server_cpu,
-        "machine_cpu": machine_cores,  # every process on the machine, these two included
-        # the rest: the notebook, a database, others' work (a server on another machine is not in machine_cpu)
-        "other_cpu": machine_cores - locust_cores - (0.0 if apart else server_cpu),
-        # CPU per request, in ms: what each part paid for one request in this run
-        "server_ms": demand.per_request_ms(server_cpu, rps),
-        "locust_ms": demand.per_request_ms(locust_cores, rps),
-        "worker_ms": cost.worker_ms,
-        **workers,
-        "pool_ms": cost.pool_ms,
-        "others_ms": cost.others_ms,
-        # a pooled database connection's time per use in the window, which prices the connection pool
-        "db_hold_ms": cost.db_hold_ms,
-        "workers_seen": len(served),
-        "worker_requests": served,
-        "throttled_s": machine_meter.throttled_s(*window),
-        "paused_ms": machine_meter.paused_ms(*window),
-        "stolen_cpu": machine_meter.stolen_cores(*window),  # cores the host took for others (steal time)
-        # what neither the lab's processes nor interrupts used: others' programs and the host's steal
-        "disturbed_cpu": disturbed,
-        "core_speed": speed,
-        "disturbed": is_disturbed(disturbed),
-    }
-    return _Cpu(use, cost, busiest)
-
-
-def is_disturbed(others_cores: float) -> bool:
-    """Whether others (other programs, the host's steal) took DISTURBED cores or more in a run's window (NaN: not
-    measured, so not disturbed)."""
-    return others_cores >= DISTURBED  # NaN compares False
-
-
-def _workers(meter: ServerMeter, window: Window, served: dict[int, int], rps: float) -> tuple[float, dict[str, float]]:
-    """The cores the workers that answered kept busy, and how their loops and threads spent the window."""
-    # Where the server's CPU went: the workers that answered (their pids come with every reply),
-    # and the rest of its tree (the process pools); the rest of the machine is Locust and others.
-    per_process = meter.per_process(*window)
-    cores = sum(c for pid, c in per_process.items() if pid in served) if served and per_process else math.nan
-    # How long the workers' loops were ready with no CPU free (Linux; a remote server's meter has none)
-    waits = _served(meter, "waited", window, served)
-    # ... and how long they ran: a loop that does neither while requests queue waits for the GIL (lesson 07)
-    loops = _served(meter, "loop", window, served)
-    # What the workers' CPU went to besides running Python: the kernel's share of it, and their threads'
-    # context switches per request (lesson 07: a sync worker's threads handing the GIL across cores)
-    kernel, switches = (_served(meter, counter, window, served) for counter in ("kernel", "switches"))
-    return cores, {
-        "worker_waited": sum(waits) / len(waits) if waits else math.nan,
-        "worker_loop": sum(loops) / len(loops) if loops else math.nan,
-        "worker_kernel": sum(kernel) / cores if kernel and cores else math.nan,
-        "worker_switches": sum(switches) / rps if switches and rps else math.nan,
-    }
-
-
-def _served(meter: ServerMeter, counter: str, window: Window, served: dict[int, int]) -> list[float]:
-    """How fast `counter` (CpuMeter.counters) grew in each worker that served a request in `window`:
-    [] for a meter without it (a remote server's) or where the OS keeps none."""
-    if not hasattr(meter, "per_second"):
-        return []
-    return [v for pid, v in meter.per_second(counter, *window).items() if pid in served]
 
 
 def _bunching(per_user: records.PerUser, window: Window, cost: Demand) -> dict[str, float]:
@@ -427,7 +266,7 @@ def _machine_limit(stage: Stage, figures: dict) -> tuple[str, bool] | None:
     settings = stage.server.settings
     its_cores = usable(stage.workload.pattern, settings.workers, settings.procs, len(settings.cpus) or cores)
     server_set_pace = figures["server_cpu"] / its_cores >= SATURATED  # NaN compares False
-    return limit, figures["bottleneck"] in model.MACHINE_BOUND or server_set_pace
+    return limit, figures["bottleneck"] in bottlenecks.MACHINE_BOUND or server_set_pace
 
 
 def _priced_by(predicted: Predicted, p: model.Prediction) -> str:

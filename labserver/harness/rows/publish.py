@@ -28,7 +28,7 @@ from labserver.harness.rows import records, results, telemetry
 from labserver.harness.rows.collect import StageInput, collect
 
 if TYPE_CHECKING:
-    from labserver.harness.servers.launcher import Server
+    from labserver.harness.servers.server import Server
 
 
 def save_plan(

@@ -26,7 +26,7 @@ from labserver.paths import runs_dir
 
 if TYPE_CHECKING:
     from labserver.harness.rows.results import RunResult
-    from labserver.harness.servers.launcher import Server
+    from labserver.harness.servers.server import Server
 
 FILE = "telemetry.csv"
 COLUMNS = ["second", "pid", *FIELDS]

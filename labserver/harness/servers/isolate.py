@@ -25,7 +25,7 @@ from labserver.protocol import LocustState
 
 if TYPE_CHECKING:
     from labserver.harness.plans.plan import Stage
-    from labserver.harness.servers.launcher import Server
+    from labserver.harness.servers.server import Server
 
 
 def others(server: Server) -> tuple[int, ...]:

@@ -24,7 +24,7 @@ from labserver.demo import cpus
 from labserver.demo.app import BOOT_ID, PROTOCOL, VERSION
 from labserver.demo.settings import Settings
 from labserver.harness.processes.meters import RemoteCpuMeter
-from labserver.harness.servers.launcher import Server, ServerError
+from labserver.harness.servers.server import Server, ServerError
 
 HEALTH_TIMEOUT_S = 2.0
 # A server that holds every request (lesson 05's blocking loop) answers /health late, not never:
