@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import textwrap
 from dataclasses import dataclass
+from typing import cast
 
 import pandas as pd
 
@@ -21,6 +22,7 @@ from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_sweep
+from labserver.harness.plans.plan import Run
 from labserver.harness.rows import telemetry
 from labserver.labels import pattern_label
 from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, span
@@ -86,7 +88,7 @@ def plan(
         ("a pooled session", "pooledinside", dict(io_ms=io_ms), ("pool",)),
         ("a pooled session", "pooled", dict(io_ms=io_ms), ("pool",)),
     ]
-    runs = []
+    runs: list[Run] = []
     for part, pattern, work, limits in parts:
         for t in limits:
             lasts_s, tasks = work.get("duration_s", duration_s), work.get("tasks")
@@ -94,7 +96,7 @@ def plan(
                 [pattern], [users], threads=servers[t]["threads"], tasks=tasks, io_ms=work["io_ms"], duration_s=lasts_s
             )
             pool = {"db_pool": servers[t]["db_pool"]} if "db_pool" in servers[t] else {}  # part 5's pool, in its rows
-            runs.append(dict(pattern=pattern, users=users, server=t, tags={"part": part, **pool}, **work))
+            runs.append(cast(Run, dict(pattern=pattern, users=users, server=t, tags={"part": part, **pool}, **work)))
     plan = sizing.fit(sizing.Plan(runs, servers, duration_s), cores)
     return AppThreads([default, more_threads], plan)
 

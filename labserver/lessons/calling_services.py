@@ -24,6 +24,7 @@ from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_sweep
+from labserver.harness.plans.plan import Run
 from labserver.harness.processes.procs import free_port
 from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, span
 from labserver.lessons.lesson import Lesson
@@ -68,13 +69,13 @@ def plan(*, users: int, io_ms: int, calls: int, duration_s: int, cores: float | 
         "app": {"threads": THREADS_DEFAULT, "procs": 0, "upstream": f"http://127.0.0.1:{port}"},
     }
     servers["unbounded"] = dict(servers["app"])
-    runs = [dict(pattern=p, users=users, io_ms=io_ms, server="app", tags={"part": "a client"}) for p in patterns]
+    runs = [Run(pattern=p, users=users, io_ms=io_ms, server="app", tags={"part": "a client"}) for p in patterns]
     # A new client's CPU runs on the one event loop: a round of `users` requests lasts users × that CPU, and its
     # replies come in bursts. The run holds five rounds after a second of warm-up (the foresight cannot price it).
     round_s = users * client_ms() / 1000
     runs[1]["duration_s"] = max(duration_s, math.ceil(1 + 5 * round_s))
     runs += [
-        dict(pattern=p, users=users, io_ms=io_ms, tasks=calls, server="app", tags={"part": "a fan-out"}) for p in fanout
+        Run(pattern=p, users=users, io_ms=io_ms, tasks=calls, server="app", tags={"part": "a fan-out"}) for p in fanout
     ]
     runs[-1]["server"] = "unbounded"
     # Unbounded, the pool's CPU can fill the loop, and each request waits for it several io (the foresight cannot

@@ -28,6 +28,7 @@ from labserver.demo import cpus, hung
 from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_arrivals, check_load, check_sweep
+from labserver.harness.plans.plan import Run
 from labserver.harness.rows import telemetry
 from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, span
 from labserver.lessons.lesson import Lesson
@@ -82,9 +83,20 @@ def plan(
         )
     servers = {"app": {"threads": THREADS_DEFAULT, "procs": 0}}
     abandoned = gone(users, timeout_s)
-    work = dict(users=users, tasks=tasks, io_ms=io_ms, server="app", predicted=abandoned)
-    runs = [{**work, "pattern": p, "cpu_n": cpu_n, "tags": {"part": "work"}} for p in patterns]
-    runs.append({**work, "pattern": "sequential", "cpu_n": 0, "tags": {"part": "no fib"}})
+    parts = [*((p, cpu_n, "work") for p in patterns), ("sequential", 0, "no fib")]
+    runs = [
+        Run(
+            pattern=p,
+            users=users,
+            tasks=tasks,
+            io_ms=io_ms,
+            cpu_n=n,
+            server="app",
+            predicted=abandoned,
+            tags={"part": part},
+        )
+        for p, n, part in parts
+    ]
     load = {"timeout_s": timeout_s, "expect_failures": True}  # every request times out, by design
     plan = sizing.fit(sizing.Plan(runs, servers, duration_s, load=load), cores)
     return ClientsThatLeave(fib_ms, plan, _failing(rate, tasks, io_ms, cpu_n, duration_s, servers=servers, cores=cores))
@@ -95,12 +107,28 @@ def _failing(rate: float, tasks: int, io_ms: int, cpu_n: int, duration_s: int, *
     request answered 504, by design), plain `gather` (fib as these runs run it), and gather without fib (what a
     request costs besides its fib)."""
     check_arrivals(rate, "arrivals", 1)
-    work = dict(rate=rate, tasks=tasks, io_ms=io_ms, drain_s=1, server="app")
-    timing_out = dict(work, predicted=answered(io_ms), tags={"part": "a call fails"})
+    fails = answered(io_ms)
     # plain gather right before gathertimeout: a fib's CPU drifts between runs, less between neighbours
-    runs = [{**work, "pattern": "gather", "cpu_n": cpu_n, "tags": {"part": "every call answers"}}]
-    runs += [{**timing_out, "pattern": p, "cpu_n": cpu_n} for p in ("gathertimeout", "taskgroup")]
-    runs.append({**timing_out, "pattern": "gathertimeout", "cpu_n": 0, "tags": {"part": "no fib"}})
+    parts = [
+        ("gather", cpu_n, None, "every call answers"),
+        ("gathertimeout", cpu_n, fails, "a call fails"),
+        ("taskgroup", cpu_n, fails, "a call fails"),
+        ("gathertimeout", 0, fails, "no fib"),
+    ]
+    runs = [
+        Run(
+            pattern=p,
+            rate=rate,
+            tasks=tasks,
+            io_ms=io_ms,
+            cpu_n=n,
+            drain_s=1,
+            server="app",
+            predicted=given,
+            tags={"part": part},
+        )
+        for p, n, given, part in parts
+    ]
     for run in runs:
         check_load(Workload.of({**run, "duration_s": duration_s}), user_class="arrivals")
     load = {"user_class": "arrivals", "expect_failures": True}  # a 504 to every request but plain gather's, by design

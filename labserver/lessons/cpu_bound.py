@@ -20,7 +20,7 @@ from labserver.demo import cpus
 from labserver.demo.settings import THREADS_DEFAULT
 from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_sweep
-from labserver.harness.plans.plan import mirrored
+from labserver.harness.plans.plan import Run, mirrored
 from labserver.harness.rows import records
 from labserver.harness.rows.results import compare
 from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of
@@ -94,16 +94,16 @@ def plan(
     checks.whole("rounds", rounds, 1, 5)
     order = mirrored(patterns, rounds)  # (round, pattern): each pattern measured early and late
     fib, mix = (
-        [dict(pattern=p, users=each[p], cpu_n=cpu_n, io_ms=io, tags={"part": part, "round": r}, server="lab")
+        [Run(pattern=p, users=each[p], cpu_n=cpu_n, io_ms=io, tags={"part": part, "round": r}, server="lab")
          for r, p in order]
         for part, io in (("fib", 0), ("fib + sleep", io_ms))
     )  # fmt: skip
     alone = [
-        dict(pattern=p, users=each[p], cpu_n=cpu_n, io_ms=0, tags={"part": "fib", "round": 0}, server="lab")
+        Run(pattern=p, users=each[p], cpu_n=cpu_n, io_ms=0, tags={"part": "fib", "round": 0}, server="lab")
         for p in once
     ]
     swept = [
-        dict(pattern="sequential", users=sweep_users, cpu_n=n, io_ms=io_ms, tags={"part": "sweep"}, server="lab")
+        Run(pattern="sequential", users=sweep_users, cpu_n=n, io_ms=io_ms, tags={"part": "sweep"}, server="lab")
         for n in sweep
     ]
     runs = fib + alone + mix + swept

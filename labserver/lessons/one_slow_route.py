@@ -53,6 +53,7 @@ from labserver.demo.settings import THREADS_DEFAULT
 from labserver.demo.traits import Where
 from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_sweep
+from labserver.harness.plans.plan import Run
 from labserver.harness.rows import records, results
 from labserver.harness.servers.server import Server
 from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of
@@ -90,9 +91,10 @@ def plan(
     checks.whole("probe_every_ms", probe_every_ms, 1, 10_000)
     fib_ms = timing.cpu_time_ms(cpu_n)
     servers = {"app": {"threads": THREADS_DEFAULT, "procs": 1}}  # one pool process: one core, as one user needs
-    work = dict(users=users, tasks=1, io_ms=io_ms, server="app")
-    runs = [{**work, "pattern": "sequential", "cpu_n": 0}]
-    runs += [{**work, "pattern": p, "cpu_n": cpu_n} for p in patterns]
+    runs = [
+        Run(pattern=p, users=users, tasks=1, io_ms=io_ms, cpu_n=n, server="app")
+        for p, n in [("sequential", 0), *((p, cpu_n) for p in patterns)]
+    ]
     plan = sizing.fit(sizing.Plan(runs, servers, duration_s), cores)
     return OneSlowRoute(fib_ms, plan, Probes(every_s=probe_every_ms / 1000))
 

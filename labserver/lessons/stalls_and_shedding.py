@@ -36,6 +36,7 @@ from labserver.demo.work import IO_MS_MAX
 from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_arrivals, check_load
 from labserver.harness.load.run import run_plan
+from labserver.harness.plans.plan import Run
 from labserver.harness.rows import arrivals, records
 from labserver.harness.rows.results import RunResult
 from labserver.harness.servers.server import Server
@@ -214,19 +215,19 @@ def omission(
     server: Server, *, users: int, io_ms: int, every_s: float, stall_ms: int, duration_s: int, lesson: str | None = None
 ) -> Omission:
     """Run the `sequential` endpoint on `server` calm, then stalled, by a closed loop and by an open one at its rate."""
-    calm_run = {"pattern": "sequential", "users": users, "io_ms": io_ms}
+    calm_run = Run(pattern="sequential", users=users, io_ms=io_ms)
     calm = run_plan(server, [calm_run], duration_s=duration_s, lesson=lesson)[0]
     planned = planned_share(stall_ms, every_s)
     with stalls(server, every_s, stall_ms) as held_loop:
         # the calm rate less the share of the run's window the stalls held the loop (3 stalls or 4, by where it starts)
         predicted = predict_held(calm.row["rps"], held_loop, planned)
-        held_run = {"pattern": "sequential", "users": users, "io_ms": io_ms, "predicted": predicted}
+        held_run = Run(pattern="sequential", users=users, io_ms=io_ms, predicted=predicted)
         closed = run_plan(server, [held_run], duration_s=duration_s, lesson=lesson)[0]
     rate = round(closed.row["rps"], 1)
     with stalls(server, every_s, stall_ms) as open_loop_stalls:
         # every arrival is answered, less those a stall holds past the window's end (more, from before its start)
         served = predict_served(rate, open_loop_stalls)
-        open_run = {"pattern": "sequential", "rate": rate, "io_ms": io_ms, "drain_s": 1, "predicted": served}
+        open_run = Run(pattern="sequential", rate=rate, io_ms=io_ms, drain_s=1, predicted=served)
         opened = run_plan(server, [open_run], duration_s=duration_s + 1, lesson=lesson)[0]
     interval_ms = calm.row["p50_ms"]  # the gap a closed-loop user keeps between sends when nothing stalls
     table, counts = arrivals.omission(

@@ -17,7 +17,7 @@ from labserver.demo import cpus
 from labserver.demo.settings import Settings
 from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_sweep
-from labserver.harness.plans.plan import mirrored
+from labserver.harness.plans.plan import Run, mirrored
 from labserver.harness.servers import interpreters
 from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, span
 from labserver.lessons.lesson import Lesson
@@ -120,7 +120,7 @@ def _without_the_gil_plans(builds, python, *, users, one, cpu_n, io_ms, threads,
     # run with its own prediction, and on many cores its runs need Locust processes of their own.
     once = [(b, "interpreterpool", users) for b in (gil_on, gil_off) if b in servers]
     fib = [
-        dict(
+        Run(
             pattern=p,
             users=u,
             cpu_n=cpu_n,
@@ -133,11 +133,11 @@ def _without_the_gil_plans(builds, python, *, users, one, cpu_n, io_ms, threads,
     # the most threads first: one thread's long queue would drain into the next run, and the last has none after it
     sized = {t: {"python": python, "gil": False, "threads": t} for t in sorted(threads, reverse=True)} if python else {}
     by_threads = [
-        dict(pattern="threadpool", users=users, cpu_n=cpu_n, server=t, tags={"build": gil_off, "part": "threads"})
+        Run(pattern="threadpool", users=users, cpu_n=cpu_n, server=t, tags={"build": gil_off, "part": "threads"})
         for t in sized
     ]
     slept = [
-        dict(
+        Run(
             pattern="threadpool",
             users=one,
             cpu_n=cpu_n,

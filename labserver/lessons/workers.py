@@ -14,7 +14,7 @@ from labserver import checks
 from labserver.demo import cpus
 from labserver.harness.load import sizing
 from labserver.harness.load.checks import check_sweep
-from labserver.harness.plans.plan import mirrored
+from labserver.harness.plans.plan import Run, mirrored
 from labserver.lessons.card_row import NOT_YET, Measured, Row, runs_of, side_by_side, span
 from labserver.lessons.lesson import Lesson
 from labserver.theory import cores as core_model
@@ -59,10 +59,10 @@ def plan(
     core_model.check_workers(workers)
     checks.whole("rounds", rounds, 1, 5)
     io_runs = [
-        dict(pattern=pattern, users=io_users, io_ms=io_ms, server=w, tags={"workload": "I/O-bound"}) for w in workers
+        Run(pattern=pattern, users=io_users, io_ms=io_ms, server=w, tags={"workload": "I/O-bound"}) for w in workers
     ]
     cpu_runs = [
-        dict(pattern=pattern, users=users, cpu_n=cpu_n, server=w, tags={"workload": "CPU-bound"})
+        Run(pattern=pattern, users=users, cpu_n=cpu_n, server=w, tags={"workload": "CPU-bound"})
         for _, w in mirrored(workers, rounds)  # 1, 2, 3, 3, 2, 1: each count measured early and late
     ]
     servers = {w: {"workers": w, "procs": 0} for w in workers}

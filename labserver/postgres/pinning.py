@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from labserver.harness.plans.plan import mirrored
+from labserver.harness.plans.plan import Run, mirrored
 from labserver.harness.servers.launcher import LabServer
 from labserver.postgres import database, runs
 from labserver.theory import gil
@@ -44,7 +44,7 @@ def servers(anywhere: LabServer, cpus: list[int], database_url: str, db: databas
 
 def parts(
     servers: list[LabServer], base: pd.DataFrame, count: int, users: int, **load: Unpack[runs.PlanKw]
-) -> dict[str, list[dict]]:
+) -> dict[str, list[Run]]:
     """The pinned server's runs of the fast SELECT, then `count` − 1 rounds of the sync one on both; {} if unpinned.
 
     The pinned server's own part ("pinned") runs its two versions async first, mirroring part

@@ -22,7 +22,7 @@ from labserver.demo.settings import Settings
 from labserver.harness.load import measurement
 from labserver.harness.load.checks import check_load
 from labserver.harness.load.run import run_plan
-from labserver.harness.plans.plan import LoadOptions
+from labserver.harness.plans.plan import LoadOptions, Run
 from labserver.harness.rows.publish import held, hold_ms
 from labserver.harness.servers.launcher import LabServer
 from labserver.postgres import data
@@ -165,7 +165,7 @@ def plan(
     cpu_n: list[int] | int = 0,
     duration_s: int = 5,
     warmup_s: float = 1.0,
-) -> list[dict]:
+) -> list[Run]:
     """Every endpoint × users × cpu_n on `server`, as runs for run_plan, predicted from `base` (see calibrate).
 
     A run whose requests are slow lasts longer than `duration_s` (twice it at most): long enough
@@ -177,7 +177,7 @@ def plan(
         for u in users:
             for n in depths:
                 check_load(Workload(endpoint, u, io_ms=io_ms, cpu_n=n, duration_s=duration_s))
-    runs = []
+    runs: list[Run] = []
     for n in depths:
         for u in users:
             for endpoint in endpoints:
@@ -192,7 +192,7 @@ def plan(
                 long_enough = math.ceil(warmup_s + CYCLES * p.latency_ms / 1000)
                 run_s = min(DURATION_MAX_S, 2 * duration_s, max(duration_s, long_enough))
                 runs.append(
-                    dict(
+                    Run(
                         pattern=endpoint,
                         users=u,
                         io_ms=io_ms,
@@ -200,9 +200,10 @@ def plan(
                         duration_s=run_s,
                         predicted=priced_here,
                         tags=tags,
+                        server=server,
                     )
                 )
-    return [{**run, "server": server} for run in runs]
+    return runs
 
 
 def frame(results: list) -> pd.DataFrame:
@@ -232,7 +233,7 @@ def check(plan: list[Part], duration_s: int, scale: float, threads: int, db_pool
             raise ValueError(f"sweep_cpu_n needs at least two depths, got {cpu_n!r}")
 
 
-def run_parts(server: LabServer, parts: dict[str, list[dict]], **load: Unpack[LoadOptions]) -> dict[str, pd.DataFrame]:
+def run_parts(server: LabServer, parts: dict[str, list[Run]], **load: Unpack[LoadOptions]) -> dict[str, pd.DataFrame]:
     """Every part's runs (see `plan`) in one Locust process, on whichever server each run names; a frame per part.
 
     One process for them all pays Locust's start-up once; the parts keep their own tidy frames

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from labserver.demo.traits import Where
 from labserver.harness.load import pricing
 from labserver.harness.plans.plan import Options, Stage
 from labserver.theory.workload import Workload
@@ -48,7 +49,7 @@ def advice(priced: Priced, users: int) -> Advice:
         return pricing.foresee(at, Options(), settings=dataclasses.replace(settings, **changed)).prediction.rps
 
     if v.runs_on == HELD:
-        rps = then(dataclasses.replace(work, pattern=STAND_IN["thread pool"]))
+        rps = then(dataclasses.replace(work, pattern=STAND_IN[Where.THREAD_POOL]))
         return Advice("await an async call instead of the blocking one, or make the endpoint a plain `def` "
                       f"(FastAPI then runs it in a thread): as a `def`, {rps:,.0f} req/s", rps)  # fmt: skip
     if resource is Resource.THREADS:

@@ -21,15 +21,16 @@ import math
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
 from labserver import config, protocol
 from labserver.demo.settings import THREADS_DEFAULT
+from labserver.demo.traits import Where
 from labserver.harness.load import measurement
 from labserver.harness.load import run as load
-from labserver.harness.plans.plan import Stage
+from labserver.harness.plans.plan import Run, Stage
 from labserver.harness.servers.launcher import LabServer
 from labserver.yourapp.advice import advice, predict
 from labserver.yourapp.patterns import DEPENDENCY, HELD
@@ -121,7 +122,7 @@ def sweep(
     saturation its telemetry saw) into `verdict.runs`."""
     tags = {"route": verdict.route}
     for users in users_steps(most, least):
-        run = {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route, "tags": tags}
+        run = cast(Run, {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route, "tags": tags})
         [result] = load.run_plan(
             stage.server, [run], duration_s=stage.workload.duration_s, progress=progress, lesson=lesson
         )
@@ -186,7 +187,7 @@ def card_row(runs_on: str, bound: str) -> str:
         return CARD[runs_on]
     if named(bound) in COMPUTES:
         return CARD["computes"]
-    return CARD["blocking"] if runs_on == "thread pool" else CARD["awaited"]
+    return CARD["blocking"] if runs_on == Where.THREAD_POOL else CARD["awaited"]
 
 
 def table(verdicts: list[Verdict]) -> pd.DataFrame:
@@ -296,7 +297,7 @@ def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str,
     workers = v.change_settings.get("workers", old.settings.workers)
     threads = v.change_settings.get("threads", old.threads)
     with AppServer(old.target, folder=old.folder, env=old.env, workers=workers, threads=threads) as server:
-        run = {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route}
+        run = cast(Run, {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route})
         run["tags"] = {"route": v.route, "change": ", ".join(f"{k} {n}" for k, n in v.change_settings.items())}
         [result] = load.run_plan(server, [run], duration_s=stage.workload.duration_s, progress=False, lesson=lesson)
     row = result.row

@@ -6,6 +6,7 @@ pattern's `io_ms`.
 
 from __future__ import annotations
 
+from labserver.demo.traits import Where
 from labserver.theory.demand import OneUser
 
 # How the model reads a route, by where its endpoint runs: the demo pattern with the same traits
@@ -13,7 +14,7 @@ HELD = "event loop, held while it waits"  # an `async def` route whose wait bloc
 # an `async def` route with a plain `def` dependency: FastAPI runs the dependency in the thread pool, and its
 # thread is held while it waits; the model reads the whole request as holding one (at most what it holds)
 DEPENDENCY = "event loop, its def dependency in the thread pool"
-STAND_IN = {"event loop": "sequential", "thread pool": "threadpool", HELD: "blocking", DEPENDENCY: "threadpool"}
+STAND_IN = {Where.LOOP: "sequential", Where.THREAD_POOL: "threadpool", HELD: "blocking", DEPENDENCY: "threadpool"}
 # Requests priced back to back (measurement.HOT_USERS of them) that took this many times S or more took turns: where
 # the route's CPU is under half of S, what they took turns for is its wait, which holds the loop
 IN_TURN = 1.5
@@ -24,7 +25,7 @@ HOLDS_THREAD = 0.5
 
 def stand_in(runs_on: str | None) -> str:
     """The demo pattern the model reads a route as; an app that is not Starlette's is read as `async def`."""
-    return STAND_IN.get(runs_on or "event loop", "sequential")
+    return STAND_IN.get(runs_on or Where.LOOP, "sequential")
 
 
 def io_ms(one: OneUser) -> int:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from labserver import protocol
+from labserver.demo.traits import Where
 from labserver.harness.load import client, measurement, pricing
 from labserver.harness.plans.plan import Stage
 from labserver.theory.workload import Workload
@@ -26,7 +27,7 @@ def stages(server: AppServer, route: protocol.Route, duration_s: int) -> tuple[d
     """Where `route`'s endpoint runs (the app's answer), and the stages that price it on `server`: one user, and as
     a run of many users prices it, with as many requests in flight (measurement.hot_users)."""
     where = server.endpoint(route)
-    runs_on = where["runs_on"] if where.get("found") else "event loop"
+    runs_on = where["runs_on"] if where.get("found") else Where.LOOP
     stage = Stage(server, Workload(pattern=stand_in(runs_on), users=1, duration_s=duration_s), route=route)
     many = dataclasses.replace(stage, workload=dataclasses.replace(stage.workload, users=measurement.HOT_MOST))
     return where, stage, many
@@ -59,15 +60,15 @@ def price(server: AppServer, route: protocol.Route, staged: tuple[dict, Stage, S
     lesser of this pricing and the first round's (first_prices), since a moment's disturbance can make one read half
     dearer; the load generator's on it likewise."""
     where, stage, many = staged
-    runs_on = where["runs_on"] if where.get("found") else "event loop"
+    runs_on = where["runs_on"] if where.get("found") else Where.LOOP
     with _answers(route):
         one = pricing.again(stage)
         busy = pricing.again(many)
     pricing.price_generator(many, again=True)
     hold_ms = math.nan
-    if runs_on == "event loop" and holds_loop(one):
+    if runs_on == Where.LOOP and holds_loop(one):
         runs_on = HELD
-    elif runs_on == "event loop" and where.get("def_dependencies", 0):
+    elif runs_on == Where.LOOP and where.get("def_dependencies", 0):
         # a def dependency holds a thread while it runs: for its request's wait (read as a `def`), or for a moment
         hold_ms = thread_hold_ms(server, stage)
         runs_on = runs_on if hold_ms < HOLDS_THREAD * one.service_ms else DEPENDENCY  # NaN: as a `def`

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from labserver.demo.traits import Where
 from labserver.harness.load import pricing
 from labserver.harness.rows import telemetry
 from labserver.theory.bottlenecks import Bottleneck
@@ -118,7 +119,8 @@ def mix(priced: list[Priced], shares: dict[str, float], users: int) -> pd.DataFr
         share = shares.get(each.verdict.route, 0.0)
         v, one = each.verdict, pricing.one_user(each.stage)
         service_s += share * v.service_ms / 1000
-        if stand_in(v.runs_on) == STAND_IN["thread pool"]:  # a thread held for all of S (a `def`, or its dependency)
+        # a thread held for all of S (a `def`, or its dependency)
+        if stand_in(v.runs_on) == STAND_IN[Where.THREAD_POOL]:
             demand[Resource.THREADS] += share * v.service_ms / 1000
         if v.runs_on == HELD:  # the loop held for all of S
             demand[Resource.LOOP] += share * v.service_ms / 1000

@@ -20,7 +20,7 @@ class Verdict:
 
     route: str
     endpoint: str | None
-    runs_on: str  # "event loop", "thread pool", HELD or DEPENDENCY (as the model reads it)
+    runs_on: str  # Where.LOOP, Where.THREAD_POOL, HELD or DEPENDENCY (as the model reads it)
     def_dependencies: int  # of its dependencies, those FastAPI runs in the thread pool
     service_ms: float  # S, one request alone
     loop_ms: float  # the server's CPU per request on the event loop

@@ -32,6 +32,7 @@ from labserver import config
 from labserver.demo import telemetry
 from labserver.demo.app import InFlight
 from labserver.demo.settings import Settings
+from labserver.demo.traits import Where
 
 PREFIX = "/__lab__"  # the lab's own paths: far from any route an app is likely to have
 Scope = dict[str, Any]
@@ -67,7 +68,7 @@ def endpoint_of(app: Any, method: str, path: str) -> dict[str, Any]:
     return {
         "found": True,
         "endpoint": getattr(endpoint, "__qualname__", repr(endpoint)),
-        "runs_on": "event loop" if _on_loop(endpoint) else "thread pool",
+        "runs_on": Where.LOOP if _on_loop(endpoint) else Where.THREAD_POOL,
         "def_dependencies": sum(not _on_loop(c) for c in calls if c is not None),
     }
 

@@ -104,3 +104,9 @@ def test_the_user_classes_a_plan_may_name_are_those_the_locustfile_has():
     from labserver.harness.plans.plan import UserClass
 
     assert set(get_args(UserClass)) == set(USER_CLASSES)
+
+
+def test_a_run_names_every_field_of_its_workload():
+    """A run's keys (plan.Run) hold every Workload field, so that no workload setting is out of a run's reach."""
+    assert {f.name for f in dataclasses.fields(Workload)} <= set(RUN_KEYS)
+    assert {"predicted", "tags", "server", "route"} <= set(RUN_KEYS)

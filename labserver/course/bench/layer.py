@@ -21,7 +21,9 @@ from typing import Any
 
 from labserver.course.bench.live_view import MODES, rounds
 from labserver.course.bench.measure import quiet, ready_s
+from labserver.demo.traits import Where
 from labserver.harness.load.run import run_plan
+from labserver.harness.plans.plan import Run
 from labserver.harness.servers.launcher import running
 from labserver.paths import ROOT
 from labserver.yourapp import routes
@@ -30,7 +32,7 @@ from labserver.yourapp.patterns import STAND_IN
 
 APP = "examples.shop:app"
 # The route with users enough to keep the worker's core busy, and the pattern the model reads it as
-ROUTES = (("GET /catalog", 8, STAND_IN["event loop"]),)
+ROUTES = (("GET /catalog", 8, STAND_IN[Where.LOOP]),)
 ROUNDS = 8  # a round's noise is larger than the cost it measures; the median of eight is much less so
 CALLS = 20_000  # in-process calls per try of the per-request cost
 
@@ -58,10 +60,7 @@ def layer_cost(duration_s: int, ready: list[float]) -> dict:
             with running([BareServer(APP, folder=ROOT), AppServer(APP, folder=ROOT)]) as (off, on):
                 ready += [ready_s(off), ready_s(on)]
                 servers = dict(zip(MODES, (off, on), strict=True))
-                plan = [
-                    {"pattern": pattern, "users": users, "io_ms": 0, "route": route, "server": servers[mode]}
-                    for mode in order
-                ]
+                plan = [Run(pattern=pattern, users=users, io_ms=0, route=route, server=servers[mode]) for mode in order]
                 quiet()
                 done = run_plan(off, plan, duration_s=duration_s, lesson="bench", progress=False)
             rows += [{**d.row, "mode": mode, "round": r} for d, mode in zip(done, order, strict=True)]

@@ -16,7 +16,7 @@ from typing import Literal
 
 from labserver.course.bench.measure import IO_MS, quietly, ready_s
 from labserver.harness.load.run import run_plan
-from labserver.harness.plans.plan import mirrored
+from labserver.harness.plans.plan import Run, mirrored
 from labserver.harness.servers.launcher import LabServer
 
 USERS = 400  # the bench's busy run: about 4,000 req/s offered, which fills both cores of a small machine
@@ -36,7 +36,7 @@ def live_view(duration_s: int, ready: list[float]) -> dict:
 
     def measure(server: LabServer, mode: Mode) -> dict:
         view = live.View(show=False) if mode == "on" else None  # one a plan, as a notebook cell has
-        run = {"pattern": "sequential", "users": USERS, "io_ms": IO_MS}
+        run = Run(pattern="sequential", users=USERS, io_ms=IO_MS)
         (done,) = run_plan(server, [run], duration_s=duration_s, lesson="bench", progress=False, watch=view)
         render_s.extend(view.render_s[1:] if view else [])  # a View's first frame draws everything, fonts included
         print(f"  live view {mode}: {done.row['rps']:.0f} req/s, measured/predicted {done.row['ratio']:.3f}")

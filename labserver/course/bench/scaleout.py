@@ -12,7 +12,7 @@ import pandas as pd
 
 from labserver.course.bench.measure import IO_MS, quiet
 from labserver.harness.load.run import run_plan
-from labserver.harness.plans.plan import mirrored
+from labserver.harness.plans.plan import Run, mirrored
 from labserver.paths import ROOT, data_dir
 
 USERS = (20, 50, 100, 200)  # at 100 ms of I/O: 200 to 2,000 req/s
@@ -62,7 +62,7 @@ def _turn(server, mode: str, users: int, master: str, duration_s: int) -> dict:
     """One run of two Locust processes, forked here or joined as workers; its row with the mode."""
     quiet()
     joined: dict[str, Any] = {"master": master, "join_timeout_s": 60} if mode == "joined" else {}
-    run = {"pattern": "sequential", "users": users, "io_ms": IO_MS}
+    run = Run(pattern="sequential", users=users, io_ms=IO_MS)
     (done,) = run_plan(server, [run], duration_s=duration_s, processes=2, lesson="bench", progress=False, **joined)
     print(f"  {mode} {users} users: {done.row['rps']:.0f} req/s, measured/predicted {done.row['ratio']:.3f}")
     return {**done.row, "mode": mode}

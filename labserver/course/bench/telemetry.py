@@ -8,7 +8,7 @@ import pandas as pd
 
 from labserver.course.bench.measure import IO_MS, quiet, ready_s
 from labserver.harness.load.run import run_plan
-from labserver.harness.plans.plan import mirrored
+from labserver.harness.plans.plan import Run, mirrored
 from labserver.harness.servers.launcher import LabServer, running
 
 # the event loop at its busiest in the lab, and a full thread pool with a queue
@@ -25,7 +25,7 @@ def telemetry_cost(duration_s: int, ready: list[float]) -> dict:
         ready += [ready_s(on), ready_s(off)]
         turns = [(mode, server, p, u) for p, u in PLAN for mode, server in (("on", on), ("off", off))]
         plan = [
-            {"pattern": p, "users": u, "io_ms": IO_MS, "server": server, "tags": {"telemetry": mode}}
+            Run(pattern=p, users=u, io_ms=IO_MS, server=server, tags={"telemetry": mode})
             for _, (mode, server, p, u) in mirrored(turns, 2)
         ]
         quiet()

@@ -16,10 +16,11 @@ import dataclasses
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import cast
 
 from labserver.harness.load.measurement import HOT_MOST
 from labserver.harness.load.run import run_plan
-from labserver.harness.plans.plan import Stage
+from labserver.harness.plans.plan import Run, Stage
 from labserver.harness.rows import results
 from labserver.harness.servers.launcher import LabServer
 from labserver.theory.model import Prediction
@@ -130,7 +131,7 @@ def generator_price_on(stage: Stage, key: Hashable, *, again: bool = False) -> G
     if key not in _generator_on or (again and key not in _generator_again):
         run = {**dataclasses.asdict(stage.workload), "users": HOT_MOST, "route": stage.route}
         unpriced = Prediction(math.nan, math.nan, "not modelled: the run prices the load generator")
-        tries = [{**run, "predicted": unpriced}] * GENERATOR_TRIES
+        tries = [cast(Run, {**run, "predicted": unpriced})] * GENERATOR_TRIES
         priced = [_price_of(r.row) for r in run_plan(stage.server, tries, duration_s=GENERATOR_S, progress=False)]
         kept = _generator_on.get(key)
         _generator_on[key] = min([*priced, *([kept] if kept else [])], key=_locust_ms)

@@ -12,7 +12,7 @@ pause of the machine are policies around that.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -31,6 +31,7 @@ from labserver.harness.plans.plan import (
     Options,
     OptionsKw,
     PlanRun,
+    Run,
     Stage,
     servers_of,
 )
@@ -70,13 +71,13 @@ def run_load(
     Raises ServerError, after saving the partial run, if the server dies meanwhile. The other
     keywords (`user_class`, `timeout_s`, `warmup_s`, ...) are run_plan's.
     """
-    run = dict(pattern=pattern, users=users, tasks=tasks, io_ms=io_ms, cpu_n=cpu_n, duration_s=duration_s)
-    return run_plan(server, [{**run, "predicted": predicted, "tags": tags}], **load)[0]
+    run = Run(pattern=pattern, users=users, tasks=tasks, io_ms=io_ms, cpu_n=cpu_n, duration_s=duration_s)
+    return run_plan(server, [Run(**run, predicted=predicted, tags=tags or {})], **load)[0]
 
 
 def run_plan(
     server: Server,
-    runs: list[dict[str, Any]],
+    runs: Sequence[Run],
     *,
     duration_s: int = DURATION_DEFAULT_S,
     remeasure: int = REMEASURE_DEFAULT,
@@ -279,8 +280,10 @@ def sweep(
     """
     if not patterns or not users:
         raise ValueError("give at least one pattern and one users value")
-    work = {"tasks": tasks, "io_ms": io_ms, "cpu_n": cpu_n}  # None: the Workload's default
-    runs = [{"pattern": p, "users": u, **work} for p in patterns for u in users]
+    work = {
+        k: v for k, v in {"tasks": tasks, "io_ms": io_ms, "cpu_n": cpu_n}.items() if v is not None
+    }  # else the default
+    runs = [cast(Run, {"pattern": p, "users": u, **work}) for p in patterns for u in users]
     return pd.DataFrame([r.row for r in run_plan(server, runs, duration_s=duration_s, **load)])
 
 
@@ -305,7 +308,7 @@ def run_plans(
     measured: dict[tuple[str, int], results.RunResult] = {}
     with running([LabServer(**settings) for _ in plans]) as servers:
         for plan, server in zip(plans, servers, strict=True):
-            stages = [dict(pattern=p, users=u, tasks=tasks, io_ms=io_ms, cpu_n=cpu_n) for p, u in plan]
+            stages = [Run(pattern=p, users=u, tasks=tasks, io_ms=io_ms, cpu_n=cpu_n) for p, u in plan]
             done = run_plan(server, stages, duration_s=duration_s, **load)
             measured |= dict(zip(plan, done, strict=True))
     return measured

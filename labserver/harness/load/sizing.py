@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Hashable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -25,6 +25,7 @@ from labserver import checks
 from labserver.demo.settings import PROCS_MAX, WORKERS_MAX, Settings
 from labserver.harness.load import validity
 from labserver.harness.load.run import run_plan
+from labserver.harness.plans.plan import Run
 from labserver.harness.servers.launcher import LabServer, running
 from labserver.harness.servers.server import Server
 from labserver.theory.workload import DURATION_MAX_S, Workload
@@ -78,7 +79,7 @@ class Plan:
     that one Locust process can send share it; a run that needs several gets them to itself.
     """
 
-    runs: list[dict]
+    runs: list[Run]
     servers: Mapping[Any, dict]  # LabServer's keywords, by any key the runs name
     duration_s: int  # each run's length unless its dict says otherwise
     processes: tuple[int, ...] = ()  # Locust processes of each run (empty: one each)
@@ -127,9 +128,9 @@ class Plan:
         """How long the plan's runs take, Locust's and the servers' start-ups left out."""
         return sum(r.get("duration_s", self.duration_s) for r in self.runs)
 
-    def on(self, started: Mapping[Hashable, object]) -> list[dict]:
+    def on(self, started: Mapping[Hashable, object]) -> list[Run]:
         """The runs with each server key replaced by its started server."""
-        return [{**r, "server": started[r["server"]]} for r in self.runs]
+        return [cast(Run, {**r, "server": started[r["server"]]}) for r in self.runs]
 
     def with_servers(self, **changes: Any) -> Plan:
         """The same runs on servers whose LabServer keywords `changes` replace (e.g. procs=1)."""
@@ -138,7 +139,7 @@ class Plan:
     def with_runs(self, tagged: tuple[str, Any] | None = None, **changes: Any) -> Plan:
         """The plan with `changes` (e.g. cpu_n=20) in every run, or in those whose tag `tagged[0]` is `tagged[1]`."""
         chosen = (lambda r: True) if tagged is None else (lambda r: r.get("tags", {}).get(tagged[0]) == tagged[1])
-        return dataclasses.replace(self, runs=[{**r, **changes} if chosen(r) else r for r in self.runs])
+        return dataclasses.replace(self, runs=[cast(Run, {**r, **changes}) if chosen(r) else r for r in self.runs])
 
     def measure(self, lesson: str | None = None, beside: Beside | None = None) -> pd.DataFrame:
         """Start the servers together, measure every run, stop them: the runs' rows, in order.
@@ -175,7 +176,7 @@ def fit(plan: Plan, cores: float, fib_ms: Callable[[int], float] | None = None, 
     alone = dataclasses.replace(plan, processes=())
     wanted = [max(1, math.ceil(f.rps / ceiling)) for f in alone.foresee(cores, fib_ms)]
     plan = dataclasses.replace(plan, processes=tuple(min(k, whole) for k in wanted))
-    runs = [dict(r) for r in plan.runs]
+    runs = [Run(**r) for r in plan.runs]
     for i, seen in enumerate(plan.foresee(cores, fib_ms)):
         length = runs[i].get("duration_s", plan.duration_s)
         while not seen.valid and length < min(4 * plan.duration_s, DURATION_MAX_S):

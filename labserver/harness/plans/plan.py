@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
 
 from labserver import protocol
 from labserver.demo.settings import Settings
@@ -33,7 +32,29 @@ REMEASURE_DEFAULT = 1  # how often a run the machine paused in is measured again
 UserClass = Literal["fast", "requests", "arrivals"]
 # A lesson's own prediction for a run: made before it, or from the run's measured Demand
 Predicted = Prediction | Callable[[Demand], Prediction] | None
-RUN_KEYS = (*(f.name for f in dataclasses.fields(Workload)), "predicted", "tags", "server", "route")  # a run's dict
+
+
+class Run(TypedDict, total=False):
+    """A run as run_plan takes it: its pattern, its users (or an open loop's `rate`), and what it changes.
+
+    A key left out takes the default: the Workload's, the plan's `duration_s`, the model's prediction.
+    """
+
+    pattern: Required[str]  # a concurrency pattern (demo/patterns) or a database route (demo/routes.SHOP)
+    users: int
+    tasks: int
+    io_ms: int
+    cpu_n: int
+    duration_s: int
+    rate: float
+    drain_s: float
+    predicted: Predicted  # the lesson's own prediction
+    tags: dict[str, Any]  # more columns for its row
+    server: Any  # the Server it loads, or in a sizing.Plan the key of its server's settings
+    route: protocol.Route | None  # an app of one's own: the route it loads (yourapp/), its pattern the model's stand-in
+
+
+RUN_KEYS = tuple(Run.__annotations__)  # the keys a run may have
 
 
 @dataclass(frozen=True)
@@ -62,12 +83,12 @@ class Stage:
     route: protocol.Route | None = None
 
     @classmethod
-    def from_run(cls, run: dict, duration_s: int, server: Server) -> Stage:
+    def from_run(cls, run: Run, duration_s: int, server: Server) -> Stage:
         """A stage from a run as run_plan takes it (a dict); a key it does not know is a ValueError."""
         unknown = set(run) - set(RUN_KEYS)
         if unknown:
             raise ValueError(f"unknown run keys {sorted(unknown)}; a run takes {', '.join(RUN_KEYS)}")
-        given = {k: v for k, v in run.items() if v is not None}
+        given: dict[str, Any] = {k: v for k, v in run.items() if v is not None}
         workload = Workload.of({"duration_s": duration_s, **given})
         server = given.get("server") or server
         return cls(server, workload, given.get("predicted"), given.get("tags", {}), route=given.get("route"))
