@@ -15,7 +15,7 @@ import pytest
 from labserver.demo.settings import Settings
 from labserver.harness.load import client, measurement, pricing
 from labserver.harness.load.measurement import HOT_MOST, waits_kept
-from labserver.harness.load.threads import WHOLE, _process_seconds, _split
+from labserver.harness.load.threads import WHOLE, _process_seconds, split
 from labserver.harness.plans.plan import Before, Meters, Options, Stage
 from labserver.harness.processes.machine import MachineMeter
 from labserver.harness.processes.meters import CpuMeter
@@ -195,7 +195,7 @@ def test_a_price_that_sets_many_runs_is_taken_again_apart_and_the_cheaper_kept_b
 def test_cpu_is_split_into_loops_threads_and_the_rest():
     before = {(7, 7): 1.0, (7, 8): 2.0, (9, 9): 0.5}
     after = {(7, 7): 1.5, (7, 8): 2.25, (7, 10): 0.1, (9, 9): 1.5, (9, 11): 0.2}
-    loop, threads, rest = _split(before, after, {7})
+    loop, threads, rest = split(before, after, {7})
     assert (loop, threads, rest) == pytest.approx((0.5, 0.35, 1.2))
 
 
@@ -203,7 +203,7 @@ def test_a_process_s_whole_count_holds_its_threads_that_ended():
     before = {(7, 7): 1.0, (7, 8): 2.0, (7, WHOLE): 3.0}
     # thread 8 ran 0.25 s more, and a thread that started and ended between the readings ran 0.4 s
     after = {(7, 7): 1.5, (7, 8): 2.25, (7, WHOLE): 4.15}
-    loop, threads, rest = _split(before, after, {7})
+    loop, threads, rest = split(before, after, {7})
     assert (loop, threads, rest) == pytest.approx((0.5, 0.65, 0.0))
 
 
@@ -246,8 +246,8 @@ def test_a_fan_out_is_priced_with_its_waits_at_its_own_users():
     assert not waits_kept(Workload("fanoutbounded", 20, tasks=4, io_ms=200))  # its semaphore: 40 in the pool
     assert not waits_kept(Workload("callreused", 20, tasks=4, io_ms=200))  # a call at a time: one connection
     assert not waits_kept(Workload("sequential", 20, io_ms=200))
-    assert measurement._in_flight(Stage(server, fan)) == (20, 20)  # every user, each holding its calls' connections
-    assert measurement._in_flight(Stage(server, Workload("sequential", 20, io_ms=200))) == (8, 8)
+    assert measurement.in_flight(Stage(server, fan)) == (20, 20)  # every user, each holding its calls' connections
+    assert measurement.in_flight(Stage(server, Workload("sequential", 20, io_ms=200))) == (8, 8)
     assert pricing._key(Stage(server, fan)) != pricing._key(Stage(server, dataclasses.replace(fan, users=40)))
 
 
@@ -298,7 +298,7 @@ def stub():
 
 def test_users_send_in_turn_and_say_which_worker_answered(stub):
     readings = []
-    sent = client._send(stub, "/ok", users=2, warm_s=0.0, read=lambda: readings.append(len(readings)))
+    sent = client.send(stub, "/ok", users=2, warm_s=0.0, read=lambda: readings.append(len(readings)))
     assert sent.pids == {123} and len(sent.times) >= 2
     assert readings == [0, 1]  # read as the counted requests start, and as they end
     assert sent.t0 <= sent.t1
@@ -307,16 +307,16 @@ def test_users_send_in_turn_and_say_which_worker_answered(stub):
 def test_users_take_turns_over_every_connection_and_open_none_while_counted(stub):
     _Stub.clients.clear()
     opened = []
-    client._send(stub, "/ok", users=2, connections=6, warm_s=0.0, read=lambda: opened.append(len(_Stub.clients)))
+    client.send(stub, "/ok", users=2, connections=6, warm_s=0.0, read=lambda: opened.append(len(_Stub.clients)))
     assert opened == [6, 6]  # all six opened by the uncounted requests, none after
     _Stub.clients.clear()
-    client._send(stub, "/ok", users=3, warm_s=0.0)
+    client.send(stub, "/ok", users=3, warm_s=0.0)
     assert len(_Stub.clients) == 3  # no more connections than users: one each
 
 
 def test_an_error_reply_ends_every_user_and_is_raised(stub):
     with pytest.raises(client.PricingError, match="answered 500"):
-        client._send(stub, "/bad", users=3)
+        client.send(stub, "/bad", users=3)
 
 
 class _Closes(_Stub):
@@ -356,21 +356,21 @@ def test_a_post_on_a_connection_the_server_closed_is_not_sent_again(closes):
 def test_a_miss_its_own_cpu_does_not_explain_names_users_in_step():
     figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.3, "ratio": 0.7, "bunched": 0.8,
                "bunched_at_random": 0.6}  # fmt: skip
-    said = miss._miss_cause(0.6, ONE, Before(Prediction(50.0, 400.0, "users"), ONE, "one user", 0.33), figures)
+    said = miss.miss_cause(0.6, ONE, Before(Prediction(50.0, 400.0, "users"), ONE, "one user", 0.33), figures)
     assert said.startswith("not its CPU alone (0.70 of the prediction priced with it); ")
     assert said.endswith("users in step: 80% of replies came right after another, 60% would at random")
-    assert miss._miss_cause(0.95, ONE, None, figures) == ""  # within 10%: nothing to explain
+    assert miss.miss_cause(0.95, ONE, None, figures) == ""  # within 10%: nothing to explain
 
 
 def test_a_generator_cheaper_than_its_price_is_named_where_its_price_bound_the_run():
     figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.13, "ratio": 1.0, "bunched": 0.5,
                "bunched_at_random": 0.5}  # fmt: skip
     bound = Before(Prediction(3000.0, 130.0, Bottleneck.GENERATOR), ONE, "one user", 0.33)
-    assert "Locust CPU/request 0.13 ms, priced 0.33" in miss._miss_cause(1.3, ONE, bound, figures)
+    assert "Locust CPU/request 0.13 ms, priced 0.33" in miss.miss_cause(1.3, ONE, bound, figures)
     users = Before(Prediction(3000.0, 130.0, "users"), ONE, "one user", 0.33)  # cheaper, but it bound nothing
-    assert "Locust" not in miss._miss_cause(1.3, ONE, users, figures)
+    assert "Locust" not in miss.miss_cause(1.3, ONE, users, figures)
     dear = {**figures, "locust_ms": 0.5}  # dearer: it takes cores from any run
-    assert "Locust CPU/request 0.50 ms, priced 0.33" in miss._miss_cause(0.7, ONE, users, dear)
+    assert "Locust CPU/request 0.50 ms, priced 0.33" in miss.miss_cause(0.7, ONE, users, dear)
 
 
 def test_the_generators_price_is_measured_only_where_it_decides_the_prediction(monkeypatch):
@@ -500,9 +500,9 @@ def test_a_second_pricing_keeps_the_lesser_once_per_make_up(monkeypatch):
 def test_a_miss_names_a_worker_that_waited_for_a_cpu():
     figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.3, "ratio": 1.0, "bunched": 0.5,
                "bunched_at_random": 0.5, "worker_waited": 0.09}  # fmt: skip
-    said = miss._miss_cause(0.84, ONE, Before(Prediction(9000.0, 180.0, "users"), ONE, "one user", 0.33), figures)
+    said = miss.miss_cause(0.84, ONE, Before(Prediction(9000.0, 180.0, "users"), ONE, "one user", 0.33), figures)
     assert said.startswith("a worker waited for a CPU 9% of the window; ")
-    assert "waited" not in miss._miss_cause(0.84, ONE, None, {**figures, "worker_waited": 0.01})
+    assert "waited" not in miss.miss_cause(0.84, ONE, None, {**figures, "worker_waited": 0.01})
 
 
 def test_a_database_server_of_one_worker_is_read_for_its_hold_at_once():
@@ -526,9 +526,9 @@ def test_a_miss_names_the_cores_probe_where_it_went_the_same_way_and_only_others
     figures = {"disturbed_cpu": 0.0, "server_ms": 0.3, "locust_ms": 0.33, "ratio": 1.0, "bunched": 0.5,
                "bunched_at_random": 0.5, "core_speed": 0.7}  # fmt: skip
     before = Before(Prediction(100.0, 10.0, "users"), ONE, "one user", 0.33)
-    said = miss._miss_cause(0.7, ONE, before, figures)
+    said = miss.miss_cause(0.7, ONE, before, figures)
     assert "in its window the cores ran 0.70× as fast as when it was priced" in said
-    assert "probe" not in miss._miss_cause(1.3, ONE, before, figures)  # served more on slower cores: not the cause
+    assert "probe" not in miss.miss_cause(1.3, ONE, before, figures)  # served more on slower cores: not the cause
     assert usage.is_disturbed(0.2)  # others' CPU disturbs any run
     assert not usage.is_disturbed(0.05) and not usage.is_disturbed(math.nan)  # unmeasured: not
 

@@ -1,7 +1,7 @@
 """The pricing's client: requests sent by a few users in turn, over kept-alive connections, and timed.
 
 Each user sends its next request as soon as the last reply is read, on the connection idle longest of as many as
-it is given (`_send`); some requests are sent first and not counted, so that the server's threads and pool
+it is given (`send`); some requests are sent first and not counted, so that the server's threads and pool
 processes are started and every connection is open before the counted ones. Each reply is read to its end, and
 names the worker that answered it (X-Worker-Pid). A reply with an error fails the pricing (PricingError), and a
 request left unanswered for REQUEST_TIMEOUT_S times out; a kept-alive connection the server closed while it sat
@@ -57,7 +57,7 @@ class Ask:
 
 
 @dataclasses.dataclass
-class _Sent:
+class Sent:
     """Requests sent by a few users, each in turn: their times (s), the workers that answered, the window (epoch s)."""
 
     times: list[float]
@@ -76,7 +76,7 @@ class _Sent:
         self.cpu.append(cpu_s)
 
 
-def _send(
+def send(
     address: tuple[str, int | None],
     ask: Ask | str,
     *,
@@ -86,7 +86,7 @@ def _send(
     at_least: int = MIN_REQUESTS,
     min_s: float = MIN_S,
     read: Callable[[], None] | None = None,
-) -> _Sent:
+) -> Sent:
     """`users` users' requests `ask` (a path: its GET), each user's in turn on the least recently used of
     `connections` kept-alive connections (at least one each). Unless `warm_s` is None, first some not counted:
     one each, all at once (they start as many threads or pool processes as the counted ones use), then more
@@ -94,7 +94,7 @@ def _send(
     no connection is opened while counted. Then at least `at_least` and `min_s`, at most MAX_S, counted,
     `read()` called as they start and end. The first error ends all, raised."""
     conns = _Connections(address, Ask("GET", ask) if isinstance(ask, str) else ask, max(users, connections))
-    sent = _Sent([], set(), math.nan, math.nan)
+    sent = Sent([], set(), math.nan, math.nan)
     errors: list[BaseException] = []
     clock = {"started": math.inf}
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, TypedDict
 
 from labserver import protocol
 from labserver.demo.calls import CLIENT_CONNECTIONS
-from labserver.harness.load.client import Ask, _send, _Sent
-from labserver.harness.load.threads import Threads, _split, _threads
+from labserver.harness.load.client import Ask, Sent, send
+from labserver.harness.load.threads import Threads, split, tree_threads
 from labserver.harness.plans.plan import Stage
 from labserver.harness.processes.meters import tree_seconds
 from labserver.harness.processes.probe import median, probe_each
@@ -72,7 +72,7 @@ def waits_kept(w: Workload) -> bool:
     return w.traits.overlaps and w.traits.calls >= CLIENT_CONNECTIONS and not w.rate
 
 
-def _in_flight(stage: Stage) -> tuple[int, int]:
+def in_flight(stage: Stage) -> tuple[int, int]:
     """The users whose requests price a stage's CPU, and the connections they take turns over."""
     w = stage.workload
     if waits_kept(w):
@@ -120,7 +120,7 @@ def measure(stage: Stage, cpu_of: OneUser | None = None) -> OneUser:
     probes: list[float] = []  # the cores' speed, on each, at the start and the end (probe.probe_ms)
 
     def read() -> None:  # at the start and the end of the counted requests, from the thread that ends them
-        readings.append(_threads(root) if root is not None else {})
+        readings.append(tree_threads(root) if root is not None else {})
         neighbours.append(sum(tree_seconds(pid) for pid in server.neighbours()))
         probes.extend(probe_each())
         if meter is not None:
@@ -130,15 +130,15 @@ def measure(stage: Stage, cpu_of: OneUser | None = None) -> OneUser:
         # on a server that may have sat idle a moment: its first requests warm it, as the hot ones do otherwise
         alone, held_ms = _alone(server, address, ask, warm_s=WARM_S)
         return dataclasses.replace(cpu_of, seconds=time.perf_counter() - started, **_lone_prices(alone, held_ms))
-    users, held = _in_flight(stage)
+    users, held = in_flight(stage)
     warmed, builds = _warm_key(stage, root, (hot_ask.method, hot_path.path), users)
     warm_s = FIRST_WARM_S if builds and warmed not in _warmed else WARM_S
-    busy = _send(address, hot_ask, users=users, connections=held, warm_s=warm_s, read=read)
+    busy = send(address, hot_ask, users=users, connections=held, warm_s=warm_s, read=read)
     _warmed.add(warmed)
     alone, held_ms = _alone(server, address, ask, warm_s=None)
     n, window_s = len(busy.times), busy.t1 - busy.t0
     if root is not None:
-        loop_s, threads_s, pool_s = _split(readings[0], readings[1], busy.pids)
+        loop_s, threads_s, pool_s = split(readings[0], readings[1], busy.pids)
     else:  # a server on another machine: its meter's processes, no thread apart
         per = meter.per_process(busy.t0 - window_s, busy.t1 + window_s) if meter is not None else {}
         loop_s = sum(c for pid, c in per.items() if pid in busy.pids) * window_s
@@ -155,11 +155,11 @@ def measure(stage: Stage, cpu_of: OneUser | None = None) -> OneUser:
     )
 
 
-def _alone(server: Server, address: tuple[str, int | None], ask: Ask, warm_s: float | None) -> tuple[_Sent, float]:
+def _alone(server: Server, address: tuple[str, int | None], ask: Ask, warm_s: float | None) -> tuple[Sent, float]:
     """One user's requests in turn, for at least ALONE_S, and a pooled connection's hold per use over them."""
     counter = publish.hold_counter(server)
     so_far = counter() if counter is not None else None
-    alone = _send(address, ask, users=1, warm_s=warm_s, at_least=1, min_s=ALONE_S)
+    alone = send(address, ask, users=1, warm_s=warm_s, at_least=1, min_s=ALONE_S)
     return alone, publish.hold_ms(so_far, counter()) if counter is not None else _held_ms(server, alone)
 
 
@@ -173,7 +173,7 @@ class _Lone(TypedDict):
     held_ms: float
 
 
-def _lone_prices(alone: _Sent, held_ms: float) -> _Lone:
+def _lone_prices(alone: Sent, held_ms: float) -> _Lone:
     """A OneUser's prices that one user's requests give: S, the reply's size, the client's CPU, the hold."""
     return _Lone(
         service_ms=sum(alone.times) / len(alone.times) * 1000,
@@ -196,7 +196,7 @@ def _warm_key(stage: Stage, root: int | None, route: tuple[str, str], users: int
     return (root if root is not None else server.url, *(() if shared else route), users), builds
 
 
-def _held_ms(server: Server, alone: _Sent) -> float:
+def _held_ms(server: Server, alone: Sent) -> float:
     """A pooled connection's hold per use over the lone requests, from the server's telemetry (NaN: no database)."""
     held = publish.held_of(server)
     return held((alone.t0, alone.t1)) if held is not None else math.nan
@@ -208,7 +208,7 @@ def alone(stage: Stage) -> int:
     url = urllib.parse.urlsplit(protocol.request_path(stage.locust()))
     ask = Ask.of(stage.route, f"{url.path}?{url.query}".rstrip("?"))
     address = (url.hostname or "127.0.0.1", url.port)
-    return len(_send(address, ask, users=1, warm_s=None, at_least=1, min_s=ALONE_S).times)
+    return len(send(address, ask, users=1, warm_s=None, at_least=1, min_s=ALONE_S).times)
 
 
 def cpu_per_request_ms(server: LabServer, path: str, users: int = HOT_MOST) -> float:
@@ -219,12 +219,12 @@ def cpu_per_request_ms(server: LabServer, path: str, users: int = HOT_MOST) -> f
     assert server.proc is not None, "start the server before pricing it"
     root = server.proc.pid
     readings: list[Threads] = []
-    busy = _send(
+    busy = send(
         ("127.0.0.1", server.port),
         Ask("GET", path),
         users=hot_users(users),
         connections=connections(users, limit=getattr(server, "limit_concurrency", None)),
         warm_s=WARM_S,
-        read=lambda: readings.append(_threads(root)),
+        read=lambda: readings.append(tree_threads(root)),
     )
-    return sum(_split(readings[0], readings[1], busy.pids)) / len(busy.times) * 1000
+    return sum(split(readings[0], readings[1], busy.pids)) / len(busy.times) * 1000

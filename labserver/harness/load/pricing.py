@@ -144,8 +144,8 @@ def _key(stage: Stage) -> tuple[Hashable, ...]:
     if stage.route is not None:  # a route of one's own: its work is its own, whatever the model reads it as
         r = stage.route
         route = (r["method"], r["path"], r.get("body"), tuple(r.get("headers", {}).items()))
-        return (*server, s.url, *route, *measurement._in_flight(stage))
-    return (*server, w.pattern, w.tasks, w.io_ms, w.cpu_n, *measurement._in_flight(stage))
+        return (*server, s.url, *route, *measurement.in_flight(stage))
+    return (*server, w.pattern, w.tasks, w.io_ms, w.cpu_n, *measurement.in_flight(stage))
 
 
 def forget() -> None:
@@ -176,7 +176,7 @@ def one_user(stage: Stage, tries: int = 1) -> OneUser:
         if twin is not None:  # the same requests, without their waits, priced for another make-up
             _priced[key] = measurement.measure(stage, cpu_of=twin)
         else:
-            _priced[key] = min((measurement.measure(stage) for _ in range(tries)), key=_cpu)
+            _priced[key] = min((measurement.measure(stage) for _ in range(tries)), key=window_cpu)
             _hot[hot] = _priced[key]
         _members.setdefault(hot, []).append(key)
     return _priced[key]
@@ -193,7 +193,7 @@ def price_again(stage: Stage) -> None:
     fresh = measurement.measure(stage)
     key = _key(stage)
     _priced[key] = dataclasses.replace(_priced[key], seconds=_priced[key].seconds + fresh.seconds)
-    if _cpu(fresh) >= _cpu(_hot[hot]):
+    if window_cpu(fresh) >= window_cpu(_hot[hot]):
         return
     cpu = {f: getattr(fresh, f) for f in ("loop_ms", "threads_ms", "pool_ms", "busy_ms", "neighbours_ms", "probe_ms")}
     _hot[hot] = fresh
@@ -209,10 +209,10 @@ def again(stage: Stage) -> OneUser:
     if key not in _again:
         fresh = measurement.measure(stage)
         kept = _priced.get(key)
-        _priced[key] = fresh if kept is None or _cpu(fresh) < _cpu(kept) else kept
+        _priced[key] = fresh if kept is None or window_cpu(fresh) < window_cpu(kept) else kept
         _again.add(key)
     return _priced[key]
 
 
-def _cpu(one: OneUser) -> float:
+def window_cpu(one: OneUser) -> float:
     return one.worker_ms + one.pool_ms

@@ -4,7 +4,7 @@ Linux's scheduler counts each process's CPU clock (its ended threads included) a
 /proc/<pid>/task/<tid>/schedstat in ns, which sets a worker's event loop (its main thread) apart from its other
 threads: a few requests of a fraction of a ms each are priced where the clock ticks of psutil's times (10 ms) would
 read 0. Elsewhere psutil's per-thread times stand in. Two readings, before and after some requests, give the
-workers' loops, their other threads and the rest of the tree (`_split`).
+workers' loops, their other threads and the rest of the tree (`split`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ WHOLE = 0  # the tid of a process's whole count in Threads: no thread has id 0
 _CPUCLOCK_SCHED = 2  # Linux's process CPU clock that counts in ns, as the scheduler does
 
 
-def _split(before: Threads, after: Threads, workers: set[int | None]) -> tuple[float, float, float]:
+def split(before: Threads, after: Threads, workers: set[int | None]) -> tuple[float, float, float]:
     """CPU seconds between two readings: the workers' main threads (their loops), their other threads, the rest.
 
     A process's whole count (its WHOLE entry) holds the threads that ended between the readings too: an
@@ -42,7 +42,7 @@ def _split(before: Threads, after: Threads, workers: set[int | None]) -> tuple[f
     return loop, threads, rest
 
 
-def _threads(root: int) -> Threads:
+def tree_threads(root: int) -> Threads:
     """Seconds each thread of the process tree under `root` has run on a CPU, and each process's whole (WHOLE)."""
     found: Threads = {}
     for p in procs.tree(root):

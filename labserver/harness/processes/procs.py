@@ -109,7 +109,7 @@ class _Spawner:
                 stderr=subprocess.DEVNULL,
                 pass_fds=(read_fd,),
                 start_new_session=True,
-                cwd=Path(__file__).resolve().parent.parent,
+                cwd=Path(__file__).resolve().parents[3],  # the repository: `-m labserver...` finds the package there
             )
         finally:
             os.close(read_fd)

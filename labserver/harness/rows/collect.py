@@ -22,8 +22,8 @@ from labserver.harness.plans.plan import Before, Meters, Options, Predicted, Sta
 from labserver.harness.processes import pauses
 from labserver.harness.processes.supervise import Status
 from labserver.harness.rows import arrivals, columns, measure, records, results
-from labserver.harness.rows.miss import _miss_cause
-from labserver.harness.rows.usage import Held, Window, _cpu, _Span
+from labserver.harness.rows.miss import miss_cause
+from labserver.harness.rows.usage import Held, Span, Window, window_cpu
 from labserver.harness.servers import isolate
 from labserver.theory import bottlenecks, demand, model
 from labserver.theory.cores import SATURATED, usable
@@ -76,7 +76,7 @@ def collect(given: StageInput, meters: Meters, options: Options) -> results.RunR
     stage, per_user = given.stage, given.per_user
     span = _window(given, options.warmup_s)
     m = span.measured
-    cpu = _cpu(meters, stage, span, given.server_cores, options.processes, given.held)
+    cpu = window_cpu(meters, stage, span, given.server_cores, options.processes, given.held)
     p = stage.prediction(options, cpu.columns["usable_cores"], demand=cpu.cost)
     # A window too short for the meters' samples measures no demand: the model's prediction would then price fib
     # with the lab's own Python, not the server's (lesson 10's free-threaded build), so the one made before stands
@@ -113,13 +113,13 @@ def collect(given: StageInput, meters: Meters, options: Options) -> results.RunR
     return results.RunResult(row=row, history=history(per_user, given.start), path=given.folder, manifest=manifest)
 
 
-def _window(given: StageInput, warmup_s: float) -> _Span:
+def _window(given: StageInput, warmup_s: float) -> Span:
     """The stage's figures after its warm-up, and the window its CPU and prediction are taken over."""
     per_user, start, settle = given.per_user, given.start, given.settle
     cut = measure.warmup_end(per_user, start, warmup_s, settle)  # once every user is in its loop
     m = measure.measure(per_user, start=start, warmup_s=warmup_s, settle_requests=settle)
     window = given.meant or (m.window_start, m.window_start + m.window_s)
-    return _Span(m, window, records.counts(per_user, since=cut))  # as `requests` counts them
+    return Span(m, window, records.counts(per_user, since=cut))  # as `requests` counts them
 
 
 def _figures(m: measure.Measured, p: model.Prediction, predicted: Predicted) -> dict[str, Any]:
@@ -174,7 +174,7 @@ def _before(before: Before | None, figures: dict[str, Any]) -> dict[str, Any]:
         "one_user_reply_kb": one.reply_bytes / 1024 if one else math.nan,
         "before_locust_ms": before.generator_ms if before is not None else math.nan,
         "one_user_s": one.seconds if one else math.nan,
-        "before_miss": _miss_cause(ratio, one, before, figures),
+        "before_miss": miss_cause(ratio, one, before, figures),
     }
 
 

@@ -28,7 +28,7 @@ STEP_SHARE = 0.1
 WAITED = 0.05
 
 
-def _miss_cause(ratio: float, one: OneUser | None, before: Before | None, figures: dict[str, Any]) -> str:
+def miss_cause(ratio: float, one: OneUser | None, before: Before | None, figures: dict[str, Any]) -> str:
     """Why a run missed its before-prediction by more than BEFORE_MISS, as its window measured it; '' within it."""
     if not math.isfinite(ratio) or abs(ratio - 1) <= BEFORE_MISS:
         return ""

@@ -1,7 +1,7 @@
 """Where the CPU went in a run's window: the row's CPU columns, and the run's demand measured from them.
 
 Locust's, the server's and the machine's meters are read over the window a run's CPU and its prediction are taken
-over (`_Span`): the server's CPU is split into the workers that answered its requests (their pids come with every
+over (`Span`): the server's CPU is split into the workers that answered its requests (their pids come with every
 reply) and the rest of its tree (the process pools), and the machine's rest is Locust, the notebook and others.
 Each part is also given per request; the workers' loops, kernel time and context switches are read where their
 meter keeps them, and a run in whose window others took DISTURBED cores or more is marked disturbed.
@@ -29,7 +29,7 @@ Held: TypeAlias = Callable[[Window], float]  # a window's mean hold of a pooled 
 
 
 @dataclass(frozen=True)
-class _Span:
+class Span:
     """The figures after the warm-up, the window the CPU and the prediction are taken over, and the requests
     each worker answered after the warm-up (by pid)."""
 
@@ -47,8 +47,8 @@ class _Cpu:
     busiest: float
 
 
-def _cpu(
-    meters: Meters, stage: Stage, span: _Span, server_cores: float | None, processes: int, held: Held | None
+def window_cpu(
+    meters: Meters, stage: Stage, span: Span, server_cores: float | None, processes: int, held: Held | None
 ) -> _Cpu:
     """Where the CPU went in the span's window: the row's CPU columns, the run's demand, Locust's busiest process."""
     window, served, rps = span.window, span.served, span.measured.rps
