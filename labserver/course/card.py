@@ -19,23 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from labserver import checks
+from labserver import checks, lessons
 from labserver.harness.rows import results
-from labserver.lessons import (
-    app_threads,
-    async_vs_sync,
-    blocking,
-    calling_services,
-    client_side,
-    clients_that_leave,
-    cpu_bound,
-    database,
-    one_slow_route,
-    overload,
-    sequential_vs_gather,
-    without_the_gil,
-    workers,
-)
 from labserver.lessons.card_row import NOT_YET, Row
 from labserver.paths import ROOT
 from labserver.yourapp import measure
@@ -46,22 +31,22 @@ MOVES = 0.2  # a figure whose range passes ±this share of its middle moves with
 
 
 ROWS = [
-    async_vs_sync.AWAITABLE_IO,
-    async_vs_sync.BLOCKING_LIBRARY,
-    blocking.HANDED_TO_A_THREAD,
-    sequential_vs_gather.INDEPENDENT_WAITS,
-    app_threads.BLOCKING_DEPENDENCY,
-    workers.CPU_BOUND,
-    one_slow_route.BESIDE_QUICK_ROUTES,
-    cpu_bound.RELEASED_GIL,
-    without_the_gil.FREE_THREADED,
-    without_the_gil.INTERPRETER_POOL,
-    client_side.CALLING_SERVICES,
-    calling_services.FAN_OUT,
-    clients_that_leave.CLIENTS_THAT_LEAVE,
-    database.DATABASE_POOL,
-    overload.OVERLOAD,
-    blocking.NEVER_BLOCK_THE_LOOP,
+    lessons.async_vs_sync.AWAITABLE_IO,
+    lessons.async_vs_sync.BLOCKING_LIBRARY,
+    lessons.blocking.HANDED_TO_A_THREAD,
+    lessons.sequential_vs_gather.INDEPENDENT_WAITS,
+    lessons.app_threads.BLOCKING_DEPENDENCY,
+    lessons.workers.CPU_BOUND,
+    lessons.one_slow_route.BESIDE_QUICK_ROUTES,
+    lessons.cpu_bound.RELEASED_GIL,
+    lessons.without_the_gil.FREE_THREADED,
+    lessons.without_the_gil.INTERPRETER_POOL,
+    lessons.client_side.CALLING_SERVICES,
+    lessons.calling_services.FAN_OUT,
+    lessons.clients_that_leave.CLIENTS_THAT_LEAVE,
+    lessons.database.DATABASE_POOL,
+    lessons.overload.OVERLOAD,
+    lessons.blocking.NEVER_BLOCK_THE_LOOP,
 ]
 
 # The rows `python -m labserver measure` names on an app of one's own (lesson 15): each names the command, which the
@@ -101,7 +86,7 @@ def batches(runs: pd.DataFrame, count: int) -> list[str]:
         return []
     wanted = {lesson for row in ROWS for lesson in row.lessons}
     ran = runs.dropna(subset=["batch"]).groupby(runs["batch"].astype(str))["lesson"]
-    whole = [b for b, lessons in ran if b and wanted <= {str(x)[:2] for x in lessons.dropna()}]
+    whole = [b for b, ran_here in ran if b and wanted <= {str(x)[:2] for x in ran_here.dropna()}]
     return sorted(whole)[-count:]
 
 

@@ -5,23 +5,9 @@ import math
 import pandas as pd
 import pytest
 
+from labserver import lessons
 from labserver.course import card
-from labserver.lessons import (
-    app_threads,
-    async_vs_sync,
-    blocking,
-    calling_services,
-    card_row,
-    client_side,
-    clients_that_leave,
-    cpu_bound,
-    database,
-    one_slow_route,
-    overload,
-    sequential_vs_gather,
-    without_the_gil,
-    workers,
-)
+from labserver.lessons import card_row
 from labserver.paths import ROOT
 
 
@@ -84,37 +70,37 @@ def test_the_card_has_its_columns_and_a_row_each():
 
 
 def test_async_over_def_is_the_smallest_ratio_at_three_times_the_pool():
-    got = async_vs_sync.async_over_def(RUNS)
+    got = lessons.async_vs_sync.async_over_def(RUNS)
     assert got.ratio == pytest.approx(1170 / 390)
     assert got.text == "3.0× (async / def at 120 users)"
 
 
 def test_the_def_endpoint_is_read_against_threads_over_io():
-    got = async_vs_sync.def_at_threads(RUNS)
+    got = lessons.async_vs_sync.def_at_threads(RUNS)
     assert got.ratio == pytest.approx((390 / 400 + 392 / 400) / 2)
     assert "of threads / io (def at 120–160 users)" in got.text
 
 
 def test_gather_over_sequential():
-    got = sequential_vs_gather.gather_over_sequential(RUNS)
+    got = lessons.sequential_vs_gather.gather_over_sequential(RUNS)
     assert got.ratio == pytest.approx(3.0)
     assert got.text == "3.0× (gather / sequential, 3 waits, 100 users)"
 
 
 def test_the_pool_and_the_workers_each_give_their_ratio():
-    got = workers.pool_and_workers(RUNS)
+    got = lessons.workers.pool_and_workers(RUNS)
     assert got.ratio == pytest.approx(156 / 82)
     assert got.text == "1.9× (process pool / `def` and `async def`, fib(25)); 1.9× (2 workers / 1)"
 
 
 def test_the_blocked_loop_is_read_against_one_over_io_without_the_timeout_run():
-    got = blocking.blocked_loop(RUNS)
+    got = lessons.blocking.blocked_loop(RUNS)
     assert got.ratio == pytest.approx(1.0)
     assert got.text == "1.00 of workers / io (time.sleep in async def at 5–50 users)"
 
 
 def test_a_row_without_runs_says_not_measured_yet():
-    assert math.isnan(blocking.offload_at_threads(RUNS).ratio)
+    assert math.isnan(lessons.blocking.offload_at_threads(RUNS).ratio)
     offload = card.card(RUNS).iloc[2]
     assert offload["measured"].startswith("not measured yet")
     measured = card.card(RUNS)["measured"]
@@ -149,7 +135,7 @@ def test_markdown_escapes_a_pipe_in_a_cell():
 
 def test_workers_without_their_cores_recorded_are_not_read():
     runs = RUNS.assign(usable_cores=float("nan"))
-    assert workers.pool_and_workers(runs).text == "1.9× (process pool / `def` and `async def`, fib(25))"
+    assert lessons.workers.pool_and_workers(runs).text == "1.9× (process pool / `def` and `async def`, fib(25))"
 
 
 L10 = "10_without_the_gil"
@@ -170,7 +156,7 @@ def test_free_threads_read_the_same_build_with_and_without_its_gil():
         _build("3.13.5t, GIL off", False, 75.0, part="threads", threads=1),  # the threads run's small pool
     ])  # fmt: skip
     said = "1.9× the same build with its GIL; 1.2× the usual build's thread pool (fib(25))"
-    assert without_the_gil.free_threads(runs) == card_row.Measured(150.0 / 80.0, said)
+    assert lessons.without_the_gil.free_threads(runs) == card_row.Measured(150.0 / 80.0, said)
 
 
 def test_free_threads_compare_busy_runs_whatever_their_users():
@@ -185,7 +171,7 @@ def test_free_threads_compare_busy_runs_whatever_their_users():
             _run(L10, "processpool", 160, 1500.0, **pool),
         ]
     )
-    got = without_the_gil.free_threads(runs)
+    got = lessons.without_the_gil.free_threads(runs)
     assert got.ratio == 1200.0 / 80.0
     assert (
         got.text
@@ -194,7 +180,9 @@ def test_free_threads_compare_busy_runs_whatever_their_users():
 
 
 def test_free_threads_without_a_free_threaded_run_is_not_measured_yet():
-    assert math.isnan(without_the_gil.free_threads(pd.DataFrame([_build("3.11.7, GIL build", True, 124.0)])).ratio)
+    assert math.isnan(
+        lessons.without_the_gil.free_threads(pd.DataFrame([_build("3.11.7, GIL build", True, 124.0)])).ratio
+    )
 
 
 def _client(client, client_ms, users=100, requests=1000, **row):
@@ -212,12 +200,14 @@ def test_a_reused_client_reads_its_cpu_against_requests_get_at_the_most_in_fligh
             _client("session", 0.10, valid=False),  # invalid: never read
         ]
     )
-    got = client_side.reused_client(runs)
+    got = lessons.client_side.reused_client(runs)
     assert got.ratio == pytest.approx(0.68 / 0.85)
     assert got.text == (
         "a Session costs 0.80× the client CPU per request of `requests.get`, aiohttp 0.27× (100 in flight)"
     )
-    assert math.isnan(client_side.reused_client(runs[runs["client"] != "session"]).ratio)  # no Session run: not yet
+    assert math.isnan(
+        lessons.client_side.reused_client(runs[runs["client"] != "session"]).ratio
+    )  # no Session run: not yet
 
 
 def test_c_code_that_lets_go_of_the_gil_is_read_as_cores_busy_over_fib_s():
@@ -226,10 +216,10 @@ def test_c_code_that_lets_go_of_the_gil_is_read_as_cores_busy_over_fib_s():
         _run(L03, "hashed", 20, 130.0, io_ms=0, cpu_n=25, part="fib", server_cpu=1.8),
         _run(L03, "threadpool", 20, 60.0, io_ms=50, cpu_n=25, part="fib + sleep", server_cpu=0.5),  # not fib alone
     ])  # fmt: skip
-    got = cpu_bound.released_gil(runs)
+    got = lessons.cpu_bound.released_gil(runs)
     assert got.ratio == pytest.approx(1.8)
     assert got.text == "1.80 cores busy hashing in a `def`, against 1.00 computing fib"
-    assert math.isnan(cpu_bound.released_gil(RUNS).ratio)  # no hashed run: not yet
+    assert math.isnan(lessons.cpu_bound.released_gil(RUNS).ratio)  # no hashed run: not yet
 
 
 def test_a_database_pool_is_read_against_connections_over_hold_where_it_is_scarcer_than_the_threads():
@@ -238,10 +228,10 @@ def test_a_database_pool_is_read_against_connections_over_hold_where_it_is_scarc
         _run("07_database", "sync_select", 10, 95.0, db_pool=20, db_hold_ms=100.0),  # fewer users than connections
         _run("07_database", "sync_select", 80, 390.0, db_pool=60, db_hold_ms=100.0),  # the threads are scarcer
     ])  # fmt: skip
-    got = database.database_pool(runs)
+    got = lessons.database.database_pool(runs)
     assert got.ratio == pytest.approx(190 / 200)
     assert got.text == "0.95 of connections / hold (20 connections, 40 threads)"
-    assert math.isnan(database.database_pool(RUNS).ratio)
+    assert math.isnan(lessons.database.database_pool(RUNS).ratio)
 
 
 def _open(lesson, rate, rps, first, last, shed=0.0, **row):
@@ -257,13 +247,13 @@ def test_overload_reads_the_mean_latency_s_growth_through_the_run_unbounded_and_
         # uvicorn's --limit-concurrency queues nothing: not a bounded queue's run
         _open("09_stalls_and_shedding", 294.0, 190.0, 200.0, 201.0, shed=0.38, limit_concurrency=21.0),
     ])  # fmt: skip
-    got = overload.past_capacity(runs)
+    got = lessons.overload.past_capacity(runs)
     assert got.ratio == pytest.approx(2.5)
     assert got.text == (
         "unbounded: mean latency 2.5× higher in the run's last third than its first; a bounded queue: 1.01×, 33% shed"
     )
-    assert math.isnan(overload.past_capacity(runs.iloc[2:]).ratio)  # no unbounded run past capacity
-    assert math.isnan(overload.past_capacity(RUNS).ratio)
+    assert math.isnan(lessons.overload.past_capacity(runs.iloc[2:]).ratio)  # no unbounded run past capacity
+    assert math.isnan(lessons.overload.past_capacity(RUNS).ratio)
 
 
 def test_the_interpreter_pool_is_read_against_the_same_build_s_thread_pool_with_its_gil():
@@ -277,10 +267,10 @@ def test_the_interpreter_pool_is_read_against_the_same_build_s_thread_pool_with_
         ft("threadpool", 36.0, "3.13.5t, GIL on", load="alone"),  # one user: not a busy run
         ft("interpreterpool", 75.0, "3.13.5t, GIL off"),  # another build
     ])  # fmt: skip
-    got = without_the_gil.interpreter_pool(runs)
+    got = lessons.without_the_gil.interpreter_pool(runs)
     assert got.ratio == pytest.approx(70 / 40)
     assert got.text == "1.75× the same build's thread pool with its GIL, 1.90 cores busy"
-    assert math.isnan(without_the_gil.interpreter_pool(RUNS).ratio)
+    assert math.isnan(lessons.without_the_gil.interpreter_pool(RUNS).ratio)
 
 
 def test_a_blocking_dependency_is_read_against_threads_over_io_and_beside_an_async_one():
@@ -288,10 +278,10 @@ def test_a_blocking_dependency_is_read_against_threads_over_io_and_beside_an_asy
         _run("11_app_threads", "syncdep", 100, 196.0, io_ms=200),
         _run("11_app_threads", "asyncdep", 100, 490.0, io_ms=200),
     ])  # fmt: skip
-    got = app_threads.blocking_dependency(runs)
+    got = lessons.app_threads.blocking_dependency(runs)
     assert got.ratio == pytest.approx(196 / 200)
     assert got.text == "0.98 of threads / io with a `def` dependency; an `async def` one 2.5× (100 users)"
-    assert math.isnan(app_threads.blocking_dependency(runs.iloc[:1]).ratio)  # no async dependency run: not yet
+    assert math.isnan(lessons.app_threads.blocking_dependency(runs.iloc[:1]).ratio)  # no async dependency run: not yet
 
 
 def test_the_fan_out_is_read_bounded_over_unbounded_with_their_cpu_per_call():
@@ -299,13 +289,13 @@ def test_the_fan_out_is_read_bounded_over_unbounded_with_their_cpu_per_call():
         return _run("12_calling_services", pattern, 20, rps, tasks=4, io_ms=200, server_ms=server_ms)
 
     runs = pd.DataFrame([fan("fanoutbounded", 49.0, 7.0), fan("fanout", 17.5, 56.0), fan("callreused", 24.5, 7.1)])
-    got = calling_services.fan_out(runs)
+    got = lessons.calling_services.fan_out(runs)
     assert got.ratio == pytest.approx(49 / 17.5)
     assert (
         got.text
         == "bounded 2.8× the unbounded fan-out's req/s; unbounded, a call cost 8.0× the CPU (20 users × 4 calls)"
     )
-    assert math.isnan(calling_services.fan_out(runs[runs["pattern"] != "fanout"]).ratio)
+    assert math.isnan(lessons.calling_services.fan_out(runs[runs["pattern"] != "fanout"]).ratio)
 
 
 def test_clients_that_leave_are_read_checking_over_not_checking():
@@ -313,12 +303,12 @@ def test_clients_that_leave_are_read_checking_over_not_checking():
         return _run("13_clients_that_leave", pattern, 2, 5.0, tasks=6, io_ms=150, cpu_n=cpu_n, server_ms=server_ms,
                     failures=70)  # fmt: skip
 
-    got = clients_that_leave.abandoned(
+    got = lessons.clients_that_leave.abandoned(
         pd.DataFrame([run("sequential", 74.0), run("watchful", 38.0), run("sequential", 2.0, 0)])
     )
     assert got.ratio == pytest.approx(0.5)
     assert got.text == "0.50 of the fib CPU per abandoned request, checking between 6 steps"
-    assert math.isnan(clients_that_leave.abandoned(RUNS).ratio)
+    assert math.isnan(lessons.clients_that_leave.abandoned(RUNS).ratio)
 
 
 def test_a_slow_route_is_read_as_the_cheap_route_s_p95_on_the_loop_over_in_a_process():
@@ -327,12 +317,12 @@ def test_a_slow_route_is_read_as_the_cheap_route_s_p95_on_the_loop_over_in_a_pro
 
     runs = pd.DataFrame([run("sequential", "none", 2.0, 0), run("sequential", "event loop", 80.0),
                          run("threadpool", "thread pool", 20.0), run("processpool", "process pool", 2.0)])  # fmt: skip
-    got = one_slow_route.slow_route(runs)
+    got = lessons.one_slow_route.slow_route(runs)
     assert got.ratio == pytest.approx(40.0)
     loop = "a cheap request's p95 round trip: 80 ms beside fib on the loop"
     assert got.text == f"{loop}, 20 in a thread, 2.0 in a process (40×)"
-    assert math.isnan(one_slow_route.slow_route(runs[runs["where"] != "thread pool"]).ratio)
-    assert math.isnan(one_slow_route.slow_route(RUNS).ratio)
+    assert math.isnan(lessons.one_slow_route.slow_route(runs[runs["where"] != "thread pool"]).ratio)
+    assert math.isnan(lessons.one_slow_route.slow_route(RUNS).ratio)
 
 
 def _batched(values):
@@ -355,7 +345,7 @@ def test_a_batch_of_the_card_ran_every_lesson_it_reads():
 
 
 def test_a_figure_is_ranged_over_the_last_batches_with_their_count():
-    row = next(r for r in card.ROWS if r.measure is blocking.offload_at_threads)
+    row = next(r for r in card.ROWS if r.measure is lessons.blocking.offload_at_threads)
     runs = _batched([100.0, 392.0, 396.0, 400.0])  # the first batch is past the last three
     assert card.batches(runs, 3) == ["20261121T000000", "20261122T000000", "20261123T000000"]  # the last three
     text = card.ranged(row, runs, card.batches(runs, 3))
@@ -363,7 +353,7 @@ def test_a_figure_is_ranged_over_the_last_batches_with_their_count():
 
 
 def test_a_figure_that_moves_past_twenty_percent_says_why():
-    row = next(r for r in card.ROWS if r.measure is blocking.offload_at_threads)
+    row = next(r for r in card.ROWS if r.measure is lessons.blocking.offload_at_threads)
     runs = _batched([200.0, 400.0])
     text = card.ranged(row, runs, card.batches(runs, 3))
     assert text.startswith(
