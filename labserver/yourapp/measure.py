@@ -21,7 +21,7 @@ import math
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pandas as pd
 
@@ -30,7 +30,7 @@ from labserver.demo.settings import THREADS_DEFAULT
 from labserver.demo.traits import Where
 from labserver.harness.load import measurement
 from labserver.harness.load import run as load
-from labserver.harness.plans.plan import Run, Stage
+from labserver.harness.plans.plan import Stage
 from labserver.harness.servers.launcher import LabServer
 from labserver.yourapp.advice import advice, predict
 from labserver.yourapp.patterns import DEPENDENCY, HELD
@@ -122,7 +122,7 @@ def sweep(
     saturation its telemetry saw) into `verdict.runs`."""
     tags = {"route": verdict.route}
     for users in users_steps(most, least):
-        run = cast(Run, {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route, "tags": tags})
+        run = stage.as_run(users, tags)
         [result] = load.run_plan(
             stage.server, [run], duration_s=stage.workload.duration_s, progress=progress, lesson=lesson
         )
@@ -297,8 +297,8 @@ def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str,
     workers = v.change_settings.get("workers", old.settings.workers)
     threads = v.change_settings.get("threads", old.threads)
     with AppServer(old.target, folder=old.folder, env=old.env, workers=workers, threads=threads) as server:
-        run = cast(Run, {**dataclasses.asdict(stage.workload), "users": users, "route": stage.route})
-        run["tags"] = {"route": v.route, "change": ", ".join(f"{k} {n}" for k, n in v.change_settings.items())}
+        change = ", ".join(f"{k} {n}" for k, n in v.change_settings.items())
+        run = stage.as_run(users, {"route": v.route, "change": change})
         [result] = load.run_plan(server, [run], duration_s=stage.workload.duration_s, progress=False, lesson=lesson)
     row = result.row
     return {

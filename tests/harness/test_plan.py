@@ -46,6 +46,17 @@ def test_a_plan_s_stage_carries_the_workload_to_locust():
         Stage.from_run({"pattern": "gather", "users": 3, "thread": 8}, 4, server)
 
 
+def test_a_stage_as_a_run_comes_back_as_the_same_stage_at_the_users_asked():
+    server = SimpleNamespace(url="http://127.0.0.1:1")
+    route = {"method": "GET", "path": "/items", "label": "GET /items"}
+    stage = Stage(server, Workload("sequential", 1, io_ms=50, duration_s=3), route=route)
+    run = stage.as_run(8, {"route": "GET /items"})
+    assert set(run) <= set(RUN_KEYS) and run["users"] == 8 and run["tags"] == {"route": "GET /items"}
+    back = Stage.from_run(run, 3, server)
+    assert back.workload == dataclasses.replace(stage.workload, users=8) and back.route == route
+    assert stage.as_run()["users"] == 1 and "tags" not in stage.as_run()
+
+
 def test_one_spawn_rate_for_the_command_and_the_rows():
     stages = [SimpleNamespace(users=u) for u in (10, 40, 20)]
     assert Options().spawn_rate_for(stages) == 40  # every user of the busiest stage at once

@@ -12,15 +12,13 @@ calibration.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import cast
 
 from labserver.harness.load.measurement import HOT_MOST
 from labserver.harness.load.run import run_plan
-from labserver.harness.plans.plan import Run, Stage
+from labserver.harness.plans.plan import Stage
 from labserver.harness.rows import results
 from labserver.harness.servers.launcher import LabServer
 from labserver.theory.model import Prediction
@@ -129,9 +127,9 @@ def generator_price_on(stage: Stage, key: Hashable, *, again: bool = False) -> G
     a new Locust process, the cheaper kept, once per make-up, as pricing.again prices the server a second time
     apart from the first: a slow moment of a few seconds covers runs in a row, and read the price a third dearer."""
     if key not in _generator_on or (again and key not in _generator_again):
-        run = {**dataclasses.asdict(stage.workload), "users": HOT_MOST, "route": stage.route}
-        unpriced = Prediction(math.nan, math.nan, "not modelled: the run prices the load generator")
-        tries = [cast(Run, {**run, "predicted": unpriced})] * GENERATOR_TRIES
+        run = stage.as_run(HOT_MOST)
+        run["predicted"] = Prediction(math.nan, math.nan, "not modelled: the run prices the load generator")
+        tries = [run] * GENERATOR_TRIES
         priced = [_price_of(r.row) for r in run_plan(stage.server, tries, duration_s=GENERATOR_S, progress=False)]
         kept = _generator_on.get(key)
         _generator_on[key] = min([*priced, *([kept] if kept else [])], key=_locust_ms)

@@ -93,6 +93,24 @@ class Stage:
         server = given.get("server") or server
         return cls(server, workload, given.get("predicted"), given.get("tags", {}), route=given.get("route"))
 
+    def as_run(self, users: int | None = None, tags: dict[str, Any] | None = None) -> Run:
+        """This stage as run_plan takes it: its workload and route, at `users` where given, with `tags` where given."""
+        w = self.workload
+        run = Run(
+            pattern=w.pattern,
+            users=w.users if users is None else users,
+            tasks=w.tasks,
+            io_ms=w.io_ms,
+            cpu_n=w.cpu_n,
+            duration_s=w.duration_s,
+            rate=w.rate,
+            drain_s=w.drain_s,
+            route=self.route,
+        )
+        if tags is not None:
+            run["tags"] = tags
+        return run
+
     def prediction(
         self,
         options: Options,
