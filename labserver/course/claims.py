@@ -99,8 +99,9 @@ class Claims:
         self, claim: str, measured: float, predicted: float, tolerance: float, detail: str = "", *, key: str
     ) -> Verdict:
         """measured / predicted lies within 1 ± tolerance."""
-        # the verdict's own "measured" is the ratio: the two it divides are named apart, so neither reads as it
-        detail = detail or f"that is {measured:.4g} against {predicted:.4g} predicted"
+        # the verdict's own "measured" is the ratio: the two it divides are named first, so neither reads as it
+        both = f"that is {measured:.4g} against {predicted:.4g} predicted"
+        detail = f"{both}; {detail}" if detail else both
         return self.ratio(claim, measured, predicted, 1 - tolerance, 1 + tolerance, detail, key=key)
 
     def valid(self, claim: str, frame: pd.DataFrame, *, key: str) -> Verdict:

@@ -21,21 +21,17 @@ from labserver.theory.bottlenecks import Bottleneck
 
 
 def holds(slow: pd.DataFrame, base: pd.DataFrame, db_pool: int, io_ms: int) -> pd.DataFrame:
-    """Part 1 by driver: req/s measured, predicted before the run and at the hold measured under load, a
-    connection's hold alone and under load (ms), and db_pool / req/s (ms), what Little's law gives for a pool
-    never idle. `io_ms` is each query's pg_sleep."""
+    """Part 1 by driver: req/s measured, predicted before the run and at the hold measured under load (db_pool /
+    hold), and a connection's hold alone and under load (ms). `io_ms` is each query's pg_sleep."""
     by = slow.set_index("driver")
     alone = by["pattern"].map(base["service_ms"] - base["cpu_ms"]) + io_ms  # the lone request's price
     return pd.DataFrame(
         {
             "req/s": by["rps"],
             "predicted before": by["predicted_before_rps"],
-            "at the hold under load": by["predicted_rps"],
-            "alone, S − CPU + io_ms (ms)": alone,
-            # the hold the prediction before priced where the pool bound it: n connections over n / hold req/s
-            "priced before, db_pool / predicted (ms)": db_pool / by["predicted_before_rps"] * 1000,
-            "held under load, measured (ms)": by["db_hold_ms"],
-            "db_pool / req/s (ms)": db_pool / by["rps"] * 1000,
+            "db_pool / hold under load": by["predicted_rps"],
+            "hold alone, S − CPU + io_ms (ms)": alone,
+            "hold under load, measured (ms)": by["db_hold_ms"],
         }
     ).round(1)
 
@@ -73,17 +69,15 @@ class Fast:
         return float(self.cpu_priced["sync"] / self.cpu_priced["async"])
 
     def cpu_table(self) -> pd.DataFrame:
-        """Each driver's CPU per request as calibrate priced it (8 users on 8 connections), as the run's own pricing
-        did (8 users taking turns over as many connections as the run holds, where the run has one) and under load,
-        and the cores its server kept busy."""
+        """Each driver's CPU per request as calibrate priced it (8 users on 8 connections) and under load, and the
+        cores its server kept busy."""
         under_load = self.runs.set_index("driver")
         users = int(under_load["users"].iloc[0])
-        columns = {"CPU ms per request, priced: 8 users": self.cpu_priced}
-        if "one_user_cpu_ms" in under_load:
-            again = f"… again before the run: 8 users over its {users} HTTP connections"
-            columns[again] = under_load["one_user_cpu_ms"]
-        columns[f"… under load, {users} users"] = under_load["server_ms"]
-        columns["server CPU (cores)"] = under_load["server_cpu"]
+        columns = {
+            "CPU ms per request, priced: 8 users": self.cpu_priced,
+            f"… under load, {users} users": under_load["server_ms"],
+            "server CPU (cores)": under_load["server_cpu"],
+        }
         return pd.DataFrame(columns).round(2)
 
 

@@ -179,7 +179,7 @@ class Study:
 
     @property
     def async_over_sync(self) -> float:
-        """async / sync req/s on the pinned server in the first round, the one window both ran in (NaN without one):
+        """async / sync req/s on the pinned server in the first round, its two runs back to back (NaN without one):
         a later round's sync run can find the cores at another speed than async's one run did."""
         return self.flips[0] if self.cpu is not None and self.flips else math.nan
 
@@ -195,22 +195,28 @@ class Study:
     def __str__(self) -> str:
         if self.cpu is None:
             return "This OS cannot pin a process to a core: the pinned runs were skipped."
-        medians = self.medians
         return (
             "sync's CPU per request pinned / on any core, round by round: "
             + ", ".join(f"{x:.2f}" for x in self.ratios)
             + f"\nmedian: {self.median:.2f}\n"
-            + f"pinned, async / sync req/s in the first round, the one window both ran in: {self.async_over_sync:.2f}"
+            + f"pinned, async / sync req/s in the first round, its two runs back to back: {self.async_over_sync:.2f}"
             + "; async's one run against each later round's sync run: "
             + (", ".join(f"{x:.2f}" for x in self.flips[1:]) or "none")
-            + " (the cores' speed can move between windows)\n"
+            + " (the cores' speed can move between runs)\n"
             + "on any core, async / sync req/s in the first round: "
             + ", then against each later round's sync run: ".join(
                 [f"{self.anywhere[0]:.2f}", ", ".join(f"{x:.2f}" for x in self.anywhere[1:]) or "none"]
             )
-            + "\n"
-            + gil.spread(medians.loc["any core"], medians.loc["pinned"])
         )
+
+    @property
+    def where_cpu_went(self) -> str:
+        """Where the sync worker's CPU went on any core and pinned, medians over the rounds ("" without a pinned
+        server): the cores, the kernel's share, context switches, the event loop's share of the window."""
+        if self.cpu is None:
+            return ""
+        medians = self.medians
+        return gil.spread(medians.loc["any core"], medians.loc["pinned"])
 
 
 def study(frames: dict[str, pd.DataFrame], count: int, cpus: list[int]) -> Study:

@@ -239,6 +239,8 @@ def run_parts(server: LabServer, parts: dict[str, list[Run]], **load: Unpack[Loa
     One process for them all pays Locust's start-up once; the parts keep their own tidy frames
     (see `frame`), in the order given. `load` is run_plan's (warmup_s, ...).
     """
+    if not parts:  # nothing to run (no pinned server, say): no Locust process to start
+        return {}
     done = iter(run_plan(server, [run for runs in parts.values() for run in runs], **load))
     return {name: frame([next(done) for _ in runs]) for name, runs in parts.items()}
 

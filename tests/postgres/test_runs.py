@@ -308,3 +308,8 @@ def test_edge_rounds_give_what_is_left_of_the_async_edge_round_by_round():
     # edges: 1 and 0.2; 2 and 0.5; 0.5 and 0
     assert runs.edge_rounds(frames, 3) == pytest.approx([0.2, 0.25, 0.0])
     assert runs.edge_rounds(frames, 1) == pytest.approx([0.2])
+
+
+def test_run_parts_with_no_part_starts_no_locust(monkeypatch):
+    monkeypatch.setattr(runs, "run_plan", lambda *a, **k: pytest.fail("a Locust process for no runs"))
+    assert runs.run_parts(object(), {}, lesson="07_database") == {}
