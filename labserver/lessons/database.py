@@ -91,13 +91,14 @@ def database_pool(runs: pd.DataFrame) -> Measured:
 # Its rows of the decision card (course/card.py), each with the figure that shows it
 DATABASE_POOL = Row(
     "A database: a connection pool in the app",
-    "the async driver in `async def` (its CPU per request is the lower on any core; on one core a sync driver "
-    "can match it); a sync one in a plain `def` that takes its connection in the endpoint "
+    "the async driver in `async def` (its CPU per request was the lower in lesson 07's part 2; on one core a sync "
+    "driver can match it); a sync one in a plain `def` that takes its connection in the endpoint "
     "(a session that connects at its first query, as SQLAlchemy's does; a `def` `yield` dependency that connects "
     "before its `yield` can stall); a pool sized by Little's law, workers × pool under the server's "
     "`max_connections`, and the thread limit lowered to the pool: with some pools, many threads left to wait for "
     "a connection cost the worker's core (lesson 15, exercise 4)",
-    "connections / hold time (Little's law); a `def` min(threads / S, connections / hold), S its time alone",
+    "connections / hold time (Little's law); a `def` min(threads / S, connections / hold), S its time alone; "
+    "with fast queries, 1 / cpu per worker",
     "requests wait for a connection with the database idle, or the pool's timeout errors",
     "sync driver / (connections / hold), the pool scarcer than the threads",
     ("07", "11"),
