@@ -169,19 +169,24 @@ class Sweep:
         values = ["rps", "cpu_ms_per_request", "fib_share"]
         return self.share.pivot_table(index="cpu_n", columns="driver", values=values).round(2)
 
-    def explain(self, thread_cost: float, fib_ms: float) -> str:
-        """The deepest depth in words: fib's cost on many threads (cores.thread_cost at that depth, `fib_ms` its
-        CPU on one thread), throughput beside CPU per request, where the sync request's extra CPU goes, the rounds."""
-        users, each = int(self.runs["users"].iloc[0]), ", ".join(f"{x:.2f}" for x in self.kept)
+    def explain(self) -> str:
+        """The deepest depth in words: throughput beside CPU per request, and the async edge round by round."""
+        each = ", ".join(f"{x:.2f}" for x in self.kept)
         return "\n".join(
             [
-                _thread_cost(self.deep, users, thread_cost),
                 f"At fib({self.deep}): cores busy {self.busy}; async / sync throughput {self.rps_ratio:.2f}, "
                 f"sync / async CPU per request {self.cpu_ratio:.2f}.",
-                gil.explain(self.share, thread_cost, fib_ms, self.converged),
                 f"async edge at fib({self.deep}) over the edge at fib({self.shallow}), round by round: {each}; "
                 f"median {self.edge_kept:.2f}",
             ]
+        )
+
+    def extra_cpu(self, thread_cost: float, fib_ms: float) -> str:
+        """Where the sync request's extra CPU at the deepest depth goes: fib's cost on many threads
+        (cores.thread_cost at that depth, `fib_ms` its CPU on one thread), then gil.explain's split."""
+        users = int(self.runs["users"].iloc[0])
+        return "\n".join(
+            [_thread_cost(self.deep, users, thread_cost), gil.explain(self.share, thread_cost, fib_ms, self.converged)]
         )
 
 
