@@ -74,7 +74,7 @@ AWAITABLE_IO = Row(
 BLOCKING_LIBRARY = Row(
     "A blocking library: requests, a sync database driver",
     "a plain `def` (FastAPI runs it in its thread pool)",
-    "threads / io per worker: 40 / io",
+    "threads / io per worker: 40 / io (a database driver: connections / hold where the pool is the smaller)",
     "req/s flat at 40 / io while p95 grows with the users: requests wait for a thread",
     "def / (threads / io)",
     ("01",),

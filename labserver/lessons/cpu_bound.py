@@ -275,7 +275,7 @@ class Sweep:
     crossed: tuple[int, int] | None  # the deepest fib measured I/O-bound, the shallowest CPU-bound
     knee_ms: float  # a request's CPU where the two caps cross, users × cpu = io + cpu
     knee_n: float  # the depth whose fib alone costs that, as the model's curve prices it (nan: none to draw)
-    costs: str  # what each depth cost here, in words
+    costs: str  # what each depth costs here (fib_ms), in words
 
     @property
     def title(self) -> str:
@@ -286,18 +286,19 @@ class Sweep:
 
 def sweep(curve: pd.DataFrame, io_ms: int, users: int) -> Sweep:
     """Read lesson 03's sweep: async at `users` users and `io_ms` of sleep, over fib's depths. The knee is where
-    fib alone, timed here at each depth (as the model's curve prices it), costs the crossing's CPU."""
+    fib alone, each depth priced from the deepest's timing (`fib_ms`, as the model's curve is), costs the crossing's
+    CPU."""
     depths = sorted(set(curve["cpu_n"]))
     knee_ms = cores.crossing_ms(io_ms, users)
     knee_n = knee_depth(knee_ms, range(depths[0], depths[-1] + 1))
-    # the runs' depths, and the two the knee sits between: its mark reads their timings
+    # the runs' depths, and the two the knee sits between, each priced from the deepest's timing
     shown = sorted({*depths, *((math.floor(knee_n), math.ceil(knee_n)) if math.isfinite(knee_n) else ())})
     return Sweep(
         agree=float((cores.cpu_bound(curve) == cores.predicted_cpu_bound(curve)).mean()),
         crossed=cores.takeover(curve),
         knee_ms=knee_ms,
         knee_n=knee_n,
-        costs=", ".join(f"fib({n}) {cpu_ms(n):.2f} ms" for n in shown),
+        costs=", ".join(f"fib({n}) {fib_ms(n, depths[-1]):.2f} ms" for n in shown),
     )
 
 
@@ -308,16 +309,30 @@ def hand_offs(cpu: pd.DataFrame) -> str:
     return f"the thread pool's CPU a request over async's: {each}"
 
 
+def calls(n: int) -> int:
+    """The calls fib(n) makes, itself included: its cost in units of one call (each level about φ× the one below)."""
+    below, here = 1, 1  # fib(0)'s and fib(1)'s: one call each
+    for _ in range(n - 1):
+        below, here = here, below + here + 1
+    return here if n >= 1 else below
+
+
+def fib_ms(n: int, anchor: int) -> float:
+    """fib(n)'s CPU here in ms, from the one timing of fib(`anchor`) scaled by the calls each makes: every depth of
+    the sweep from its longest timing, so that a depth timed in a slow moment does not bend the model's curve."""
+    return cpu_ms(anchor) * calls(n) / calls(anchor)
+
+
 def knee_depth(ms: float, depths: range) -> float:
-    """The (fractional) depth in `depths` at which fib, timed at each, costs `ms`: between the deepest depth timed
-    at or under it and the next, on a log scale, so that the mark sits between the two timings printed beside
-    it, where the curve drawn through them bends (each depth is timed at its own moment: a level can read more
-    or less than φ); nan where no depth in the range reaches it or the shallowest already passes it."""
-    under = [n for n in depths if cpu_ms(n) <= ms]
-    if not under or under[-1] == depths[-1]:
+    """The (fractional) depth in `depths` at which fib costs `ms`, each depth priced from the deepest's timing
+    (`fib_ms`): between the two depths around it, on a log scale; nan where no depth in the range reaches it or the
+    shallowest already passes it."""
+    anchor = depths[-1]
+    under = [n for n in depths if fib_ms(n, anchor) <= ms]
+    if not under or under[-1] == anchor:
         return math.nan
     n = under[-1]
-    low, high = cpu_ms(n), cpu_ms(n + 1)
+    low, high = fib_ms(n, anchor), fib_ms(n + 1, anchor)
     return n + math.log(ms / low) / math.log(high / low)
 
 

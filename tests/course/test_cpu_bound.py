@@ -85,7 +85,7 @@ def test_sweep_names_where_the_cpu_took_over():
     assert read.crossed == (15, 25)
     assert read.title == "The CPU takes over between fib(15) and fib(25)"
     assert read.knee_ms == pytest.approx(50 / 19)
-    # the knee from fib alone, timed at each depth, as the model's curve through every depth prices it
+    # the knee from fib alone, every depth priced from the deepest's timing, as the model's curve is
     assert read.knee_n == cpu_bound.knee_depth(50 / 19, range(15, 26))
     assert read.agree == 1.0
     assert "fib(15)" in read.costs and "fib(25)" in read.costs
@@ -93,18 +93,23 @@ def test_sweep_names_where_the_cpu_took_over():
     assert all(f"fib({n}) " in read.costs for n in around)
 
 
-def test_the_knee_sits_between_the_timed_depths_around_it(monkeypatch):
-    timed = {20: 1.0, 21: 1.5, 22: 2.6, 23: 4.0}
+def test_fib_s_calls_grow_by_about_phi_a_level():
+    assert [cpu_bound.calls(n) for n in range(6)] == [1, 1, 3, 5, 9, 15]
+    assert cpu_bound.calls(25) / cpu_bound.calls(24) == pytest.approx((1 + 5**0.5) / 2, rel=1e-4)
+
+
+def test_every_depth_is_priced_from_the_deepest_timing(monkeypatch):
+    # fib(21) timed in a slow moment, 2.9x fib(20): the sweep's depths read fib(25)'s one timing, scaled by calls
+    timed = {20: 1.05, 21: 3.05, 22: 2.75, 25: 11.82}
     monkeypatch.setattr(cpu_bound, "cpu_ms", timed.__getitem__)
-    knee = cpu_bound.knee_depth(2.0, range(20, 24))
-    assert 21 < knee < 22  # past fib(21)'s 1.5 ms, short of fib(22)'s 2.6 ms, where a curve through them bends
-    assert knee == pytest.approx(21 + math.log(2.0 / 1.5) / math.log(2.6 / 1.5))  # on a log scale between them
-    # a level timed at more than φ (fib(20) in a fast moment, fib(21) in a slow one): the mark stays between them
-    monkeypatch.setattr(cpu_bound, "cpu_ms", {20: 1.61, 21: 2.88, 22: 4.86}.__getitem__)
-    assert 20 < cpu_bound.knee_depth(2.63, range(20, 23)) < 21
-    monkeypatch.setattr(cpu_bound, "cpu_ms", timed.__getitem__)
-    assert math.isnan(cpu_bound.knee_depth(5.0, range(20, 24)))  # the deepest costs less: no crossing in range
-    assert math.isnan(cpu_bound.knee_depth(0.5, range(20, 24)))  # the shallowest already costs more
+    assert cpu_bound.fib_ms(25, 25) == 11.82
+    assert cpu_bound.fib_ms(21, 25) == pytest.approx(11.82 * cpu_bound.calls(21) / cpu_bound.calls(25))
+    knee = cpu_bound.knee_depth(2.63, range(20, 26))
+    assert 21 < knee < 22  # where fib(25)'s timing puts 2.63 ms, not fib(21)'s slow one (20.9)
+    low, high = cpu_bound.fib_ms(21, 25), cpu_bound.fib_ms(22, 25)
+    assert knee == pytest.approx(21 + math.log(2.63 / low) / math.log(high / low))  # on a log scale between them
+    assert math.isnan(cpu_bound.knee_depth(20.0, range(20, 26)))  # the deepest costs less: no crossing in range
+    assert math.isnan(cpu_bound.knee_depth(0.5, range(20, 26)))  # the shallowest already costs more
 
 
 def test_a_sweep_that_never_crossed_says_so():
