@@ -41,7 +41,7 @@ class Fast:
     """Part 2, the fast SELECT: its runs, one per driver, and what the model bounds the sync one by."""
 
     runs: pd.DataFrame  # one run per driver (runs.frame)
-    cpu_priced: pd.Series  # the server's CPU per request priced before the runs (ms), by driver
+    cpu_priced: pd.Series  # the server's CPU per request priced before the runs (ms), by driver, as the run is
     limits: dict[str, float]  # every bound the model puts on the sync SELECT (req/s), by name
 
     def rps(self, driver: str) -> float:
@@ -69,8 +69,8 @@ class Fast:
         return float(self.cpu_priced["sync"] / self.cpu_priced["async"])
 
     def cpu_table(self) -> pd.DataFrame:
-        """Each driver's CPU per request as calibrate priced it (8 users on 8 connections) and under load, and the
-        cores its server kept busy."""
+        """Each driver's CPU per request as calibrate priced it (8 users, over as many connections as the run holds)
+        and under load, and the cores its server kept busy."""
         under_load = self.runs.set_index("driver")
         users = int(under_load["users"].iloc[0])
         columns = {

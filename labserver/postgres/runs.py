@@ -14,6 +14,7 @@ import math
 import statistics
 import time
 import urllib.request
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypedDict
 
 import pandas as pd
@@ -51,11 +52,13 @@ def lone_requests(url: str, path: str, n: int = 100) -> dict:
     return {"path": path, "service_ms": statistics.median(times), "wall_s": wall}
 
 
-def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataFrame:
-    """Per endpoint: median time of one request alone (`service_ms`), the server's CPU per request with as many
-    users back to back as the runs' before-predictions are priced with (`cpu_ms`, measurement.cpu_per_request_ms: each
-    part has measurement.HOT_MOST users or more), and how long it held a pooled connection per query (`hold_ms`, its
-    warm-up included; NaN if unknown)."""
+def calibrate(
+    server: LabServer, endpoints: list[str], n: int = 100, users: Mapping[str, int] | None = None
+) -> pd.DataFrame:
+    """Per endpoint: median time of one request alone (`service_ms`), the server's CPU per request priced as a run of
+    its `users` (default measurement.HOT_MOST) prices its before-prediction (`cpu_ms`, measurement.cpu_per_request_ms:
+    a run of a thousand users over its thousand connections), and how long it held a pooled connection per query
+    (`hold_ms`, its warm-up included; NaN if unknown)."""
     assert server.proc is not None, "start the server before calibrating it"
     rows = []
     for endpoint in endpoints:
@@ -65,7 +68,9 @@ def calibrate(server: LabServer, endpoints: list[str], n: int = 100) -> pd.DataF
             {
                 "pattern": endpoint,
                 "service_ms": alone["service_ms"],
-                "cpu_ms": measurement.cpu_per_request_ms(server, f"/{endpoint}"),
+                "cpu_ms": measurement.cpu_per_request_ms(
+                    server, f"/{endpoint}", (users or {}).get(endpoint, measurement.HOT_MOST)
+                ),
                 "hold_ms": hold_ms(before, held(server.url)),
             }
         )

@@ -313,3 +313,14 @@ def test_edge_rounds_give_what_is_left_of_the_async_edge_round_by_round():
 def test_run_parts_with_no_part_starts_no_locust(monkeypatch):
     monkeypatch.setattr(runs, "run_plan", lambda *a, **k: pytest.fail("a Locust process for no runs"))
     assert runs.run_parts(object(), {}, lesson="07_database") == {}
+
+
+def test_calibrate_prices_each_endpoint_as_a_run_of_its_users_prices_it(monkeypatch):
+    asked = {}
+    monkeypatch.setattr(runs, "lone_requests", lambda url, path, n: {"service_ms": 2.0})
+    monkeypatch.setattr(runs, "held", lambda url: None)
+    monkeypatch.setattr(runs.measurement, "cpu_per_request_ms", lambda s, path, users: asked.setdefault(path, users))
+    server = SimpleNamespace(url="http://127.0.0.1:1", proc=object())
+    runs.calibrate(server, ["sync_select", "sync_simulation"], users={"sync_select": 1000})
+    # part 2's SELECT as its thousand users' run prices it (over as many connections); the rest as eight users
+    assert asked == {"/sync_select": 1000, "/sync_simulation": runs.measurement.HOT_MOST}
