@@ -195,7 +195,8 @@ def _thread_cost(deep: int, users: int, cost: float) -> str:
     since turns on the GIL only add CPU."""
     said = f"fib({deep}) on {users} threads at once costs {cost:.2f}× its CPU on one thread"
     if cost < 1:
-        return f"{said}: under 1, the cores ran faster for the threads than for the one, as turns only add CPU."
+        why = "the cores' speed moved between the timings more than their order cancels (turns only add CPU)"
+        return f"{said}: under 1, {why}."
     return f"{said}."
 
 
