@@ -323,6 +323,16 @@ def fib_ms(n: int, anchor: int) -> float:
     return cpu_ms(anchor) * calls(n) / calls(anchor)
 
 
+def model_curve(users: int, io_ms: int, depths: range) -> pd.DataFrame:
+    """The model of async at `users` users and `io_ms` of sleep at every depth of `depths`, each priced from the
+    deepest's timing (`fib_ms`): the line whose bend the knee marks."""
+    deepest = depths[-1]
+    return pd.concat(
+        predict_frame(["sequential"], [users], cpu_n=n, io_ms=io_ms, cpu_ms_per_task=fib_ms(n, deepest)).assign(cpu_n=n)
+        for n in depths
+    )
+
+
 def knee_depth(ms: float, depths: range) -> float:
     """The (fractional) depth in `depths` at which fib costs `ms`, each depth priced from the deepest's timing
     (`fib_ms`): between the two depths around it, on a log scale; nan where no depth in the range reaches it or the

@@ -186,3 +186,12 @@ def test_hand_offs_set_the_thread_pool_s_cpu_over_async_s_for_each_endpoint():
     cpu = pd.DataFrame({"fib": [16.0, 14.0], "fib + 50 ms sleep": [18.0, 16.0]}, index=["threadpool", "sequential"])
     line = cpu_bound.hand_offs(cpu)
     assert line == "the thread pool's CPU a request over async's: fib 1.14×, fib + 50 ms sleep 1.12×"
+
+
+def test_the_model_curve_prices_every_depth_from_the_deepest_timing(monkeypatch):
+    monkeypatch.setattr(cpu_bound, "cpu_ms", {25: 12.0}.__getitem__)  # only the deepest is ever timed
+    curve = cpu_bound.model_curve(users=20, io_ms=50, depths=range(15, 26))
+    assert curve["cpu_n"].tolist() == list(range(15, 26))
+    # shallow depths: the users bind (20 / (50 ms + fib)); the deepest: one core, 1 / fib(25)'s 12 ms
+    assert curve["predicted_rps"].iloc[0] == pytest.approx(20 / (0.05 + cpu_bound.fib_ms(15, 25) / 1000), rel=0.05)
+    assert curve["predicted_rps"].iloc[-1] == pytest.approx(1000 / 12.0, rel=0.05)
