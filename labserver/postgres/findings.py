@@ -20,8 +20,8 @@ from labserver.theory import gil, pools
 from labserver.theory.bottlenecks import Bottleneck
 
 
-def holds(slow: pd.DataFrame, base: pd.DataFrame, db_pool: int, io_ms: int) -> pd.DataFrame:
-    """Part 1 by driver: req/s measured, predicted before the run and at the hold measured under load (db_pool /
+def holds(slow: pd.DataFrame, base: pd.DataFrame, io_ms: int) -> pd.DataFrame:
+    """Part 1 by driver: req/s measured, predicted before the runs and at the hold measured under load (db_pool /
     hold), and a connection's hold alone and under load (ms). `io_ms` is each query's pg_sleep."""
     by = slow.set_index("driver")
     alone = by["pattern"].map(base["service_ms"] - base["cpu_ms"]) + io_ms  # the lone request's price
@@ -30,7 +30,7 @@ def holds(slow: pd.DataFrame, base: pd.DataFrame, db_pool: int, io_ms: int) -> p
             "req/s": by["rps"],
             "predicted before": by["predicted_before_rps"],
             "db_pool / hold under load": by["predicted_rps"],
-            "hold alone, S − CPU + io_ms (ms)": alone,
+            "hold alone: io_ms + S − CPU (ms)": alone,
             "hold under load, measured (ms)": by["db_hold_ms"],
         }
     ).round(1)

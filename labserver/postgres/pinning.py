@@ -53,7 +53,8 @@ def parts(
     if len(servers) < 2:
         return {}
     anywhere, pinned = servers
-    return {"pinned": runs.plan(pinned, SELECTS[::-1], [users], base, **load)} | rounds(
+    # the pinned server is priced just before its runs: the Predict table priced the other one
+    return {"pinned": runs.plan(pinned, SELECTS[::-1], [users], base, foreseen=False, **load)} | rounds(
         anywhere, pinned, base, count - 1, users, **load
     )
 
@@ -68,7 +69,8 @@ def rounds(
     (r from 1), for run_parts; `load` is plan's.
     """
     both = [("pinned", pinned), ("any", anywhere)]
-    return {f"round {r + 1}, {where}": runs.plan(each, ["sync_select"], [users], base, **load)
+    return {f"round {r + 1}, {where}": runs.plan(each, ["sync_select"], [users], base, foreseen=each is anywhere,
+                                                 **load)
             for r, (where, each) in mirrored(both, count)}  # fmt: skip
 
 

@@ -1,10 +1,10 @@
 """Lesson 07's runs: the database endpoints under Locust, each beside its prediction (theory.pools).
 
 `calibrate` sends lone requests to each endpoint (no load) to learn its service time, and prices
-the server's CPU per request as the harness prices every run before it (harness/load/pricing.py: two
-users back to back; each run is priced again just before it). `sweep` then runs every endpoint ×
-users × cpu_n through the lab's harness (`run_plan`) with the prediction built from those figures,
-the thread pool, the connection pool and the fib timing.
+the server's CPU per request as the harness prices a run (harness/load/measurement.py: eight users
+back to back over the run's connections). `plan` then sets every endpoint × users × cpu_n for the
+lab's harness (`run_plan`), each beside the prediction built from those figures, the thread pool,
+the connection pool and the fib timing before any load: the Predict table's.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from labserver.demo.settings import Settings
 from labserver.harness.load import measurement
 from labserver.harness.load.checks import check_load
 from labserver.harness.load.run import run_plan
-from labserver.harness.plans.plan import LoadOptions, Run
+from labserver.harness.plans.plan import Foreseen, LoadOptions, Run
 from labserver.harness.rows.publish import held, hold_ms
 from labserver.harness.servers.launcher import LabServer
 from labserver.postgres import data
@@ -153,7 +153,8 @@ def predict_frame(
 
 
 class PlanKw(TypedDict, total=False):
-    """`plan`'s keywords as pinning.py and sweep_rounds pass them on (sweep_rounds sets `cpu_n` itself)."""
+    """`plan`'s keywords as pinning.py and sweep_rounds pass them on (sweep_rounds sets `cpu_n` itself, pinning.py
+    `foreseen`)."""
 
     io_ms: int
     duration_s: int
@@ -170,8 +171,13 @@ def plan(
     cpu_n: list[int] | int = 0,
     duration_s: int = 5,
     warmup_s: float = 1.0,
+    foreseen: bool = True,
 ) -> list[Run]:
     """Every endpoint × users × cpu_n on `server`, as runs for run_plan, predicted from `base` (see calibrate).
+
+    Each run's prediction made before it is `predict`'s, the lesson's Predict table's figure (`foreseen`), and its
+    model is priced again with what the run measured after it (`priced`). `foreseen` False: priced again on `server`
+    just before the run instead, for a server `base` did not price (part 4's pinned one).
 
     A run whose requests are slow lasts longer than `duration_s` (twice it at most): long enough
     for the warm-up and then `CYCLES` requests per user at the predicted latency, so that fib(28)
@@ -203,7 +209,7 @@ def plan(
                         io_ms=io_ms,
                         cpu_n=n,
                         duration_s=run_s,
-                        predicted=priced_here,
+                        predicted=Foreseen(p, priced_here) if foreseen else priced_here,
                         tags=tags,
                         server=server,
                     )

@@ -31,7 +31,7 @@ class Bottleneck(StrEnum):
     LOOP_IN_STEP = "one core (users in step on the event loop)"  # lesson 12's new client per request: one thread
     # lesson 10, and C code that lets go of the GIL: the scheduler's time slices in place of the GIL's turns
     SLICED = "cores (threads in step, in time slices)"
-    WORKER_CPU = "CPU (one core per worker)"  # lesson 07; lesson 10's event loop without a GIL, still one thread
+    WORKER_CPU = "CPU (one core per worker)"  # lesson 10: an event loop without a GIL is still one thread
     SERVER_CPU = "CPU of the server (one core per worker)"  # lesson 06
     # the cores every process of the machine shares
     MACHINE = "cores (the machine's, shared)"

@@ -76,7 +76,7 @@ def limits(
         bounds[Bottleneck.THREAD_POOL] = workers * threads / s
     if cpu > 0:
         kept = loop_kept(waited, workers, cores) if driver(endpoint) == "async" else 1.0
-        bounds[Bottleneck.WORKER_CPU] = min(workers, cores) * kept / cpu
+        bounds[Bottleneck.GIL] = min(workers, cores) * kept / cpu  # each worker runs Python under its GIL
     if machine_ms > 0:
         bounds[Bottleneck.MACHINE_AND_DATABASE] = cores / (machine_ms / 1000)
     return bounds

@@ -16,14 +16,14 @@ from labserver.demo.settings import Settings
 from labserver.harness.load import client, measurement, pricing
 from labserver.harness.load.measurement import HOT_MOST, waits_kept
 from labserver.harness.load.threads import WHOLE, _process_seconds, split
-from labserver.harness.plans.plan import Before, Meters, Options, Stage
+from labserver.harness.plans.plan import Before, Foreseen, Meters, Options, Stage
 from labserver.harness.processes.machine import MachineMeter
 from labserver.harness.processes.meters import CpuMeter
 from labserver.harness.rows import collect, miss, publish, usage
 from labserver.harness.rows.records import Record
 from labserver.harness.servers.launcher import LabServer
 from labserver.theory.bottlenecks import Bottleneck
-from labserver.theory.demand import OneUser
+from labserver.theory.demand import Demand, OneUser
 from labserver.theory.model import Prediction
 from labserver.theory.workload import Workload
 
@@ -98,6 +98,17 @@ def test_a_lesson_s_own_prediction_made_before_is_its_before_prediction():
     p = Prediction(10.0, 100.0, "users")
     stage = Stage(stand_in(), Workload("sequential", 1, io_ms=100), predicted=p)
     assert pricing.foresee(stage, Options()) == Before(p, None, "lesson")
+
+
+def test_a_lesson_s_predict_table_figure_is_its_before_prediction_and_its_model_explains_the_run(monkeypatch):
+    monkeypatch.setattr(measurement, "measure", lambda stage: pytest.fail("priced a run its lesson foresaw"))
+    before, after = Prediction(10.0, 100.0, "users"), Prediction(8.0, 125.0, "connection pool")
+    seen = []
+    foreseen = Foreseen(before, lambda demand: seen.append(demand) or after)
+    stage = Stage(stand_in(), Workload("sequential", 1, io_ms=100), predicted=foreseen)
+    assert pricing.foresee(stage, Options()) == Before(before, None, "lesson")
+    cost = Demand(worker_ms=2.0)
+    assert stage.prediction(Options(), 2.0, demand=cost) is after and seen == [cost]
 
 
 def test_a_run_meant_to_time_out_is_not_priced(monkeypatch):

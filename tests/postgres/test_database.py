@@ -358,7 +358,7 @@ def test_simulation_holds_two_connections_and_cpu_takes_over():
     p = pools.predict("async_simulation", users=500, service_ms=100, db_pool=20)
     assert p.bottleneck == "connection pool" and p.rps == pytest.approx(100)
     p = pools.predict("async_simulation", users=32, service_ms=60, db_pool=20, cpu_ms_per_request=50)
-    assert p.bottleneck == "CPU (one core per worker)" and p.rps == pytest.approx(20)
+    assert p.bottleneck == "GIL (one core per worker)" and p.rps == pytest.approx(20)
     with pytest.raises(ValueError, match="sync_select"):
         pools.predict("sync_selcet", users=1, service_ms=1)
 

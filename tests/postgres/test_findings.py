@@ -23,10 +23,10 @@ def test_holds_set_each_driver_s_hold_alone_beside_under_load():
         {"pattern": ["sync_select", "async_select"], "driver": ["sync", "async"], "rps": [190.0, 180.0],
          "predicted_before_rps": [198.0, 198.0], "predicted_rps": [199.0, 199.5], "db_hold_ms": [104.0, 110.0]}
     )  # fmt: skip
-    table = findings.holds(slow, base(), db_pool=20, io_ms=100)
+    table = findings.holds(slow, base(), io_ms=100)
     assert list(table.index) == ["sync", "async"]
     # time alone less its CPU, plus the pg_sleep
-    assert table["hold alone, S − CPU + io_ms (ms)"].tolist() == [101.0, 101.0]
+    assert table["hold alone: io_ms + S − CPU (ms)"].tolist() == [101.0, 101.0]
     assert table.at["sync", "hold under load, measured (ms)"] == 104.0
     assert table.at["sync", "predicted before"] == 198.0 and table.at["sync", "db_pool / hold under load"] == 199.0
 

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from labserver.demo.settings import Settings
+from labserver.harness.plans.plan import Foreseen
 from labserver.postgres import pinning, runs
 
 
@@ -51,6 +52,14 @@ def test_parts_pin_part_2_then_add_the_rounds_in_mirrored_order(fib_ms):
     assert all(r["server"] is pinned for r in parts["pinned"] + parts["round 2, pinned"])
     assert parts["round 1, any"][0]["server"] is anywhere
     assert list(pinning.parts([anywhere, pinned], base(), 1, 8)) == ["pinned"]  # one round: part 2's own
+
+
+def test_the_pinned_server_s_runs_are_priced_on_it_and_the_other_s_by_the_predict_table(fib_ms):
+    parts = pinning.parts([server(), server()], base(), 3, 8, duration_s=3)
+    foreseen = {name: [isinstance(r["predicted"], Foreseen) for r in each] for name, each in parts.items()}
+    # the Predict table priced the server on any core (base); the pinned one is priced just before its runs
+    assert foreseen == {"pinned": [False, False], "round 1, pinned": [False], "round 1, any": [True],
+                        "round 2, any": [True], "round 2, pinned": [False]}  # fmt: skip
 
 
 def _select(sync_ms, async_ms=0.3, cores=1.0):

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from labserver.demo.settings import Settings
+from labserver.harness.plans.plan import Foreseen
 from labserver.postgres import runs
 from labserver.theory import pools
 from labserver.theory.demand import Demand
@@ -157,8 +158,19 @@ def test_plan_runs_every_endpoint_users_and_depth_on_the_server(fib_ms):
     assert all(r["server"] is on and r["io_ms"] == 0 for r in planned)
     first = planned[0]
     assert first["tags"] == {"db_pool": 2, "service_ms": 2.0, "cpu_ms_alone": 1.0}
-    # the prediction is priced with the run's measured CPU; with none measured it is the one made before
-    assert first["predicted"](Demand(worker_ms=math.nan)) == runs.predict(on, "sync_select", 1, 0, 0, base())
+    # made before the run: the Predict table's figure; after it, priced with the run's measured CPU, and with none
+    # measured, the one made before
+    made = runs.predict(on, "sync_select", 1, 0, 0, base())
+    assert first["predicted"].before == made
+    assert first["predicted"].after(Demand(worker_ms=math.nan)) == made
+
+
+def test_a_server_the_predict_table_did_not_price_is_priced_just_before_its_runs(fib_ms):
+    (planned,) = runs.plan(server(), ["sync_select"], [8], base(), foreseen=False)
+    assert not isinstance(planned["predicted"], Foreseen)  # a function of the Demand: one user prices it
+    cost = Demand(worker_ms=5.0, others_ms=5.0)
+    (table,) = runs.plan(server(), ["sync_select"], [8], base())
+    assert planned["predicted"](cost) == table["predicted"].after(cost)
 
 
 def test_plan_runs_are_long_enough_for_a_few_slow_requests_but_at_most_twice_as_long(fib_ms):
@@ -252,18 +264,18 @@ def test_run_parts_sends_every_part_in_one_plan_and_splits_the_results_back(monk
 
 def test_a_run_is_priced_with_the_cpu_it_measured(fib_ms):
     planned = runs.plan(server(), ["sync_select"], [8], base())
-    p = planned[0]["predicted"](Demand(worker_ms=5.0, others_ms=5.0))
+    p = planned[0]["predicted"].after(Demand(worker_ms=5.0, others_ms=5.0))
     # 1 ms of database wait alone + 5 ms of CPU per request: the worker serves at most 200 req/s,
     # and the machine's two cores 2 / 10 ms = 200 req/s too
     assert p.rps == pytest.approx(min(8 / 0.006, 200.0))
-    assert p.bottleneck.startswith(("CPU", "cores"))
+    assert p.bottleneck.startswith(("GIL", "cores"))
 
 
 def slow_select():
     """Part 1's run: 80 users, 100 ms of pg_sleep per query, 20 connections, 40 threads; its `predicted`."""
     wide = SimpleNamespace(settings=Settings(workers=1, threads=40, db_pool=20, procs=0))
     (slow,) = runs.plan(wide, ["async_select"], [80], base().assign(service_ms=1.5, cpu_ms=1.0), io_ms=100)
-    return slow["predicted"]
+    return slow["predicted"].after
 
 
 def test_the_connection_pool_is_priced_with_the_hold_the_run_measured(fib_ms):
@@ -282,7 +294,7 @@ def test_a_hold_measured_where_the_core_is_the_bound_does_not_move_the_predictio
     # held 95 ms (waiting for that core) would price the pool at 21 req/s, but it is not the bound.
     (fast,) = runs.plan(server(), ["sync_select"], [8], base())
     cost = Demand(worker_ms=5.0, others_ms=5.0)
-    assert fast["predicted"](replace(cost, db_hold_ms=95.0)) == fast["predicted"](cost)
+    assert fast["predicted"].after(replace(cost, db_hold_ms=95.0)) == fast["predicted"].after(cost)
 
 
 def test_sweep_rounds_repeat_the_two_ends_of_the_sweep_in_mirrored_order(fib_ms):

@@ -10,7 +10,7 @@ from labserver.theory.bottlenecks import Bottleneck
 
 
 def test_headroom_is_the_smaller_pool_bound_over_the_measured_rate():
-    bounds = {"users": 1e6, "thread pool": 4000.0, "connection pool": 2000.0, "CPU (one core per worker)": 900.0}
+    bounds = {"users": 1e6, "thread pool": 4000.0, "connection pool": 2000.0, "GIL (one core per worker)": 900.0}
     assert pools.pool_headroom(bounds, 400.0) == pytest.approx(5.0)  # the CPU bound is not a pool's
 
 
@@ -57,17 +57,17 @@ def test_the_measured_hold_prices_the_pool_only_where_the_pool_is_the_bound():
     assert pools.predict("sync_select", 1000, hold_ms=19.0, **cpu_bound) == pools.predict(
         "sync_select", 1000, **cpu_bound
     )
-    assert pools.predict("sync_select", 1000, hold_ms=19.0, **cpu_bound).bottleneck.startswith("CPU")
+    assert pools.predict("sync_select", 1000, hold_ms=19.0, **cpu_bound).bottleneck.startswith("GIL")
 
 
 def test_an_async_worker_gets_its_core_less_its_wait_for_a_cpu():
     cpu_bound = dict(service_ms=1.3, cpu_ms_per_request=0.7, workers=1, cores=2)
-    full = pools.limits("async_simulation", 32, **cpu_bound)["CPU (one core per worker)"]
+    full = pools.limits("async_simulation", 32, **cpu_bound)["GIL (one core per worker)"]
     assert full == pytest.approx(1000 / 0.7)
-    waited = pools.limits("async_simulation", 32, waited=0.06, **cpu_bound)["CPU (one core per worker)"]
+    waited = pools.limits("async_simulation", 32, waited=0.06, **cpu_bound)["GIL (one core per worker)"]
     assert waited == pytest.approx(0.94 * 1000 / 0.7)
     # NaN: not measured; nothing taken off
-    assert pools.limits("async_simulation", 32, waited=math.nan, **cpu_bound)["CPU (one core per worker)"] == full
+    assert pools.limits("async_simulation", 32, waited=math.nan, **cpu_bound)["GIL (one core per worker)"] == full
 
 
 def test_a_sync_worker_s_threads_compute_while_its_loop_waits():
@@ -79,5 +79,5 @@ def test_a_sync_worker_s_threads_compute_while_its_loop_waits():
 
 def test_workers_that_outnumber_the_cores_keep_the_whole_of_theirs():
     cpu_bound = dict(service_ms=1.3, cpu_ms_per_request=0.7, workers=2, cores=2)
-    bound = pools.limits("async_select", 32, waited=0.06, **cpu_bound)["CPU (one core per worker)"]
+    bound = pools.limits("async_select", 32, waited=0.06, **cpu_bound)["GIL (one core per worker)"]
     assert bound == pytest.approx(2 * 1000 / 0.7)

@@ -32,7 +32,7 @@ from labserver.demo import cpus
 from labserver.demo.settings import Settings
 from labserver.harness.load import measurement, validity
 from labserver.harness.load.client import PricingError
-from labserver.harness.plans.plan import Before, Options, Stage
+from labserver.harness.plans.plan import Before, Foreseen, Options, Stage
 from labserver.theory.demand import OneUser
 
 if TYPE_CHECKING:
@@ -84,6 +84,8 @@ def foresee(stage: Stage, options: Options, settings: Settings | None = None) ->
     given = stage.predicted
     if isinstance(given, Prediction):
         return Before(given, None, "lesson")
+    if isinstance(given, Foreseen):
+        return Before(given.before, None, "lesson")
     if options.expect_failures:
         return Before(stage.prediction(options, _cores(stage), settings=settings), None, "not modelled")
     try:

@@ -30,8 +30,20 @@ WARMUP_DEFAULT_S = 1.0  # the warm-up's cap (measure.warmup_end)
 REMEASURE_DEFAULT = 1  # how often a run the machine paused in is measured again (load.run_plan)
 # Locust's user classes a plan may use (generator.USER_CLASSES names each one's class in the locustfile)
 UserClass = Literal["fast", "requests", "arrivals"]
-# A lesson's own prediction for a run: made before it, or from the run's measured Demand
-Predicted = Prediction | Callable[[Demand], Prediction] | None
+
+
+@dataclass(frozen=True)
+class Foreseen:
+    """A lesson's own prediction made before a run (`before`: its Predict table's figure, priced before any load), and
+    its model priced again with the run's measured Demand after it (`after`): one figure before the run, no pricing
+    of its own just before it."""
+
+    before: Prediction
+    after: Callable[[Demand], Prediction]
+
+
+# A lesson's own prediction for a run: made before it, from the run's measured Demand, or both (Foreseen)
+Predicted = Prediction | Foreseen | Callable[[Demand], Prediction] | None
 
 
 class Run(TypedDict, total=False):
@@ -119,6 +131,8 @@ class Stage:
         given = self.predicted
         if isinstance(given, Prediction):
             return given
+        if isinstance(given, Foreseen):
+            given = given.after
         if callable(given):
             return given(demand if demand is not None else Demand(float("nan")))
         if options.expect_failures:
