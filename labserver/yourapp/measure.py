@@ -308,5 +308,9 @@ def apply(priced: Priced, users: int, *, lesson: str | None = None) -> dict[str,
         "advised before any load (req/s)": v.change_rps,  # from one user's prices, as `advice` printed it
         "measured (req/s)": row["rps"],
         "measured / advised": row["rps"] / v.change_rps if v.change_rps else math.nan,
+        # the worker's loop waits for a CPU beside its threads and Locust, more so near a full core: the model's
+        # queueing does not price that wait, and the run can read under the advice
+        "each worker's core busy": row["server_cpu"] / workers,
+        "its loop waited for a CPU": row.get("worker_waited", math.nan),
         "valid": bool(row["valid"]),
     }
