@@ -15,7 +15,7 @@ blocks the thread that calls it). Its database is SQLite, from Python's standard
 - `GET /legacy` calls the synchronous service inside `async def`: it holds the event loop for its
   50 ms, and no other request on that worker moves meanwhile; the loop binds it.
 - `GET /catalog` returns 20,000 pydantic items: FastAPI checks and serialises them on the event
-  loop, a few ms of CPU, and the worker's core binds it.
+  loop, more than 10 ms of CPU, and the worker's core binds it.
 - `GET /orders` (`?customer=7`) is a `def` that reads a customer's 1,000 orders from SQLite through a
   pool of 2 connections: a fraction of a ms in SQLite, the rest Python building and serialising
   the rows; the worker's core binds it. Past a handful of users its CPU per request grows, as the
