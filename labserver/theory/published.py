@@ -10,8 +10,6 @@ article's headline ratio, which of our runs hold the same ratio.
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -127,20 +125,19 @@ NOT_RUN = "not in the article"  # a figure the article did not measure, said whe
 
 
 def beside_database(
-    fast: Sequence[float], pinned: float, priced_cpu: float, sweep: pd.Series, converged: int | None
+    fast: float, pinned: float, priced_cpu: float, sweep: pd.Series, converged: int | None
 ) -> pd.DataFrame:
     """Carlos Pena's database figures beside lesson 07's, one row each.
 
-    `fast`: async / sync req/s on the fast SELECT on any core, round by round (part 2's pair first; one figure, or
-    the median of several with their range), and `pinned` on a server pinned to one core (NaN: none);
-    `priced_cpu`: sync / async CPU per request priced before the runs; `sweep`: async / sync req/s by fib depth;
-    `converged`: the depth from which the two stay close (None: nowhere).
+    `fast`: async / sync req/s on the fast SELECT in part 2, its two runs back to back (a later round's sync run can
+    find the cores at another speed), and `pinned` on a server pinned to one core (NaN: none); `priced_cpu`: sync /
+    async CPU per request priced before the runs; `sweep`: async / sync req/s by fib depth; `converged`: the depth
+    from which the two stay close (None: nowhere).
     """
     shallow = int(sweep.index.min())
     low, high = PENA_CONVERGED_FIB
-    rounds = f"{statistics.median(fast):.2f} (median of {len(fast)} rounds, {min(fast):.2f}–{max(fast):.2f})"
     rows = [
-        ("fast SELECT: async / sync", ratio(PENA_SELECT_RPS, "async", "sync"), fast[0] if len(fast) == 1 else rounds),
+        ("fast SELECT: async / sync, in the round both ran (part 2)", ratio(PENA_SELECT_RPS, "async", "sync"), fast),
         ("fast SELECT, server pinned to one core: async / sync, in the round both ran", NOT_RUN, pinned),
         ("fast SELECT: sync / async CPU per request, priced before the runs", NOT_RUN, priced_cpu),
         (

@@ -65,7 +65,7 @@ def test_beside_database_sets_carlos_penas_figures_beside_lesson_07s():
 
     import pandas as pd
 
-    table = published.beside_database([1.4], 1.2, 1.5, pd.Series({15: 1.3, 28: 1.1}), converged=None)
+    table = published.beside_database(1.4, 1.2, 1.5, pd.Series({15: 1.3, 28: 1.1}), converged=None)
     assert list(table.columns) == ["figure", "Carlos Pena", "this machine"]
     nowhere = "no depth from which they stay within 15% (to fib(28))"  # said, not NaN
     assert table["this machine"].tolist() == [1.4, 1.2, 1.5, 1.3, nowhere]
@@ -74,8 +74,5 @@ def test_beside_database_sets_carlos_penas_figures_beside_lesson_07s():
     assert table["figure"].iloc[3] == "sweep: async / sync at fib(15)"
     assert table["Carlos Pena"].iloc[4] == "between 25 and 30"
     assert table["Carlos Pena"].iloc[1] == published.NOT_RUN  # said in words, not None
-    at_10 = published.beside_database([1.4], float("nan"), 1.5, pd.Series({10: 1.3, 15: 1.1}), converged=15)
+    at_10 = published.beside_database(1.4, float("nan"), 1.5, pd.Series({10: 1.3, 15: 1.1}), converged=15)
     assert math.isnan(at_10["Carlos Pena"].iloc[3])  # the article ran no FIB of 10
-    # part 2's pair and the rounds after it: their median, with the range it sits in
-    rounds = published.beside_database([1.86, 1.34, 1.49], 1.2, 1.5, pd.Series({15: 1.3, 28: 1.1}), converged=None)
-    assert rounds["this machine"].iloc[0] == "1.49 (median of 3 rounds, 1.34–1.86)"
