@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 SELECTS = ["sync_select", "async_select"]
+# async / sync this near 1, pinned, reads as a tie: one core closed the gap (Study.order)
+GAP_CLOSED = 0.05
 
 
 def servers(anywhere: LabServer, cpus: list[int], database_url: str, db: database.Database) -> list[LabServer]:
@@ -194,6 +196,21 @@ class Study:
         medians = self.medians.rename(index=lambda where: f"{where}, median of {rounds} rounds")
         return [self.servers.round(2), medians.round(2)]
 
+    @property
+    def order(self) -> str:
+        """What one core did to async / sync req/s in the first round, against part 2's on any core: turned the order,
+        closed the gap (within GAP_CLOSED of a tie), narrowed or widened it ("" without a pinned server)."""
+        if self.cpu is None or not self.anywhere or not math.isfinite(self.async_over_sync):
+            return ""
+        pinned, anywhere = self.async_over_sync, self.anywhere[0]
+        if (pinned - 1) * (anywhere - 1) < 0:
+            moved = "turned the order"
+        elif abs(pinned - 1) <= GAP_CLOSED:
+            moved = "closed the gap"
+        else:
+            moved = "narrowed the gap" if abs(pinned - 1) < abs(anywhere - 1) else "widened the gap"
+        return f"one core {moved}: async / sync {anywhere:.2f} on any core (part 2), {pinned:.2f} pinned"
+
     def __str__(self) -> str:
         if self.cpu is None:
             return "This OS cannot pin a process to a core: the pinned runs were skipped."
@@ -201,6 +218,7 @@ class Study:
             "sync's CPU per request pinned / on any core, round by round: "
             + ", ".join(f"{x:.2f}" for x in self.ratios)
             + f"\nmedian: {self.median:.2f}\n"
+            + f"{self.order}\n"
             + f"pinned, async / sync req/s in the first round, its two runs back to back: {self.async_over_sync:.2f}"
             + "; async's one run against each later round's sync run: "
             + (", ".join(f"{x:.2f}" for x in self.flips[1:]) or "none")

@@ -118,6 +118,9 @@ def test_a_thread_cost_under_one_is_said_to_be_the_cores_speed_not_a_saving(swee
     first = sweep.extra_cpu(thread_cost=0.74, fib_ms=28.0).splitlines()[0]
     said = "fib(28) on 4 threads at once costs 0.74× its CPU on one thread: under 1, the cores' speed moved"
     assert first.startswith(said)
+    # a cost that prints as 1.00 is said as it prints, with nothing under 1 to explain
+    even = sweep.extra_cpu(thread_cost=0.996, fib_ms=28.0).splitlines()[0]
+    assert even.endswith("costs 1.00× its CPU on one thread.")
 
 
 def test_measured_holds_every_run_the_lesson_made_the_extra_rounds_too():

@@ -109,6 +109,18 @@ def test_async_over_sync_pinned_is_read_in_the_round_both_ran_in():
     )
 
 
+@pytest.mark.parametrize(
+    ("anywhere", "pinned", "said"),
+    [(1.5, 0.8, "turned the order"), (1.5, 1.04, "closed the gap"), (1.5, 1.2, "narrowed the gap"),
+     (1.2, 1.5, "widened the gap"), (0.9, 1.1, "turned the order")],
+)  # fmt: skip
+def test_the_study_says_what_one_core_did_to_the_order_in_the_round_both_ran(anywhere, pinned, said):
+    study = pinning.Study(1, pd.DataFrame(), [0.6], pd.DataFrame(), flips=[pinned, 0.7], anywhere=[anywhere, 2.0])
+    assert study.order == f"one core {said}: async / sync {anywhere:.2f} on any core (part 2), {pinned:.2f} pinned"
+    assert study.order in str(study)
+    assert pinning.Study(None, pd.DataFrame(), [], pd.DataFrame()).order == ""
+
+
 def test_without_a_pinned_server_the_study_says_so_and_shows_no_table():
     study = pinning.study({"fast": _select(1.0)}, 3, [])
     assert study.tables() == [] and math.isnan(study.median) and math.isnan(study.async_over_sync)
