@@ -92,11 +92,11 @@ def database_pool(runs: pd.DataFrame) -> Measured:
 DATABASE_POOL = Row(
     "A database: a connection pool in the app",
     "the async driver in `async def` (its CPU per request was the lower in lesson 07's part 2; on one core a sync "
-    "driver's falls, which can narrow the gap or turn the order); a sync one in a plain `def` that takes its connection in the endpoint "
-    "(a session that connects at its first query, as SQLAlchemy's does; a `def` `yield` dependency that connects "
-    "before its `yield` can stall); a pool sized by Little's law, workers × pool under the server's "
-    "`max_connections`, and the thread limit lowered to the pool: with some pools, many threads left to wait for "
-    "a connection cost the worker's core (lesson 15, exercise 4)",
+    "driver's falls, which can narrow the gap or turn the order); a sync one in a plain `def` that takes its "
+    "connection in the endpoint (a session that connects at its first query, as SQLAlchemy's does; a `def` `yield` "
+    "dependency that connects before its `yield` can stall); a pool sized by Little's law, workers × pool under the "
+    "server's `max_connections`, and the thread limit lowered to the pool: with some pools, many threads left to "
+    "wait for a connection cost the worker's core (lesson 15, exercise 4)",
     "connections / hold time (Little's law); a `def` min(threads / S, connections / hold), S its time alone; "
     "with fast queries, 1 / cpu per worker",
     "requests wait for a connection with the database idle, or the pool's timeout errors",
