@@ -28,7 +28,7 @@ from labserver.harness.rows.publish import held, hold_ms
 from labserver.harness.servers.launcher import LabServer
 from labserver.postgres import data
 from labserver.theory import pools
-from labserver.theory.demand import Demand
+from labserver.theory.demand import Demand, OneUser
 from labserver.theory.model import Prediction, cpu_ms
 from labserver.theory.workload import DURATION_MAX_S, Workload
 
@@ -55,26 +55,49 @@ def lone_requests(url: str, path: str, n: int = 100) -> dict:
 def calibrate(
     server: LabServer, endpoints: list[str], n: int = 100, users: Mapping[str, int] | None = None
 ) -> pd.DataFrame:
-    """Per endpoint: median time of one request alone (`service_ms`), the server's CPU per request priced as a run of
-    its `users` (default measurement.HOT_MOST) prices its before-prediction (`cpu_ms`, measurement.cpu_per_request_ms:
-    a run of a thousand users over its thousand connections), and how long it held a pooled connection per query
-    (`hold_ms`, its warm-up included; NaN if unknown)."""
+    """Per endpoint: median time of one request alone (`service_ms`), the server's CPU per request priced as the
+    harness prices a run of its `users` (default measurement.HOT_MOST; a run of a thousand users over its thousand
+    connections): `cpu_ms`, and by where it ran with the cores' speed meanwhile (`loop_ms`, `threads_ms`, `pool_ms`,
+    `probe_ms`: measurement.cpu_price); and how long it held a pooled connection per query (`hold_ms`, its warm-up
+    included; NaN if unknown)."""
     assert server.proc is not None, "start the server before calibrating it"
     rows = []
     for endpoint in endpoints:
         before = held(server.url)
         alone = lone_requests(server.url, f"/{endpoint}", n=n)
+        price = measurement.cpu_price(server, f"/{endpoint}", (users or {}).get(endpoint, measurement.HOT_MOST))
         rows.append(
             {
                 "pattern": endpoint,
                 "service_ms": alone["service_ms"],
-                "cpu_ms": measurement.cpu_per_request_ms(
-                    server, f"/{endpoint}", (users or {}).get(endpoint, measurement.HOT_MOST)
-                ),
+                "cpu_ms": price.ms,
                 "hold_ms": hold_ms(before, held(server.url)),
+                **price._asdict(),
             }
         )
     return pd.DataFrame(rows).set_index("pattern")
+
+
+PRICES = ["service_ms", "cpu_ms", "hold_ms"]  # calibrate's columns a lesson shows; the rest price its runs' rows
+
+
+def _prices(endpoint: str, args: dict, base: pd.DataFrame) -> OneUser | None:
+    """The prices `predict` set `endpoint`'s run with, as a run's row records a pricing's (Before.one_user): S, the
+    CPU by where it ran (fib's on the loop for async, in a thread for sync), the hold, and the cores' speed meanwhile.
+    None where `base` holds no split (a table made by hand)."""
+    if "loop_ms" not in base:
+        return None
+    fib = args["cpu_ms_per_request"] - base.at[endpoint, "cpu_ms"]
+    sync = pools.driver(endpoint) == "sync"
+    return OneUser(
+        service_ms=args["service_ms"],
+        loop_ms=base.at[endpoint, "loop_ms"] + (0.0 if sync else fib),
+        threads_ms=base.at[endpoint, "threads_ms"] + (fib if sync else 0.0),
+        pool_ms=base.at[endpoint, "pool_ms"],
+        requests=0,  # priced by the lesson's table, not by requests of its own
+        held_ms=base.at[endpoint, "hold_ms"] if "hold_ms" in base else math.nan,
+        probe_ms=base.at[endpoint, "probe_ms"],
+    )
 
 
 def _model_args(server: LabServer, endpoint: str, users: int, io_ms: int, cpu_n: int, base: pd.DataFrame) -> dict:
@@ -209,7 +232,7 @@ def plan(
                         io_ms=io_ms,
                         cpu_n=n,
                         duration_s=run_s,
-                        predicted=Foreseen(p, priced_here) if foreseen else priced_here,
+                        predicted=Foreseen(p, priced_here, _prices(endpoint, args, base)) if foreseen else priced_here,
                         tags=tags,
                         server=server,
                     )

@@ -107,6 +107,8 @@ def test_a_lesson_s_predict_table_figure_is_its_before_prediction_and_its_model_
     foreseen = Foreseen(before, lambda demand: seen.append(demand) or after)
     stage = Stage(stand_in(), Workload("sequential", 1, io_ms=100), predicted=foreseen)
     assert pricing.foresee(stage, Options()) == Before(before, None, "lesson")
+    priced = dataclasses.replace(stage, predicted=dataclasses.replace(foreseen, prices=ONE))
+    assert pricing.foresee(priced, Options()) == Before(before, ONE, "lesson")  # its prices, for the run's row
     cost = Demand(worker_ms=2.0)
     assert stage.prediction(Options(), 2.0, demand=cost) is after and seen == [cost]
 

@@ -93,8 +93,10 @@ def test_calibrate_gives_one_row_per_endpoint(local):
     stand_in = SimpleNamespace(url=local.url, port=port, proc=SimpleNamespace(pid=os.getpid()))
     figures = runs.calibrate(stand_in, ["sync_select", "async_select"], n=5)
     assert list(figures.index) == ["sync_select", "async_select"]
-    assert list(figures.columns) == ["service_ms", "cpu_ms", "hold_ms"]
+    assert list(figures.columns) == [*runs.PRICES, "loop_ms", "threads_ms", "pool_ms", "probe_ms"]
     assert (figures["service_ms"] > 0).all()
+    parts = figures["loop_ms"] + figures["threads_ms"] + figures["pool_ms"]
+    assert figures["cpu_ms"].tolist() == pytest.approx(parts.tolist())
     # this process serves them (in a thread): its CPU per request, priced as the harness prices a run
     assert (figures["cpu_ms"] > 0).all()
     assert figures["hold_ms"].tolist() == pytest.approx([2.0, 2.0])  # /db_info before and after each endpoint's
@@ -331,8 +333,21 @@ def test_calibrate_prices_each_endpoint_as_a_run_of_its_users_prices_it(monkeypa
     asked = {}
     monkeypatch.setattr(runs, "lone_requests", lambda url, path, n: {"service_ms": 2.0})
     monkeypatch.setattr(runs, "held", lambda url: None)
-    monkeypatch.setattr(runs.measurement, "cpu_per_request_ms", lambda s, path, users: asked.setdefault(path, users))
+    price = runs.measurement.CpuPrice(loop_ms=0.5, threads_ms=1.0, pool_ms=0.0, probe_ms=3.0)
+    monkeypatch.setattr(runs.measurement, "cpu_price", lambda s, path, users: asked.setdefault(path, users) and price)
     server = SimpleNamespace(url="http://127.0.0.1:1", proc=object())
-    runs.calibrate(server, ["sync_select", "sync_simulation"], users={"sync_select": 1000})
+    table = runs.calibrate(server, ["sync_select", "sync_simulation"], users={"sync_select": 1000})
     # part 2's SELECT as its thousand users' run prices it (over as many connections); the rest as eight users
     assert asked == {"/sync_select": 1000, "/sync_simulation": runs.measurement.HOT_MOST}
+    assert table.at["sync_select", "cpu_ms"] == 1.5 and table.at["sync_select", "probe_ms"] == 3.0
+    assert set(runs.PRICES) < set(table.columns)
+
+
+def test_a_run_of_the_predict_table_carries_its_prices_for_its_row(fib_ms):
+    split = base().assign(loop_ms=[0.25, 3.0, 1.0], threads_ms=[0.75, 0.0, 0.0], pool_ms=0.0, probe_ms=3.0)
+    (sync,) = runs.plan(server(), ["sync_select"], [8], split, cpu_n=5)
+    one = sync["predicted"].prices
+    # S and the CPU as `predict` took them, fib's 5 ms in the sync endpoint's thread
+    assert (one.service_ms, one.loop_ms, one.threads_ms, one.probe_ms) == (2.0 + 5.0, 0.25, 0.75 + 5.0, 3.0)
+    (plain,) = runs.plan(server(), ["sync_select"], [8], base())
+    assert plain["predicted"].prices is None  # a table without the split says none

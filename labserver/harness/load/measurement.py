@@ -19,7 +19,7 @@ import math
 import time
 import urllib.parse
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from labserver import protocol
 from labserver.demo.calls import CLIENT_CONNECTIONS
@@ -211,20 +211,40 @@ def alone(stage: Stage) -> int:
     return len(send(address, ask, users=1, warm_s=None, at_least=1, min_s=ALONE_S).times)
 
 
-def cpu_per_request_ms(server: LabServer, path: str, users: int = HOT_MOST) -> float:
-    """The CPU per request (ms) of the process tree serving `path` on `server`, priced as `measure` prices a run of
-    `users` users: hot_users' requests back to back over its `connections`, after some not counted. For a lesson's
-    own table before its runs (lesson 07's): the same price as its runs' before-predictions, taken a minute or two
-    earlier."""
+class CpuPrice(NamedTuple):
+    """The CPU per request (ms) of a server's process tree by where it ran, and the cores' speed meanwhile."""
+
+    loop_ms: float  # the workers' event-loop threads
+    threads_ms: float  # their other threads (the thread pool)
+    pool_ms: float  # the rest of the tree (process-pool children)
+    probe_ms: float  # probe.probe_ms's median over the cores, at the start and the end
+
+    @property
+    def ms(self) -> float:
+        return self.loop_ms + self.threads_ms + self.pool_ms
+
+
+def cpu_price(server: LabServer, path: str, users: int = HOT_MOST) -> CpuPrice:
+    """The CPU per request of the process tree serving `path` on `server`, priced as `measure` prices a run of `users`
+    users: hot_users' requests back to back over its `connections`, after some not counted. For a lesson's own table
+    before its runs (lesson 07's), which its runs then stand beside (plan.Foreseen)."""
     assert server.proc is not None, "start the server before pricing it"
     root = server.proc.pid
     readings: list[Threads] = []
+    probes: list[float] = []
+
+    def read() -> None:
+        readings.append(tree_threads(root))
+        probes.extend(probe_each())
+
     busy = send(
         ("127.0.0.1", server.port),
         Ask("GET", path),
         users=hot_users(users),
         connections=connections(users, limit=getattr(server, "limit_concurrency", None)),
         warm_s=WARM_S,
-        read=lambda: readings.append(tree_threads(root)),
+        read=read,
     )
-    return sum(split(readings[0], readings[1], busy.pids)) / len(busy.times) * 1000
+    n = len(busy.times)
+    loop_s, threads_s, pool_s = split(readings[0], readings[1], busy.pids)
+    return CpuPrice(loop_s / n * 1000, threads_s / n * 1000, pool_s / n * 1000, median(probes))

@@ -85,7 +85,7 @@ def foresee(stage: Stage, options: Options, settings: Settings | None = None) ->
     if isinstance(given, Prediction):
         return Before(given, None, "lesson")
     if isinstance(given, Foreseen):
-        return Before(given.before, None, "lesson")
+        return Before(given.before, given.prices, "lesson")
     if options.expect_failures:
         return Before(stage.prediction(options, _cores(stage), settings=settings), None, "not modelled")
     try:

@@ -40,6 +40,7 @@ class Foreseen:
 
     before: Prediction
     after: Callable[[Demand], Prediction]
+    prices: OneUser | None = None  # what priced `before`, as a run's row records a pricing's (None: not said)
 
 
 # A lesson's own prediction for a run: made before it, from the run's measured Demand, or both (Foreseen)
